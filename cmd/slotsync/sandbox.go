@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/urfave/cli/v2"
+)
+
+func sandboxCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sandbox",
+		Usage: "start a throwaway local primary with a streaming standby and print their DSNs",
+		Description: "Starts a real PostgreSQL pair from the binaries on this machine (see scripts/setup.sh), " +
+			"prints how to connect to each node, and stops and removes it on Ctrl-C or after --for.",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "major", Value: 17, Usage: "PostgreSQL major version", EnvVars: []string{"SLOTSYNC_SANDBOX_MAJOR"}},
+			&cli.DurationFlag{Name: "for", Usage: "stop after this long (0: until interrupted)", EnvVars: []string{"SLOTSYNC_SANDBOX_FOR"}},
+		},
+		Action: func(c *cli.Context) error {
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			defer cancel()
+			pair, err := integration.NewPair(startCtx, integration.Options{Major: c.Int("major")})
+			if err != nil {
+				return cli.Exit(fmt.Sprintf("start sandbox pair: %v", err), exitConnect)
+			}
+			defer pair.Close()
+			w := c.App.Writer
+			fmt.Fprintf(w, "PostgreSQL %d pair running (files in %s)\n", pair.Major, pair.Dir)
+			fmt.Fprintf(w, "  primary: %s\n", pair.Primary.DSN("postgres"))
+			fmt.Fprintf(w, "  standby: %s\n", pair.Standby.DSN("postgres"))
+			if d := c.Duration("for"); d > 0 {
+				fmt.Fprintf(w, "stopping in %s (or on Ctrl-C)\n", d)
+				select {
+				case <-ctx.Done():
+				case <-time.After(d):
+				}
+			} else {
+				fmt.Fprintln(w, "press Ctrl-C to stop and remove it")
+				<-ctx.Done()
+			}
+			fmt.Fprintln(w, "stopping the pair")
+			return nil
+		},
+	}
+}

