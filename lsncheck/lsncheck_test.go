@@ -1,0 +1,181 @@
+package lsncheck
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func lsn(t *testing.T, s string) LSN {
+	t.Helper()
+	l, err := ParseLSN(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestLSNArithmetic(t *testing.T) {
+	if got := Bytes(lsn(t, "0/1508148"), lsn(t, "0/1504E50")); got != 0x32F8 {
+		t.Errorf("Bytes = %d, want %d", got, 0x32F8)
+	}
+	if got := Bytes(lsn(t, "0/1504E50"), lsn(t, "0/1508148")); got != -0x32F8 {
+		t.Errorf("Bytes backwards = %d", got)
+	}
+	if got := Bytes(lsn(t, "1/0"), lsn(t, "0/FFFFFFFF")); got != 1 {
+		t.Errorf("Bytes across the 4 GiB boundary = %d, want 1", got)
+	}
+	cases := []struct{ a, b, want LSN }{{0, 5, 5}, {5, 0, 5}, {3, 5, 3}, {7, 5, 5}, {0, 0, 0}}
+	for _, c := range cases {
+		if got := MinLSN(c.a, c.b); got != c.want {
+			t.Errorf("MinLSN(%d,%d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+	if _, err := ParseLSN("nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("ParseLSN error should quote the input, got %v", err)
+	}
+}
+
+func TestXIDWraparound(t *testing.T) {
+	cases := []struct {
+		a, b     XID
+		precedes bool
+		dist     int64
+	}{
+		{100, 200, true, -100},
+		{200, 100, false, 100},
+		{100, 100, false, 0},
+		// Just past wraparound, 3 is newer than 4294967290.
+		{4294967290, 3, true, -9},
+		{3, 4294967290, false, 9},
+	}
+	for _, c := range cases {
+		if got := XIDPrecedes(c.a, c.b); got != c.precedes {
+			t.Errorf("XIDPrecedes(%d,%d) = %v", c.a, c.b, got)
+		}
+		if got := XIDDistance(c.a, c.b); got != c.dist {
+			t.Errorf("XIDDistance(%d,%d) = %d, want %d", c.a, c.b, got, c.dist)
+		}
+	}
+}
+
+func TestCompareIncarnation(t *testing.T) {
+	base := Seen{Identity{"s", "app", "pgoutput", false}, Position{0x1000, 0x2000, 700}}
+	with := func(f func(*Seen)) Seen { s := base; f(&s); return s }
+	cases := []struct {
+		name string
+		cur  Seen
+		want Change
+		why  string // a word the reason must contain
+	}{
+		{"same", base, Unchanged, "unchanged"},
+		{"consumer confirmed more", with(func(s *Seen) { s.ConfirmedFlush = 0x3000 }), MovedForward, "forward"},
+		{"all moved", with(func(s *Seen) { s.RestartLSN, s.ConfirmedFlush, s.CatalogXmin = 0x1800, 0x3000, 800 }), MovedForward, "forward"},
+		// Dropped and recreated: a new slot starts at the current WAL position but its
+		// confirmed_flush can never be below the old one unless it is another slot.
+		{"confirmed_flush backwards", with(func(s *Seen) { s.ConfirmedFlush = 0x1F00 }), NewIncarnation, "confirmed_flush"},
+		// pg_copy_logical_replication_slot from an older slot: older restart_lsn.
+		{"restart_lsn backwards", with(func(s *Seen) { s.RestartLSN = 0x0800 }), NewIncarnation, "restart_lsn"},
+		{"catalog_xmin backwards", with(func(s *Seen) { s.CatalogXmin = 650 }), NewIncarnation, "catalog_xmin"},
+		{"catalog_xmin forward across wraparound", func() Seen {
+			s := base
+			s.CatalogXmin = 5
+			return s
+		}(), NewIncarnation, "catalog_xmin"}, // 5 precedes 700: backwards
+		{"plugin changed", with(func(s *Seen) { s.Plugin = "test_decoding" }), NewIncarnation, "plugin"},
+		{"database changed", with(func(s *Seen) { s.Database = "other" }), NewIncarnation, "database"},
+		{"two_phase changed", with(func(s *Seen) { s.TwoPhase = true }), NewIncarnation, "two_phase"},
+		// An invalidated slot loses restart_lsn: NULL proves nothing, it is not a recreation.
+		{"restart_lsn became NULL", with(func(s *Seen) { s.RestartLSN = 0 }), MovedForward, "forward"},
+	}
+	for _, c := range cases {
+		got, why := CompareIncarnation(base, c.cur)
+		if got != c.want || !strings.Contains(why, c.why) {
+			t.Errorf("%s: got %v (%s), want %v (%s)", c.name, got, why, c.want, c.why)
+		}
+	}
+	// Wraparound the other way: an XID just past 2^32 is newer, not older.
+	old := with(func(s *Seen) { s.CatalogXmin = 4294967000 })
+	cur := with(func(s *Seen) { s.CatalogXmin = 100 })
+	if got, why := CompareIncarnation(old, cur); got != MovedForward {
+		t.Errorf("catalog_xmin wrapping forward: %v (%s)", got, why)
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	id := Identity{"s", "app", "pgoutput", false}
+	primary := Seen{id, Position{0x1000, 0x2000, 700}}
+	good := ReadinessInput{
+		Primary: primary, CopyExists: true, Copy: Seen{id, Position{0x1000, 0x1F00, 700}},
+		CopyWALAvailable: true, StandbyWALEnd: 0x5000,
+	}
+	mod := func(f func(*ReadinessInput)) ReadinessInput { in := good; f(&in); return in }
+	cases := []struct {
+		name    string
+		in      ReadinessInput
+		reasons []Reason
+	}{
+		{"copy trails the consumer: resuming loses nothing", good, nil},
+		{"copy exactly at the primary", mod(func(in *ReadinessInput) { in.Copy.Position = primary.Position }), nil},
+		{"no copy", mod(func(in *ReadinessInput) { in.CopyExists = false }), []Reason{ReasonMissing}},
+		// A fresh copy made on a PG16+ standby starts at the standby's position, ahead of the
+		// consumer: using it would skip what the consumer has not confirmed yet.
+		{"fresh copy ahead of the consumer", mod(func(in *ReadinessInput) {
+			in.Copy.Position = Position{0x1508148, 0x1508148, 750}
+			in.Primary.Position = Position{0x1504E50, 0x1504E50, 700}
+			in.StandbyWALEnd = 0x1600000
+		}), []Reason{ReasonCopyConfirmedAhead, ReasonCopyRestartAhead, ReasonCopyCatalogXminAhead}},
+		{"restart_lsn ahead only", mod(func(in *ReadinessInput) { in.Copy.RestartLSN = 0x1100 }), []Reason{ReasonCopyRestartAhead}},
+		{"consumer ahead of the standby", mod(func(in *ReadinessInput) { in.StandbyWALEnd = 0x1F80 }), []Reason{ReasonConsumerAheadOfStandby}},
+		{"copy invalidated", mod(func(in *ReadinessInput) { in.CopyInvalidated = true }), []Reason{ReasonCopyInvalidated}},
+		{"copy WAL gone", mod(func(in *ReadinessInput) { in.CopyWALAvailable = false }), []Reason{ReasonCopyWALMissing}},
+		{"primary invalidated", mod(func(in *ReadinessInput) { in.PrimaryInvalidated = true }), []Reason{ReasonPrimaryInvalidated}},
+		{"primary still being created", mod(func(in *ReadinessInput) { in.Primary.Position = Position{} }), []Reason{ReasonPrimaryUnknown}},
+		{"copy still being created", mod(func(in *ReadinessInput) { in.Copy.Position = Position{} }), []Reason{ReasonCopyUnknown}},
+		{"plugin differs", mod(func(in *ReadinessInput) { in.Copy.Plugin = "test_decoding" }), []Reason{ReasonIdentityMismatch}},
+		{"native: not synced", mod(func(in *ReadinessInput) { in.RequireSynced = true }), []Reason{ReasonNotSynced}},
+		{"native: synced", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced = true, true }), nil},
+		{"native: temporary", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced, in.CopyTemporary = true, true, true }), []Reason{ReasonTemporary}},
+	}
+	for _, c := range cases {
+		v := Readiness(c.in)
+		if v.Ready != (len(c.reasons) == 0) || !reflect.DeepEqual(v.Reasons, c.reasons) {
+			t.Errorf("%s: ready=%v reasons=%v (%s); want reasons %v", c.name, v.Ready, v.Reasons, v.Detail, c.reasons)
+		}
+		if v.Detail == "" {
+			t.Errorf("%s: empty detail", c.name)
+		}
+	}
+
+	// Byte distances behind the verdicts.
+	v := Readiness(good)
+	if v.SyncLagBytes != 0x100 || v.CopyAheadBytes != 0 || v.ConsumerAheadBytes != 0 {
+		t.Errorf("distances of a trailing copy: %+v", v)
+	}
+	v = Readiness(mod(func(in *ReadinessInput) { in.Copy.ConfirmedFlush = 0x2400; in.StandbyWALEnd = 0x1F80 }))
+	if v.CopyAheadBytes != 0x400 || v.ConsumerAheadBytes != 0x80 || v.SyncLagBytes != -0x400 {
+		t.Errorf("distances of an ahead copy: %+v", v)
+	}
+	if !v.Has(ReasonConsumerAheadOfStandby) || v.Has(ReasonMissing) {
+		t.Errorf("Has: %v", v.Reasons)
+	}
+}
+
+func TestPositionJSONRoundTrip(t *testing.T) {
+	p := Position{RestartLSN: 0x1504E50, ConfirmedFlush: 0x100000000, CatalogXmin: 4294967295}
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"restart_lsn":"0/1504E50","confirmed_flush":"1/0","catalog_xmin":4294967295}`; string(data) != want {
+		t.Fatalf("JSON %s, want %s", data, want)
+	}
+	var back Position
+	if err := json.Unmarshal(data, &back); err != nil || back != p {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"restart_lsn":"zz","confirmed_flush":"0/0","catalog_xmin":1}`), &back); err == nil {
+		t.Fatal("bad LSN accepted")
+	}
+}

@@ -1,0 +1,144 @@
+package lsncheck
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Reason is a machine-readable cause of a NOT READY verdict.
+type Reason string
+
+// Reasons a standby copy is not ready (DESIGN §2 rules 4 and 5). Their values are part of the
+// JSON output and must not change.
+const (
+	ReasonMissing                Reason = "missing"                   // no copy on the standby
+	ReasonIdentityMismatch       Reason = "identity_mismatch"         // copy has another plugin, database or two_phase
+	ReasonPrimaryUnknown         Reason = "primary_positions_unknown" // primary slot still being created
+	ReasonPrimaryInvalidated     Reason = "primary_invalidated"       // the consumer has lost its slot already
+	ReasonCopyUnknown            Reason = "copy_positions_unknown"    // copy still being created
+	ReasonCopyInvalidated        Reason = "copy_invalidated"
+	ReasonCopyWALMissing         Reason = "copy_wal_missing" // WAL from the copy's restart_lsn is gone
+	ReasonCopyConfirmedAhead     Reason = "copy_confirmed_flush_ahead"
+	ReasonCopyRestartAhead       Reason = "copy_restart_lsn_ahead"
+	ReasonCopyCatalogXminAhead   Reason = "copy_catalog_xmin_ahead"
+	ReasonNotSynced              Reason = "not_synced" // native method: synced = false
+	ReasonTemporary              Reason = "temporary"  // native method: the copy would vanish on promotion
+	ReasonConsumerAheadOfStandby Reason = "consumer_ahead_of_standby"
+)
+
+// ReadinessInput is everything the readiness verdict looks at for one slot.
+type ReadinessInput struct {
+	Primary            Seen
+	PrimaryInvalidated bool
+
+	CopyExists       bool
+	Copy             Seen
+	CopyInvalidated  bool
+	CopyWALAvailable bool // the standby still has the WAL from the copy's restart_lsn
+	CopyTemporary    bool
+	CopySynced       bool
+	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
+
+	// StandbyWALEnd is the newest WAL the standby holds (the larger of its flush and replay
+	// positions): what a promotion right now would keep.
+	StandbyWALEnd LSN
+}
+
+// Verdict says whether a standby copy can be used after a promotion without losing anything,
+// and why not.
+type Verdict struct {
+	Ready   bool     `json:"ready"`
+	Reasons []Reason `json:"reasons,omitempty"`
+	Detail  string   `json:"detail"`
+	// SyncLagBytes: primary confirmed_flush minus the copy's (how far the copy trails).
+	SyncLagBytes int64 `json:"sync_lag_bytes"`
+	// CopyAheadBytes: how far the copy's confirmed_flush is ahead of the primary's (0 if not).
+	CopyAheadBytes int64 `json:"copy_ahead_bytes"`
+	// ConsumerAheadBytes: how far the consumer's confirmed_flush is beyond the standby's WAL (0 if not).
+	ConsumerAheadBytes int64 `json:"consumer_ahead_bytes"`
+}
+
+// Readiness judges one slot: READY only when using the standby copy after a promotion now
+// loses nothing (DESIGN §2 rules 4 and 5).
+func Readiness(in ReadinessInput) Verdict {
+	var v Verdict
+	var details []string
+	add := func(r Reason, format string, args ...any) {
+		v.Reasons = append(v.Reasons, r)
+		details = append(details, fmt.Sprintf(format, args...))
+	}
+
+	p := in.Primary
+	if in.PrimaryInvalidated {
+		add(ReasonPrimaryInvalidated, "the primary slot is invalidated: its consumer must resnapshot whatever happens")
+	} else if !p.Known() {
+		add(ReasonPrimaryUnknown, "the primary slot has no positions yet (still being created)")
+	}
+	if in.Primary.ConfirmedFlush != 0 && in.StandbyWALEnd != 0 && in.Primary.ConfirmedFlush > in.StandbyWALEnd {
+		v.ConsumerAheadBytes = Bytes(in.Primary.ConfirmedFlush, in.StandbyWALEnd)
+		add(ReasonConsumerAheadOfStandby, "the consumer confirmed %s, %d bytes beyond the standby's WAL end %s",
+			in.Primary.ConfirmedFlush, v.ConsumerAheadBytes, in.StandbyWALEnd)
+	}
+
+	if !in.CopyExists {
+		add(ReasonMissing, "no copy on the standby")
+		return finish(v, details)
+	}
+	c := in.Copy
+	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase != p.TwoPhase {
+		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)",
+			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase)
+	}
+	if in.RequireSynced && !in.CopySynced {
+		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)")
+	}
+	if in.CopyTemporary {
+		add(ReasonTemporary, "the copy is temporary and would be dropped at promotion")
+	}
+	if in.CopyInvalidated {
+		add(ReasonCopyInvalidated, "the copy is invalidated")
+	} else if !in.CopyWALAvailable {
+		add(ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn %s", c.RestartLSN)
+	}
+	if !c.Known() {
+		add(ReasonCopyUnknown, "the copy has no positions yet")
+		return finish(v, details)
+	}
+	if p.ConfirmedFlush != 0 {
+		v.SyncLagBytes = Bytes(p.ConfirmedFlush, c.ConfirmedFlush)
+		if c.ConfirmedFlush > p.ConfirmedFlush {
+			v.CopyAheadBytes = -v.SyncLagBytes
+			add(ReasonCopyConfirmedAhead, "the copy's confirmed_flush %s is %d bytes ahead of the consumer's %s: changes in between would be skipped",
+				c.ConfirmedFlush, v.CopyAheadBytes, p.ConfirmedFlush)
+		}
+	}
+	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN {
+		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
+			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
+	}
+	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) {
+		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %d transactions newer than the primary's %d",
+			c.CatalogXmin, XIDDistance(c.CatalogXmin, p.CatalogXmin), p.CatalogXmin)
+	}
+	return finish(v, details)
+}
+
+func finish(v Verdict, details []string) Verdict {
+	v.Ready = len(v.Reasons) == 0
+	if v.Ready {
+		v.Detail = fmt.Sprintf("ready: the copy trails the consumer by %d bytes", v.SyncLagBytes)
+	} else {
+		v.Detail = strings.Join(details, "; ")
+	}
+	return v
+}
+
+// Has reports whether the verdict carries reason r.
+func (v Verdict) Has(r Reason) bool {
+	for _, x := range v.Reasons {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package sync
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Config is everything the sync engine needs; the command line fills it, Validate checks it.
+type Config struct {
+	PrimaryDSN string
+	StandbyDSN string
+	// StateDir holds the journal; one directory per cluster.
+	StateDir string
+	Method   topology.Method
+	Select   Selection
+	// Interval between passes under Run; MaxBackoff caps the wait after failed passes.
+	Interval   time.Duration
+	MaxBackoff time.Duration
+	// SlotTimeout bounds the work on one slot in one pass (creating a copy waits for the
+	// standby to replay a running-xacts record).
+	SlotTimeout time.Duration
+	// Workers is how many slots are worked on at once.
+	Workers int
+	Logger  hclog.Logger
+}
+
+// Validate checks the configuration and fills defaults. Errors name the fix; nothing is changed.
+func (c *Config) Validate() error {
+	if c.StandbyDSN == "" {
+		return &topology.ConfigError{Field: "standby DSN", Problem: "is empty", Fix: "give --standby (or SLOTSYNC_STANDBY)"}
+	}
+	if c.PrimaryDSN == "" {
+		return &topology.ConfigError{Field: "primary DSN", Problem: "is empty", Fix: "give --primary (or SLOTSYNC_PRIMARY)"}
+	}
+	if c.StateDir == "" {
+		return &topology.ConfigError{Field: "state directory", Problem: "is empty", Fix: "give --state-dir, a directory kept across restarts (one per cluster)"}
+	}
+	m, err := topology.ParseMethod(string(c.Method))
+	if err != nil {
+		return err
+	}
+	c.Method = m
+	if err := c.Select.Validate(); err != nil {
+		return err
+	}
+	if c.Interval <= 0 {
+		c.Interval = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 30 * time.Second
+	}
+	if c.MaxBackoff < c.Interval {
+		c.MaxBackoff = c.Interval
+	}
+	if c.SlotTimeout <= 0 {
+		c.SlotTimeout = 30 * time.Second
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return nil
+}
+
+// Selection picks the slots slotsync manages. Empty lists select everything.
+type Selection struct {
+	Patterns  []string // shell globs on the slot name (path.Match), e.g. "debezium_*"
+	Databases []string
+	Plugins   []string
+}
+
+// ParseList splits a comma-separated flag value, dropping empty items.
+func ParseList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Validate rejects malformed patterns.
+func (s Selection) Validate() error {
+	for _, p := range s.Patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return &topology.ConfigError{Field: "slot pattern", Problem: fmt.Sprintf("%q is malformed", p), Fix: "use shell globs such as 'debezium_*' or 'orders?'"}
+		}
+	}
+	return nil
+}
+
+// Matches reports whether a slot with this name, database and plugin is selected.
+func (s Selection) Matches(name, database, plugin string) bool {
+	return matchAny(s.Patterns, name, true) && matchAny(s.Databases, database, false) && matchAny(s.Plugins, plugin, false)
+}
+
+func matchAny(list []string, v string, glob bool) bool {
+	if len(list) == 0 {
+		return true
+	}
+	for _, p := range list {
+		if glob {
+			if ok, _ := path.Match(p, v); ok {
+				return true
+			}
+		} else if p == v {
+			return true
+		}
+	}
+	return false
+}

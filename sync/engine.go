@@ -1,0 +1,439 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdsync "sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// ErrUnsupportedMethod means the chosen method is not available for this pair in this build.
+var ErrUnsupportedMethod = errors.New("method not available")
+
+// Engine runs sync passes. It is not safe for concurrent use; Run and RunOnce serialise passes.
+type Engine struct {
+	cfg     Config
+	log     hclog.Logger
+	obs     observer
+	newApp  func(method topology.Method) (applier, error)
+	app     applier
+	method  topology.Method
+	sess    []applySession
+	journal *Journal
+
+	failures   map[string]*slotFailure
+	lastReason map[string]string
+	now        func() time.Time
+}
+
+type slotFailure struct {
+	count   int
+	lastErr string
+	retryAt time.Time
+}
+
+// New validates cfg, loads the journal and prepares connections (opened lazily).
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	primary, err := topology.ParseEndpoint("primary", cfg.PrimaryDSN)
+	if err != nil {
+		return nil, err
+	}
+	standby, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
+	if err != nil {
+		return nil, err
+	}
+	j, warning, err := LoadJournal(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if warning != nil {
+		cfg.Logger.Error(warning.Error())
+	}
+	e := newEngine(cfg, &pgObserver{primary: primary, standby: standby}, j)
+	e.newApp = func(m topology.Method) (applier, error) {
+		if m == topology.MethodSQL {
+			return &sqlMethod{primary: primary, standby: standby, log: cfg.Logger}, nil
+		}
+		return nil, fmt.Errorf("%w: the %s method is not implemented yet; on PostgreSQL 16+ use --method sql", ErrUnsupportedMethod, m)
+	}
+	return e, nil
+}
+
+func newEngine(cfg Config, obs observer, j *Journal) *Engine {
+	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j,
+		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, now: time.Now}
+}
+
+// Close releases every connection.
+func (e *Engine) Close() {
+	for _, s := range e.sess {
+		s.Close()
+	}
+	e.sess = nil
+	e.obs.Close()
+}
+
+// SlotReport is the outcome of one pass for one slot.
+type SlotReport struct {
+	Name        string             `json:"name"`
+	Database    string             `json:"database"`
+	Plugin      string             `json:"plugin"`
+	Action      Kind               `json:"action"`
+	Reason      string             `json:"reason"`
+	Error       string             `json:"error,omitempty"`
+	ErrorClass  string             `json:"error_class,omitempty"`
+	Incarnation string             `json:"incarnation,omitempty"`
+	Primary     *lsncheck.Position `json:"primary,omitempty"`
+	Copy        *lsncheck.Position `json:"copy,omitempty"`
+	// Gate is false for slots the readiness gate ignores (temporary or unselected ones).
+	Gate    bool             `json:"gate"`
+	Verdict lsncheck.Verdict `json:"verdict"`
+}
+
+// Report is the outcome of one pass.
+type Report struct {
+	Started  time.Time       `json:"started"`
+	Duration time.Duration   `json:"duration_ns"`
+	Major    int             `json:"major"`
+	Method   topology.Method `json:"method"`
+	Slots    []SlotReport    `json:"slots"`
+}
+
+// Ready reports whether every gated slot is READY.
+func (r Report) Ready() bool {
+	for _, s := range r.Slots {
+		if s.Gate && !s.Verdict.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// RunOnce makes one pass: observe both nodes, plan, apply, and judge every slot. An error means
+// the pass changed nothing (a failed observation, a journal that cannot be written) or must
+// stop (Classify tells which); per-slot failures are in the report, not in the error.
+func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
+	rep := Report{Started: e.now()}
+	snap, err := e.obs.Observe(ctx)
+	if err != nil {
+		return rep, err
+	}
+	rep.Major = snap.Standby.Info.Major()
+	if err := e.checkJournalCluster(snap.Primary.Info.SystemID); err != nil {
+		return rep, err
+	}
+	if e.app == nil {
+		m, err := topology.ChooseMethod(rep.Major, e.cfg.Method)
+		if err != nil {
+			return rep, err
+		}
+		app, err := e.newApp(m)
+		if err != nil {
+			return rep, err
+		}
+		e.method, e.app = m, app
+		for i := 0; i < e.cfg.Workers; i++ {
+			e.sess = append(e.sess, app.Session())
+		}
+		e.log.Info("method chosen", "method", m, "major", rep.Major)
+	}
+	rep.Method = e.method
+
+	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: e.method})
+	actions = e.holdBackFailing(actions)
+
+	// Write-ahead: record the copies about to be made before making them, so a crash in
+	// between leaves a journal entry (the copy is recreated) and never an orphan copy.
+	if err := e.recordIntents(actions); err != nil {
+		return rep, err
+	}
+	results := e.execute(ctx, actions)
+	if err := e.recordResults(actions, results); err != nil {
+		e.log.Error("journal not updated after the pass; it will be retried", "error", err)
+	}
+
+	after := snap.Standby.Slots
+	if e.anyChanged(actions, results) {
+		if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
+			after = s
+		}
+	}
+	rep.Slots = e.judge(snap, after, actions, results)
+	rep.Duration = e.now().Sub(rep.Started)
+	return rep, nil
+}
+
+func (e *Engine) checkJournalCluster(systemID string) error {
+	switch e.journal.SystemID {
+	case systemID:
+		return nil
+	case "":
+		e.journal.SystemID = systemID
+		return nil
+	}
+	return &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s belongs to another cluster (system identifier %s, this pair is %s)",
+		e.cfg.StateDir, e.journal.SystemID, systemID), Fix: "give each cluster its own --state-dir"}
+}
+
+// holdBackFailing turns actions on slots in failure backoff into skips.
+func (e *Engine) holdBackFailing(actions []Action) []Action {
+	now := e.now()
+	for i, a := range actions {
+		if f := e.failures[a.Slot]; f != nil && a.Changes() && now.Before(f.retryAt) {
+			actions[i].Kind = KindSkip
+			actions[i].Reason = fmt.Sprintf("retrying after %s: last attempt failed (%d in a row): %s",
+				f.retryAt.Sub(now).Round(time.Second), f.count, f.lastErr)
+		}
+	}
+	return actions
+}
+
+func (e *Engine) recordIntents(actions []Action) error {
+	var changed bool
+	next := e.journal.clone()
+	for _, a := range actions {
+		if a.Kind != KindCreate && a.Kind != KindRecreate {
+			continue
+		}
+		id, err := NewIncarnationID()
+		if err != nil {
+			return err
+		}
+		now := e.now().UTC()
+		if old := next.Slots[a.Slot]; old != nil && a.Kind == KindCreate && old.Identity == a.Primary.Identity {
+			// The copy vanished but the slot is the same incarnation: keep its ID.
+			id = old.Incarnation
+		}
+		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
+			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
+	}
+	e.journal = next
+	return nil
+}
+
+// result is what happened to one action.
+type result struct {
+	err error
+	end lsncheck.LSN // Advance: where the copy is now
+}
+
+// execute carries out the changing actions on Workers sessions, each slot under its own
+// timeout, so one slow or failing slot never blocks the others.
+func (e *Engine) execute(ctx context.Context, actions []Action) []result {
+	results := make([]result, len(actions))
+	work := make(chan int)
+	var wg stdsync.WaitGroup
+	for w := 0; w < len(e.sess); w++ {
+		wg.Add(1)
+		go func(sess applySession) {
+			defer wg.Done()
+			for i := range work {
+				sctx, cancel := context.WithTimeout(ctx, e.cfg.SlotTimeout)
+				results[i] = e.apply(sctx, sess, actions[i])
+				cancel()
+			}
+		}(e.sess[w])
+	}
+	for i, a := range actions {
+		if a.Kind == KindCreate || a.Kind == KindAdvance || a.Kind == KindRecreate || a.Kind == KindDrop {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	for i, a := range actions {
+		e.logOutcome(a, results[i])
+	}
+	return results
+}
+
+func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result {
+	switch a.Kind {
+	case KindCreate:
+		return result{err: sess.Create(ctx, a.Primary)}
+	case KindRecreate:
+		if err := sess.Drop(ctx, a.Slot, a.CopyDatabase); err != nil && !isUndefinedObject(err) {
+			return result{err: err}
+		}
+		return result{err: sess.Create(ctx, a.Primary)}
+	case KindAdvance:
+		end, err := sess.Advance(ctx, a.Slot, a.Primary.Database, a.Target)
+		return result{end: end, err: err}
+	case KindDrop:
+		return result{err: sess.Drop(ctx, a.Slot, a.Identity.Database)}
+	}
+	return result{}
+}
+
+// logOutcome logs what a pass did: changes once each, failures once per distinct error,
+// waiting states once per distinct reason; nothing repeats every pass.
+func (e *Engine) logOutcome(a Action, r result) {
+	if r.err != nil {
+		f := e.failures[a.Slot]
+		if f == nil {
+			f = &slotFailure{}
+			e.failures[a.Slot] = f
+		}
+		f.count++
+		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
+		f.retryAt = e.now().Add(backoff)
+		if msg := r.err.Error(); msg != f.lastErr {
+			f.lastErr = msg
+			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
+				"class", Classify(r.err), "retry_in", backoff)
+		}
+		return
+	}
+	if f := e.failures[a.Slot]; f != nil && a.Changes() {
+		e.log.Info("slot recovered", "slot", a.Slot, "after_failures", f.count)
+		delete(e.failures, a.Slot)
+	}
+	switch a.Kind {
+	case KindCreate, KindRecreate, KindDrop, KindForget:
+		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
+		delete(e.lastReason, a.Slot)
+	case KindAdvance:
+		e.log.Debug("slot advanced", "slot", a.Slot, "to", r.end)
+		delete(e.lastReason, a.Slot)
+	case KindNone:
+		// Waiting states carry moving LSNs: at debug level, or they would repeat every pass.
+		e.log.Debug("slot unchanged", "slot", a.Slot, "reason", a.Reason)
+	case KindSkip:
+		if e.failures[a.Slot] != nil {
+			return // held back after a failure that was logged already
+		}
+		if e.lastReason[a.Slot] != a.Reason {
+			e.lastReason[a.Slot] = a.Reason
+			e.log.Info("slot skipped", "slot", a.Slot, "reason", a.Reason)
+		}
+	}
+}
+
+// recordResults updates the journal after the pass, in one atomic write.
+func (e *Engine) recordResults(actions []Action, results []result) error {
+	next := e.journal.clone()
+	changed := false
+	for i, a := range actions {
+		if results[i].err != nil {
+			continue
+		}
+		switch a.Kind {
+		case KindAdvance:
+			if ent := next.Slots[a.Slot]; ent != nil {
+				ent.Primary, ent.UpdatedAt = a.Primary.Position, e.now().UTC()
+				changed = true
+			}
+		case KindDrop, KindForget:
+			delete(next.Slots, a.Slot)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		return err
+	}
+	e.journal = next
+	return nil
+}
+
+func (e *Engine) anyChanged(actions []Action, results []result) bool {
+	for i, a := range actions {
+		if a.Kind != KindForget && a.Changes() && results[i].err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// judge builds the per-slot report with each slot's readiness verdict.
+func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
+	var out []SlotReport
+	for i, a := range actions {
+		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Reason: a.Reason}
+		if err := results[i].err; err != nil {
+			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
+		}
+		if ent := e.journal.Slots[a.Slot]; ent != nil {
+			sr.Incarnation = ent.Incarnation
+		}
+		ps, onPrimary := snap.Primary.Slots[a.Slot]
+		cp, hasCopy := standbySlots[a.Slot]
+		if hasCopy {
+			pos := cp.Position
+			sr.Copy = &pos
+		}
+		if onPrimary && !ps.Temporary {
+			pos := ps.Position
+			sr.Primary = &pos
+			sr.Gate = true
+			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
+				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
+				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced,
+				StandbyWALEnd: snap.Standby.Info.WALEnd(),
+			})
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// Run makes passes every Interval until ctx ends or an error needs a human. Failed passes are
+// retried with exponential backoff up to MaxBackoff, logging each distinct error once.
+// It returns nil when ctx ends, topology.ErrPromoted when the standby was promoted, or the
+// error that needs a human.
+func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
+	wait := time.Duration(0)
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		rep, err := e.RunOnce(ctx)
+		if onPass != nil {
+			onPass(rep, err)
+		}
+		switch {
+		case err == nil:
+			if lastErr != "" {
+				e.log.Info("sync passes succeed again")
+				lastErr = ""
+			}
+			wait = e.cfg.Interval
+		case ctx.Err() != nil:
+			return nil
+		case Classify(err) == Stop:
+			if errors.Is(err, topology.ErrPromoted) {
+				e.log.Warn(err.Error())
+			} else {
+				e.log.Error("stopping: this needs a human", "error", err)
+			}
+			return err
+		default:
+			wait = min(max(2*wait, e.cfg.Interval), e.cfg.MaxBackoff)
+			if msg := err.Error(); msg != lastErr {
+				lastErr = msg
+				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in", wait)
+			}
+		}
+	}
+}

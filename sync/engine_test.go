@@ -1,0 +1,219 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// fakeObserver returns a fixed snapshot or error.
+type fakeObserver struct {
+	snap Snapshot
+	err  error
+}
+
+func (o *fakeObserver) Observe(context.Context) (Snapshot, error) { return o.snap, o.err }
+func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
+	return o.snap.Standby.Slots, nil
+}
+func (o *fakeObserver) Close() {}
+
+// fakeApplier records calls; failing names fail with failErr.
+type fakeApplier struct {
+	calls   []string
+	failing map[string]error
+}
+
+func (a *fakeApplier) Session() applySession { return a }
+func (a *fakeApplier) Create(_ context.Context, ps topology.Slot) error {
+	a.calls = append(a.calls, "create "+ps.Name)
+	return a.failing[ps.Name]
+}
+func (a *fakeApplier) Advance(_ context.Context, name, _ string, t lsncheck.LSN) (lsncheck.LSN, error) {
+	a.calls = append(a.calls, "advance "+name)
+	return t, a.failing[name]
+}
+func (a *fakeApplier) Drop(_ context.Context, name, _ string) error {
+	a.calls = append(a.calls, "drop "+name)
+	return a.failing[name]
+}
+func (a *fakeApplier) Close() {}
+
+func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {
+	t.Helper()
+	cfg := Config{PrimaryDSN: "x", StandbyDSN: "y", StateDir: t.TempDir(), Method: topology.MethodSQL, Workers: 1}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Logger = hclog.NewNullLogger()
+	e := newEngine(cfg, obs, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
+	e.newApp = func(topology.Method) (applier, error) { return app, nil }
+	return e
+}
+
+func twoNodeSnapshot() Snapshot {
+	s := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
+	s.in.Primary.Info.SystemID, s.in.Standby.Info.SystemID = "42", "42"
+	return Snapshot{Primary: s.in.Primary, Standby: s.in.Standby}
+}
+
+func TestFailedObservationChangesNothing(t *testing.T) {
+	// The primary is unreachable or its slot list came back partial: the observer errors and
+	// nothing is planned or applied, and the journal is not written.
+	app := &fakeApplier{}
+	obs := &fakeObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
+	e := testEngine(t, obs, app)
+	e.journal.Slots["owned"] = &Entry{Incarnation: "01", Identity: lsncheck.Identity{Name: "owned", Database: "app", Plugin: "pgoutput"}}
+	_, err := e.RunOnce(context.Background())
+	if err == nil || Classify(err) != Retry {
+		t.Fatalf("want a retryable error, got %v (%v)", err, Classify(err))
+	}
+	if len(app.calls) != 0 {
+		t.Fatalf("applied %v after a failed observation", app.calls)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.StateDir, JournalFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("journal written after a failed observation: %v", err)
+	}
+}
+
+func TestJournalWriteFailureChangesNothing(t *testing.T) {
+	// The state directory cannot be written: the new copy is not made (it would be an orphan
+	// slotsync could never prove it owns).
+	app := &fakeApplier{}
+	e := testEngine(t, &fakeObserver{snap: twoNodeSnapshot()}, app)
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.StateDir = filepath.Join(blocker, "state") // a path under a regular file: every write fails
+	_, err := e.RunOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("want the journal error, got %v", err)
+	}
+	if len(app.calls) != 0 {
+		t.Fatalf("applied %v without a journal", app.calls)
+	}
+	if len(e.journal.Slots) != 0 {
+		t.Fatalf("in-memory journal changed: %+v", e.journal.Slots)
+	}
+}
+
+func TestOneFailingSlotDoesNotBlockOthers(t *testing.T) {
+	snap := twoNodeSnapshot()
+	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
+	snap.Primary.Slots["b"] = slot(idB, 0x1000000, 0x2000000, 700)
+	app := &fakeApplier{failing: map[string]error{"a": &pgconn.PgError{Code: "XX000", Message: "boom"}}}
+	e := testEngine(t, &fakeObserver{snap: snap}, app)
+	clock := time.Unix(1000, 0)
+	e.now = func() time.Time { return clock }
+	rep, err := e.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(app.calls, ",") != "create a,create b" {
+		t.Fatalf("calls %v", app.calls)
+	}
+	byName := map[string]SlotReport{}
+	for _, s := range rep.Slots {
+		byName[s.Name] = s
+	}
+	if byName["a"].Error == "" || byName["b"].Error != "" {
+		t.Fatalf("report: %+v", rep.Slots)
+	}
+	// The failing slot is held back (backoff) on the next pass; the other is not blocked.
+	app.calls = nil
+	snap.Standby.Slots["b"] = slot(idB, 0x1000000, 0x2000000, 700)
+	rep, _ = e.RunOnce(context.Background())
+	if len(app.calls) != 0 {
+		t.Fatalf("failing slot retried inside its backoff: %v", app.calls)
+	}
+	for _, s := range rep.Slots {
+		if s.Name == "a" && (s.Action != KindSkip || !strings.Contains(s.Reason, "boom")) {
+			t.Fatalf("held-back slot reported as %+v", s)
+		}
+	}
+	clock = clock.Add(time.Hour)
+	app.failing = nil
+	if _, err := e.RunOnce(context.Background()); err != nil || strings.Join(app.calls, ",") != "create a" {
+		t.Fatalf("after the backoff: %v %v", app.calls, err)
+	}
+}
+
+func TestJournalFromAnotherClusterStops(t *testing.T) {
+	e := testEngine(t, &fakeObserver{snap: twoNodeSnapshot()}, &fakeApplier{})
+	e.journal.SystemID = "7"
+	_, err := e.RunOnce(context.Background())
+	if Classify(err) != Stop || !strings.Contains(err.Error(), "own --state-dir") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestJournalRoundTripAndCorruption(t *testing.T) {
+	dir := t.TempDir()
+	j, warn, err := LoadJournal(dir)
+	if err != nil || warn != nil || len(j.Slots) != 0 {
+		t.Fatalf("missing journal: %+v %v %v", j, warn, err)
+	}
+	id, err := NewIncarnationID()
+	if err != nil || len(id) != 16 {
+		t.Fatalf("incarnation %q %v", id, err)
+	}
+	j.SystemID = "7"
+	j.Slots["a"] = &Entry{Incarnation: id, Identity: idA, Primary: lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}}
+	if err := j.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, warn, err := LoadJournal(dir)
+	if err != nil || warn != nil || back.Slots["a"].Incarnation != id || back.Slots["a"].Primary != j.Slots["a"].Primary {
+		t.Fatalf("round trip: %+v %v %v", back, warn, err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*.tmp-*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("temp files left: %v", leftovers)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back, warn, err = LoadJournal(dir)
+	if err != nil || warn == nil || len(back.Slots) != 0 {
+		t.Fatalf("corrupt journal: %+v %v %v", back, warn, err)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, JournalFile+".corrupt-*"))
+	if len(aside) != 1 {
+		t.Fatalf("corrupt journal not kept aside: %v", aside)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		err  error
+		want Class
+	}{
+		{&pgconn.PgError{Code: "55000", Message: "cannot advance replication slot to 0/5, minimum is 0/9"}, SkipSlot},
+		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, Stop},
+		{&pgconn.PgError{Code: "57P01", Message: "terminating connection"}, Retry},
+		{&pgconn.PgError{Code: "55006", Message: "replication slot is active"}, SkipSlot},
+		{topology.ErrPromoted, Stop},
+		{&topology.PrereqError{}, Stop},
+		{&topology.ConnError{Err: errors.New("refused")}, Retry},
+		{&topology.ConnError{Err: &pgconn.PgError{Code: "28P01"}}, Stop},
+		{context.DeadlineExceeded, SkipSlot},
+	}
+	for _, c := range cases {
+		if got := Classify(c.err); got != c.want {
+			t.Errorf("Classify(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+	if !IsStandbyLagging(cases[0].err) || IsStandbyLagging(cases[1].err) {
+		t.Error("IsStandbyLagging")
+	}
+}

@@ -1,0 +1,134 @@
+package sync
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// JournalFile is the journal's name inside the state directory.
+const JournalFile = "journal.json"
+
+const journalVersion = 1
+
+// Journal records the standby copies slotsync made, so that recreations (rule 2) and drops
+// (rule 3) are exact across restarts. It is written atomically.
+type Journal struct {
+	Version  int               `json:"version"`
+	SystemID string            `json:"system_identifier"`
+	Slots    map[string]*Entry `json:"slots"`
+}
+
+// Entry is one slot slotsync manages.
+type Entry struct {
+	// Incarnation is a random 64-bit ID (hex) that changes each time the copy is recreated.
+	Incarnation string            `json:"incarnation"`
+	Identity    lsncheck.Identity `json:"identity"`
+	// FirstSeen is the primary slot's position when this incarnation was first seen.
+	FirstSeen lsncheck.Position `json:"first_seen"`
+	// Primary is the primary slot's position at the last successful sync: a later observation
+	// behind it proves a new incarnation.
+	Primary   lsncheck.Position `json:"last_primary"`
+	Method    string            `json:"method"`
+	CreatedAt time.Time         `json:"created_at"`
+	UpdatedAt time.Time         `json:"updated_at"`
+}
+
+// NewIncarnationID returns a random 64-bit ID in hex.
+func NewIncarnationID() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("incarnation ID: %w", err)
+	}
+	if binary.BigEndian.Uint64(b[:]) == 0 {
+		b[7] = 1
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// LoadJournal reads the journal from dir. A missing file is an empty journal. A corrupt file is
+// moved aside and an empty journal returned with a non-nil warning: slotsync then re-derives
+// what it can and never drops a copy it cannot prove it made.
+func LoadJournal(dir string) (j *Journal, warning error, err error) {
+	empty := &Journal{Version: journalVersion, Slots: map[string]*Entry{}}
+	p := filepath.Join(dir, JournalFile)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return empty, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read journal: %w", err)
+	}
+	var got Journal
+	if err := json.Unmarshal(data, &got); err != nil || got.Version != journalVersion || got.Slots == nil {
+		aside := fmt.Sprintf("%s.corrupt-%d", p, time.Now().Unix())
+		if rerr := os.Rename(p, aside); rerr != nil {
+			return nil, nil, fmt.Errorf("journal %s is unreadable and cannot be moved aside: %w", p, rerr)
+		}
+		why := "unknown version"
+		if err != nil {
+			why = err.Error()
+		}
+		return empty, fmt.Errorf("journal %s was unreadable (%s); moved to %s: standby copies made before are now treated as not ours (never dropped or advanced) until you drop them", p, why, aside), nil
+	}
+	return &got, nil, nil
+}
+
+// Save writes the journal atomically: a temp file, fsync, rename over the old one, fsync the
+// directory. On error the old journal is intact.
+func (j *Journal) Save(dir string) error {
+	data, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode journal: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, JournalFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write journal: fsync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, JournalFile)); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write journal: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// clone returns a deep copy, so a failed save can be rolled back.
+func (j *Journal) clone() *Journal {
+	c := &Journal{Version: j.Version, SystemID: j.SystemID, Slots: make(map[string]*Entry, len(j.Slots))}
+	for k, v := range j.Slots {
+		e := *v
+		c.Slots[k] = &e
+	}
+	return c
+}

@@ -1,0 +1,139 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// applier carries out one action on the standby. Each worker has its own session.
+type applier interface {
+	// Session returns a per-worker handle holding that worker's connections.
+	Session() applySession
+}
+
+type applySession interface {
+	Create(ctx context.Context, ps topology.Slot) error
+	Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error)
+	Drop(ctx context.Context, name, database string) error
+	Close()
+}
+
+// sqlMethod makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
+// moves them with pg_replication_slot_advance, connected to each slot's database.
+type sqlMethod struct {
+	primary, standby *topology.Endpoint
+	log              hclog.Logger
+}
+
+func (m *sqlMethod) Session() applySession {
+	return &sqlSession{m: m, conns: map[string]*pgx.Conn{}}
+}
+
+type sqlSession struct {
+	m     *sqlMethod
+	conns map[string]*pgx.Conn // standby connections by database
+}
+
+// conn returns a standby connection to database db, reusing a healthy one.
+func (s *sqlSession) conn(ctx context.Context, db string) (*pgx.Conn, error) {
+	if c := s.conns[db]; c != nil && !c.IsClosed() {
+		return c, nil
+	}
+	c, err := s.m.standby.Connect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	s.conns[db] = c
+	return c, nil
+}
+
+// exec runs fn on a standby connection to db and drops that connection if the statement
+// failed for a reason other than SQL (a timeout may leave it mid-query).
+func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) error) error {
+	c, err := s.conn(ctx, db)
+	if err != nil {
+		return err
+	}
+	if err := fn(c); err != nil {
+		if ctx.Err() != nil || c.IsClosed() {
+			c.Close(context.Background())
+			delete(s.conns, db)
+		}
+		return err
+	}
+	return nil
+}
+
+// Create makes the standby copy. On a standby the creation waits for a running-xacts record
+// from the primary; asking the primary to log one (pg_log_standby_snapshot, 16+) ends the wait
+// in milliseconds instead of up to 15 s.
+func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
+	nudgeCtx, stopNudge := context.WithCancel(ctx)
+	defer stopNudge()
+	go s.nudge(nudgeCtx)
+	return s.exec(ctx, ps.Database, func(c *pgx.Conn) error {
+		_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase)
+		if err != nil {
+			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
+		}
+		return nil
+	})
+}
+
+// nudge asks the primary for running-xacts records until ctx ends.
+func (s *sqlSession) nudge(ctx context.Context) {
+	pc, err := s.m.primary.Connect(ctx, "")
+	if err != nil {
+		return
+	}
+	defer pc.Close(context.Background())
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+		if _, err := pc.Exec(ctx, "SELECT pg_log_standby_snapshot()"); err != nil {
+			if ctx.Err() == nil {
+				s.m.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
+					"error", err, "fix", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>")
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// Advance moves the copy forward; the server clamps the target to the replay position.
+func (s *sqlSession) Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error) {
+	var end string
+	err := s.exec(ctx, database, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, "SELECT end_lsn::text FROM pg_replication_slot_advance($1, $2::pg_lsn)", name, target.String()).Scan(&end)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("advance slot %q to %s: %w", name, target, err)
+	}
+	return lsncheck.ParseLSN(end)
+}
+
+// Drop drops the standby copy (a logical slot is dropped from its own database).
+func (s *sqlSession) Drop(ctx context.Context, name, database string) error {
+	return s.exec(ctx, database, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "SELECT pg_drop_replication_slot($1)", name); err != nil {
+			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
+		}
+		return nil
+	})
+}
+
+func (s *sqlSession) Close() {
+	for db, c := range s.conns {
+		c.Close(context.Background())
+		delete(s.conns, db)
+	}
+}

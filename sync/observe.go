@@ -1,0 +1,112 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Snapshot is one complete observation of both nodes. A failed or partial observation yields
+// no snapshot, hence no action.
+type Snapshot struct {
+	Taken            time.Time
+	Primary, Standby NodeState
+	Physical         topology.PhysicalSlot
+}
+
+// observer takes snapshots. The real one reads PostgreSQL; tests substitute others.
+type observer interface {
+	Observe(ctx context.Context) (Snapshot, error)
+	// StandbySlots re-reads the standby's slots after a pass changed them.
+	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
+	Close()
+}
+
+// pgObserver keeps one connection to each node and drops it on any error.
+type pgObserver struct {
+	primary, standby *topology.Endpoint
+	pconn, sconn     *pgx.Conn
+}
+
+func (o *pgObserver) conn(ctx context.Context, ep *topology.Endpoint, c **pgx.Conn) (*pgx.Conn, error) {
+	if *c != nil && !(*c).IsClosed() {
+		return *c, nil
+	}
+	conn, err := ep.Connect(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	*c = conn
+	return conn, nil
+}
+
+func (o *pgObserver) reset(c **pgx.Conn) {
+	if *c != nil {
+		(*c).Close(context.Background())
+		*c = nil
+	}
+}
+
+// Observe reads the standby first (a promoted standby stops everything, even with the old
+// primary gone), then the primary, checks that they are one pair, and lists both nodes' slots.
+func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
+	snap.Taken = time.Now()
+	sconn, err := o.conn(ctx, o.standby, &o.sconn)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	defer func() {
+		if err != nil && Classify(err) == Retry {
+			o.reset(&o.sconn)
+			o.reset(&o.pconn)
+		}
+	}()
+	if snap.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
+		return Snapshot{}, fmt.Errorf("observe standby: %w", err)
+	}
+	if !snap.Standby.Info.InRecovery {
+		return Snapshot{}, topology.ErrPromoted
+	}
+	pconn, err := o.conn(ctx, o.primary, &o.pconn)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Primary.Info, err = topology.ReadNodeInfo(ctx, pconn); err != nil {
+		return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+	}
+	if name := snap.Standby.Info.PrimarySlotName; name != "" {
+		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
+			return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+		}
+	}
+	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil {
+		return Snapshot{}, err
+	}
+	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
+		return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+	}
+	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
+		return Snapshot{}, fmt.Errorf("observe standby: %w", err)
+	}
+	return snap, nil
+}
+
+func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error) {
+	sconn, err := o.conn(ctx, o.standby, &o.sconn)
+	if err != nil {
+		return nil, err
+	}
+	slots, err := topology.LogicalSlots(ctx, sconn, versionNum)
+	if err != nil {
+		o.reset(&o.sconn)
+	}
+	return slots, err
+}
+
+func (o *pgObserver) Close() {
+	o.reset(&o.sconn)
+	o.reset(&o.pconn)
+}

@@ -1,0 +1,178 @@
+package sync
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Kind is what a pass does to one slot.
+type Kind string
+
+// The kinds of action. Only Create, Advance, Recreate, Drop and Forget change anything.
+const (
+	KindCreate   Kind = "create"   // make the standby copy
+	KindAdvance  Kind = "advance"  // move the copy forward to Target
+	KindRecreate Kind = "recreate" // drop the copy of an old incarnation and make a new one
+	KindDrop     Kind = "drop"     // the slot is gone from the primary: drop the copy slotsync made
+	KindForget   Kind = "forget"   // remove a journal entry; the standby is not touched
+	KindNone     Kind = "none"     // nothing to do (up to date, or waiting: see Reason)
+	KindSkip     Kind = "skip"     // left alone on purpose: see Reason
+)
+
+// Action is one planned step for one slot, with the reason it is right.
+type Action struct {
+	Kind   Kind
+	Slot   string
+	Reason string
+	// Primary is the primary slot as observed (zero for Drop and Forget).
+	Primary topology.Slot
+	// Identity is the slot's identity: the primary's, or the journal's when the primary lost it.
+	Identity lsncheck.Identity
+	// Target is where Advance moves the copy.
+	Target lsncheck.LSN
+	// CopyDatabase is the database of the standby copy that Recreate drops.
+	CopyDatabase string
+}
+
+// Changes reports whether the action changes the standby or the journal.
+func (a Action) Changes() bool {
+	switch a.Kind {
+	case KindCreate, KindAdvance, KindRecreate, KindDrop, KindForget:
+		return true
+	}
+	return false
+}
+
+// PlanInput is what the planner decides from: one complete observation of both nodes, the
+// journal, the selection and the method in force.
+type PlanInput struct {
+	Primary, Standby NodeState
+	Journal          *Journal
+	Select           Selection
+	Method           topology.Method
+}
+
+// NodeState is one node as observed in a pass.
+type NodeState struct {
+	Info  topology.NodeInfo
+	Slots map[string]topology.Slot
+}
+
+// Plan decides, for every selected slot, what this pass does (DESIGN §2 rules 1–3). It is pure:
+// the same input always gives the same actions, in slot-name order.
+func Plan(in PlanInput) []Action {
+	var actions []Action
+	replay := in.Standby.Info.ReplayLSN
+
+	for _, name := range sortedKeys(in.Primary.Slots) {
+		ps := in.Primary.Slots[name]
+		if !in.Select.Matches(name, ps.Database, ps.Plugin) {
+			continue
+		}
+		cp, hasCopy := in.Standby.Slots[name]
+		entry, owned := in.Journal.Slots[name]
+		act := func(kind Kind, format string, args ...any) {
+			actions = append(actions, Action{Kind: kind, Slot: name, Primary: ps, Identity: ps.Identity, Reason: fmt.Sprintf(format, args...)})
+		}
+		switch {
+		case ps.Temporary:
+			act(KindSkip, "temporary on the primary: it ends with its session and cannot survive a failover")
+		case in.Method == topology.MethodSQL && ps.Failover:
+			act(KindSkip, "failover=true: left to the server's own slot sync (method native)")
+		case ps.Invalidated:
+			act(KindSkip, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
+		case !ps.Known():
+			act(KindSkip, "the primary slot has no positions yet (still being created)")
+		case hasCopy && cp.Synced:
+			act(KindSkip, "the standby copy is kept by the server's own slot sync (synced=true)")
+		case hasCopy && !owned:
+			act(KindSkip, "the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy")
+		case !hasCopy && owned:
+			act(KindCreate, "the standby copy slotsync made is missing: creating it again")
+		case !hasCopy:
+			act(KindCreate, "new slot on the primary")
+		default:
+			actions = append(actions, planExisting(name, ps, cp, entry, replay))
+		}
+	}
+
+	// Copies slotsync made whose primary slot is gone (rule 3): the observation that shows
+	// them missing is complete, or there would be no plan.
+	for _, name := range sortedKeys(in.Journal.Slots) {
+		if _, onPrimary := in.Primary.Slots[name]; onPrimary {
+			continue
+		}
+		entry := in.Journal.Slots[name]
+		if !in.Select.Matches(name, entry.Identity.Database, entry.Identity.Plugin) {
+			continue
+		}
+		a := Action{Slot: name, Identity: entry.Identity}
+		cp, hasCopy := in.Standby.Slots[name]
+		switch {
+		case !hasCopy:
+			a.Kind, a.Reason = KindForget, "gone from both nodes"
+		case cp.Active:
+			a.Kind, a.Reason = KindSkip, fmt.Sprintf("dropped on the primary, but the copy is in use on the standby (pid %d): left alone", cp.ActivePID)
+		case cp.Synced:
+			a.Kind, a.Reason = KindForget, "the copy is now kept by the server's own slot sync"
+		case cp.Identity != entry.Identity:
+			a.Kind, a.Reason = KindForget, "the standby slot of this name is not the copy slotsync made: not dropping it"
+		default:
+			a.Kind, a.Reason = KindDrop, "dropped on the primary"
+		}
+		actions = append(actions, a)
+	}
+	return actions
+}
+
+// planExisting decides for a slot that has a copy slotsync made.
+func planExisting(name string, ps, cp topology.Slot, entry *Entry, replay lsncheck.LSN) Action {
+	a := Action{Slot: name, Primary: ps, Identity: ps.Identity, CopyDatabase: cp.Database}
+	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
+	// copy is legitimately ahead of the primary).
+	if ch, why := lsncheck.CompareIncarnation(lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}, ps.Seen()); ch == lsncheck.NewIncarnation {
+		a.Kind, a.Reason = KindRecreate, "recreated on the primary: "+why
+		return a
+	}
+	if cp.Identity != ps.Identity {
+		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy (database %q, plugin %q, two_phase %v) differs from the primary slot",
+			cp.Database, cp.Plugin, cp.TwoPhase)
+		return a
+	}
+	if cp.Invalidated {
+		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy is invalidated (%s)", cp.InvalidationReason)
+		return a
+	}
+	if cp.Active {
+		a.Kind, a.Reason = KindSkip, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
+		return a
+	}
+	// Rule 1: never backwards, never past what the standby has replayed.
+	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
+	switch {
+	case target > cp.ConfirmedFlush:
+		a.Kind, a.Target = KindAdvance, target
+		a.Reason = fmt.Sprintf("consumer confirmed %s; advancing the copy from %s to %s", ps.ConfirmedFlush, cp.ConfirmedFlush, target)
+	case ps.ConfirmedFlush > cp.ConfirmedFlush:
+		a.Kind = KindNone
+		a.Reason = fmt.Sprintf("standby lagging: replayed %s, the copy is at %s, the consumer at %s", replay, cp.ConfirmedFlush, ps.ConfirmedFlush)
+	case ps.ConfirmedFlush < cp.ConfirmedFlush:
+		a.Kind = KindNone
+		a.Reason = fmt.Sprintf("the copy (%s) is ahead of the consumer (%s): waiting for the consumer to confirm past it", cp.ConfirmedFlush, ps.ConfirmedFlush)
+	default:
+		a.Kind, a.Reason = KindNone, "up to date"
+	}
+	return a
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,237 @@
+package sync
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// scenario builds plan inputs: a primary and a standby (replayed up to 0/9000000) and a journal.
+type scenario struct {
+	in PlanInput
+}
+
+func newScenario() *scenario {
+	return &scenario{in: PlanInput{
+		Primary: NodeState{Info: topology.NodeInfo{VersionNum: 160004}, Slots: map[string]topology.Slot{}},
+		Standby: NodeState{Info: topology.NodeInfo{VersionNum: 160004, InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{}},
+		Journal: &Journal{Version: journalVersion, Slots: map[string]*Entry{}},
+		Method:  topology.MethodSQL,
+	}}
+}
+
+var idA = lsncheck.Identity{Name: "a", Database: "app", Plugin: "pgoutput"}
+
+func slot(id lsncheck.Identity, restart, confirmed lsncheck.LSN, xmin lsncheck.XID) topology.Slot {
+	return topology.Slot{Identity: id, Position: lsncheck.Position{RestartLSN: restart, ConfirmedFlush: confirmed, CatalogXmin: xmin}, WALStatus: "reserved"}
+}
+
+func (s *scenario) primary(sl topology.Slot) *scenario { s.in.Primary.Slots[sl.Name] = sl; return s }
+func (s *scenario) standby(sl topology.Slot) *scenario { s.in.Standby.Slots[sl.Name] = sl; return s }
+
+// owned records that slotsync made the copy, synced from the primary at pos.
+func (s *scenario) owned(id lsncheck.Identity, pos lsncheck.Position) *scenario {
+	s.in.Journal.Slots[id.Name] = &Entry{Incarnation: "00000000000000aa", Identity: id, FirstSeen: pos, Primary: pos}
+	return s
+}
+
+func (s *scenario) only(t *testing.T) Action {
+	t.Helper()
+	acts := Plan(s.in)
+	if len(acts) != 1 {
+		t.Fatalf("want one action, got %+v", acts)
+	}
+	return acts[0]
+}
+
+func expect(t *testing.T, a Action, kind Kind, reasonHas string) {
+	t.Helper()
+	if a.Kind != kind || !strings.Contains(a.Reason, reasonHas) {
+		t.Fatalf("got %s (%s), want %s (…%s…)", a.Kind, a.Reason, kind, reasonHas)
+	}
+}
+
+func TestPlanScenarios(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
+
+	t.Run("new slot on the primary is created", func(t *testing.T) {
+		// No copy and no journal entry: the standby has never had this slot.
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).only(t)
+		expect(t, a, KindCreate, "new slot")
+	})
+
+	t.Run("consumer moved on: advance to its confirmed_flush", func(t *testing.T) {
+		// The copy trails the consumer and the standby has replayed past the consumer.
+		a := newScenario().primary(slot(idA, 0x1800000, 0x3000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindAdvance, "advancing")
+		if a.Target != 0x3000000 {
+			t.Fatalf("target %s, want the consumer's 0/3000000", a.Target)
+		}
+	})
+
+	t.Run("standby lagging: advance only to the replay LSN", func(t *testing.T) {
+		// Rule 1: the copy may not pass the WAL the standby has replayed.
+		s := newScenario().primary(slot(idA, 0x1800000, 0xA000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
+		a := s.only(t)
+		expect(t, a, KindAdvance, "advancing")
+		if a.Target != 0x9000000 {
+			t.Fatalf("target %s, want the replay LSN 0/9000000", a.Target)
+		}
+		// Replay behind the copy: nothing at all, never backwards.
+		s.in.Standby.Info.ReplayLSN = 0x1F00000
+		expect(t, s.only(t), KindNone, "standby lagging")
+	})
+
+	t.Run("copy ahead of the consumer: no-op", func(t *testing.T) {
+		// A fresh copy starts ahead of the primary (remote behind): moving it back is impossible
+		// and unneeded; it stays as it is until the consumer confirms past it.
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x2100000, 0x2100000, 720)).owned(idA, pos).only(t)
+		expect(t, a, KindNone, "waiting for the consumer")
+	})
+
+	t.Run("up to date", func(t *testing.T) {
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindNone, "up to date")
+	})
+
+	t.Run("dropped and recreated on the primary", func(t *testing.T) {
+		// The consumer's slot was at 0/2000000; a same-name slot now confirms 0/1900000, which
+		// one slot can never do: it is another slot, and its copy must be made anew.
+		a := newScenario().primary(slot(idA, 0x1900000, 0x1900000, 705)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindRecreate, "confirmed_flush went backwards")
+	})
+
+	t.Run("recreated by pg_copy_logical_replication_slot", func(t *testing.T) {
+		// Copied from an older slot: restart_lsn and catalog_xmin older than before.
+		a := newScenario().primary(slot(idA, 0x0800000, 0x2000000, 600)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindRecreate, "restart_lsn went backwards")
+	})
+
+	t.Run("fresh copy ahead is not a recreation", func(t *testing.T) {
+		// The copy is ahead of the primary, but the primary slot moved forward from what the copy
+		// was synced from: same incarnation (rule 2 compares with the journal, not the copy).
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000100, 700)).standby(slot(idA, 0x2100000, 0x2100000, 720)).owned(idA, pos).only(t)
+		expect(t, a, KindNone, "ahead of the consumer")
+	})
+
+	t.Run("plugin changed", func(t *testing.T) {
+		idB := idA
+		idB.Plugin = "test_decoding"
+		a := newScenario().primary(slot(idB, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindRecreate, "plugin changed")
+	})
+
+	t.Run("dropped on the primary, copy owned: dropped", func(t *testing.T) {
+		a := newScenario().standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindDrop, "dropped on the primary")
+	})
+
+	t.Run("dropped on the primary, copy not ours: untouched", func(t *testing.T) {
+		// A standby-local slot someone made on purpose (lesson 4): no journal entry, no action.
+		if acts := Plan(newScenario().standby(slot(idA, 0x1000000, 0x2000000, 700)).in); len(acts) != 0 {
+			t.Fatalf("a slot slotsync did not make must not be touched: %+v", acts)
+		}
+	})
+
+	t.Run("dropped on the primary, copy active: untouched", func(t *testing.T) {
+		cp := slot(idA, 0x1000000, 0x2000000, 700)
+		cp.Active, cp.ActivePID = true, 4242
+		a := newScenario().standby(cp).owned(idA, pos).only(t)
+		expect(t, a, KindSkip, "in use on the standby (pid 4242)")
+	})
+
+	t.Run("dropped on the primary and gone from the standby: forgotten", func(t *testing.T) {
+		a := newScenario().owned(idA, pos).only(t)
+		expect(t, a, KindForget, "gone from both")
+	})
+
+	t.Run("same-name standby slot not made by slotsync, slot on the primary", func(t *testing.T) {
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x1000000, 690)).only(t)
+		expect(t, a, KindSkip, "did not create")
+	})
+
+	t.Run("invalidated on the primary: copy left alone", func(t *testing.T) {
+		ps := slot(idA, 0, 0x2000000, 700)
+		ps.Invalidated, ps.InvalidationReason = true, "wal_removed"
+		a := newScenario().primary(ps).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindSkip, "must resnapshot")
+	})
+
+	t.Run("slot still being created on the primary (NULL positions)", func(t *testing.T) {
+		a := newScenario().primary(slot(idA, 0, 0, 0)).only(t)
+		expect(t, a, KindSkip, "still being created")
+	})
+
+	t.Run("copy invalidated on the standby: recreated", func(t *testing.T) {
+		cp := slot(idA, 0x1000000, 0x2000000, 700)
+		cp.Invalidated, cp.InvalidationReason = true, "conflict"
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(cp).owned(idA, pos).only(t)
+		expect(t, a, KindRecreate, "invalidated")
+	})
+
+	t.Run("owned copy missing from the standby: created again", func(t *testing.T) {
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		expect(t, a, KindCreate, "missing")
+	})
+
+	t.Run("failover slots are the server's under the sql method", func(t *testing.T) {
+		ps := slot(idA, 0x1000000, 0x2000000, 700)
+		ps.Failover = true
+		a := newScenario().primary(ps).only(t)
+		expect(t, a, KindSkip, "failover=true")
+	})
+
+	t.Run("synced copies are never touched", func(t *testing.T) {
+		cp := slot(idA, 0x1000000, 0x1000000, 700)
+		cp.Synced = true
+		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(cp).only(t)
+		expect(t, a, KindSkip, "synced=true")
+	})
+
+	t.Run("temporary primary slots are skipped", func(t *testing.T) {
+		ps := slot(idA, 0x1000000, 0x2000000, 700)
+		ps.Temporary = true
+		expect(t, newScenario().primary(ps).only(t), KindSkip, "temporary")
+	})
+
+	t.Run("selection", func(t *testing.T) {
+		idB := lsncheck.Identity{Name: "debezium_b", Database: "app", Plugin: "pgoutput"}
+		idC := lsncheck.Identity{Name: "debezium_c", Database: "other", Plugin: "pgoutput"}
+		s := newScenario().primary(slot(idA, 1, 2, 3)).primary(slot(idB, 1, 2, 3)).primary(slot(idC, 1, 2, 3))
+		s.in.Select = Selection{Patterns: []string{"debezium_*"}, Databases: []string{"app"}}
+		a := s.only(t)
+		if a.Slot != "debezium_b" {
+			t.Fatalf("selected %s", a.Slot)
+		}
+		// Owned copies of slots outside the selection are not dropped either.
+		s = newScenario().standby(slot(idA, 1, 2, 3)).owned(idA, pos)
+		s.in.Select = Selection{Patterns: []string{"debezium_*"}}
+		if acts := Plan(s.in); len(acts) != 0 {
+			t.Fatalf("unselected slot acted on: %+v", acts)
+		}
+	})
+}
+
+func TestPlanIsDeterministic(t *testing.T) {
+	s := newScenario()
+	for _, n := range []string{"c", "a", "b"} {
+		id := idA
+		id.Name = n
+		s.primary(slot(id, 1, 2, 3))
+	}
+	acts := Plan(s.in)
+	if len(acts) != 3 || acts[0].Slot != "a" || acts[1].Slot != "b" || acts[2].Slot != "c" {
+		t.Fatalf("actions not in name order: %+v", acts)
+	}
+}
+
+func TestSelectionValidate(t *testing.T) {
+	if err := (Selection{Patterns: []string{"[bad"}}).Validate(); err == nil || !strings.Contains(err.Error(), "globs") {
+		t.Fatalf("malformed pattern: %v", err)
+	}
+	if got := ParseList(" a, ,b,"); len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Fatalf("ParseList: %q", got)
+	}
+}

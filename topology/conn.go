@@ -1,0 +1,86 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Endpoint is one node's connection settings, parsed once from a libpq/pgx DSN (URL or
+// key=value; PG* environment variables, passfile and sslmode apply). It opens connections to
+// any database of that node.
+type Endpoint struct {
+	Role string // "primary" or "standby", for messages
+	cfg  *pgx.ConnConfig
+}
+
+// ParseEndpoint parses dsn for the node in role. The error never contains the DSN (it may hold
+// a password).
+func ParseEndpoint(role, dsn string) (*Endpoint, error) {
+	if dsn == "" {
+		return nil, &ConfigError{Field: role + " DSN", Problem: "is empty", Fix: fmt.Sprintf("give the %s's connection string", role)}
+	}
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors can quote the input; keep only the kind of problem.
+		return nil, &ConfigError{Field: role + " DSN", Problem: "cannot be parsed", Fix: "use a libpq connection string, key=value or postgres:// URL form"}
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "slotsync"
+	}
+	return &Endpoint{Role: role, cfg: cfg}, nil
+}
+
+// Database is the database named by the DSN (the one slotsync lists slots from).
+func (e *Endpoint) Database() string { return e.cfg.Database }
+
+// Connect opens a connection to database db of this node ("" = the DSN's database).
+func (e *Endpoint) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
+	cfg := e.cfg.Copy()
+	if db != "" {
+		cfg.Database = db
+	}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, &ConnError{Role: e.Role, Database: cfg.Database, Err: err}
+	}
+	return conn, nil
+}
+
+// ConnError is a failure to reach a node: worth retrying, unless it is authentication or
+// privileges, which need a human (see Retryable). A missing database is retried: on a standby
+// it may simply not be replayed yet.
+type ConnError struct {
+	Role, Database string
+	Err            error
+}
+
+func (e *ConnError) Error() string {
+	return fmt.Sprintf("connect to %s (database %q): %v", e.Role, e.Database, e.Err)
+}
+
+func (e *ConnError) Unwrap() error { return e.Err }
+
+// Retryable reports whether trying again later may succeed (network, server starting or
+// shutting down), as opposed to wrong credentials, privileges or a missing database.
+func (e *ConnError) Retryable() bool {
+	var pgErr *pgconn.PgError
+	if errors.As(e.Err, &pgErr) {
+		switch pgErr.Code[:2] {
+		case "28", "42": // invalid authorization, privileges
+			return false
+		}
+		return true
+	}
+	return true // network errors, timeouts, a server starting or shutting down
+}
+
+// ConfigError is invalid input; nothing was changed. Fix says what to do.
+type ConfigError struct {
+	Field, Problem, Fix string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field, e.Problem, e.Fix) }

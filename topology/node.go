@@ -1,0 +1,82 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// NodeInfo is what slotsync needs to know about a node before acting.
+type NodeInfo struct {
+	SystemID             string // pg_control_system().system_identifier, as text (it is a uint64)
+	VersionNum           int    // server_version_num, e.g. 170004
+	InRecovery           bool
+	Timeline             int
+	WALLevel             string
+	HotStandbyFeedback   bool
+	PrimarySlotName      string // standby: the physical slot it streams through
+	HasConninfoDBName    bool   // standby: primary_conninfo names a dbname (PG17 native sync needs it)
+	SyncReplicationSlots bool   // PG17+: sync_replication_slots
+	IsSuperuser          bool
+	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
+	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
+}
+
+// Major returns the PostgreSQL major version, e.g. 17.
+func (n NodeInfo) Major() int { return n.VersionNum / 10000 }
+
+// WALEnd is the newest WAL the node holds: its insert position on a primary, the larger of
+// replay and flush on a standby.
+func (n NodeInfo) WALEnd() lsncheck.LSN {
+	if !n.InRecovery {
+		return n.CurrentLSN
+	}
+	if n.ReceiveLSN > n.ReplayLSN {
+		return n.ReceiveLSN
+	}
+	return n.ReplayLSN
+}
+
+// setting reads a GUC through pg_settings, which hides (rather than errors on) settings the
+// role may not read.
+func setting(name string) string {
+	return fmt.Sprintf("coalesce((SELECT setting FROM pg_settings WHERE name = '%s'), '')", name)
+}
+
+// ReadNodeInfo reads the node's identity, role, settings and WAL positions in one query.
+func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
+	var n NodeInfo
+	var current, replay, receive string
+	// Functions that exist on every supported major; the ones that raise in the wrong role
+	// (pg_current_wal_lsn on a standby) are guarded by CASE.
+	q := `SELECT (SELECT system_identifier::text FROM pg_control_system()),
+		current_setting('server_version_num')::int,
+		pg_is_in_recovery(),
+		(SELECT timeline_id FROM pg_control_checkpoint()),
+		current_setting('wal_level'),
+		current_setting('hot_standby_feedback') = 'on',
+		` + setting("primary_slot_name") + `,
+		` + setting("primary_conninfo") + ` ~ '(^|\s)dbname\s*=' OR ` + setting("primary_conninfo") + ` ~ '^postgres(ql)?://[^?]*/[^/?]+',
+		` + setting("sync_replication_slots") + ` = 'on',
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
+		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
+		coalesce(pg_last_wal_receive_lsn()::text, '0/0')`
+	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
+		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
+		&current, &replay, &receive)
+	if err != nil {
+		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
+	}
+	for _, x := range []struct {
+		s   string
+		dst *lsncheck.LSN
+	}{{current, &n.CurrentLSN}, {replay, &n.ReplayLSN}, {receive, &n.ReceiveLSN}} {
+		if *x.dst, err = lsncheck.ParseLSN(x.s); err != nil {
+			return NodeInfo{}, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,131 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// Slot is one logical replication slot as pg_replication_slots shows it.
+type Slot struct {
+	lsncheck.Identity
+	lsncheck.Position
+	Temporary bool
+	Active    bool
+	ActivePID int
+	// WALStatus is reserved/extended/unreserved/lost (13+), "" when unknown.
+	WALStatus string
+	// Invalidated: the slot can no longer be used (WAL removed, or a recovery conflict on 16+).
+	Invalidated        bool
+	InvalidationReason string // 17+: invalidation_reason; earlier majors: derived
+	Failover           bool   // 17+
+	Synced             bool   // 17+: created and kept by the server's slot sync
+}
+
+// Seen returns the slot's identity and positions for lsncheck.
+func (s Slot) Seen() lsncheck.Seen { return lsncheck.Seen{Identity: s.Identity, Position: s.Position} }
+
+// WALAvailable reports whether the WAL from restart_lsn is still there.
+func (s Slot) WALAvailable() bool {
+	return !s.Invalidated && s.WALStatus != "lost" && s.RestartLSN != 0
+}
+
+// slotColumns builds the select list for a server version: pg_replication_slots gained
+// columns over time and 17/18 inserted some mid-list, so it is never read positionally.
+func slotColumns(versionNum int) []string {
+	cols := []string{
+		"slot_name::text",
+		"coalesce(plugin::text, '')",
+		"coalesce(database::text, '')",
+		"temporary",
+		"active",
+		"coalesce(active_pid, 0)",
+		"coalesce(restart_lsn, '0/0')::text",
+		"coalesce(confirmed_flush_lsn, '0/0')::text",
+		"coalesce(catalog_xmin::text, '0')::bigint",
+	}
+	ifVersion := func(min int, expr, otherwise string) {
+		if versionNum >= min {
+			cols = append(cols, expr)
+		} else {
+			cols = append(cols, otherwise)
+		}
+	}
+	ifVersion(130000, "coalesce(wal_status, '')", "''")
+	ifVersion(140000, "two_phase", "false")
+	ifVersion(160000, "coalesce(conflicting, false)", "false")
+	ifVersion(170000, "coalesce(invalidation_reason, '')", "''")
+	ifVersion(170000, "failover", "false")
+	ifVersion(170000, "synced", "false")
+	return cols
+}
+
+// LogicalSlots lists every logical slot of the node, by name.
+func LogicalSlots(ctx context.Context, conn *pgx.Conn, versionNum int) (map[string]Slot, error) {
+	q := "SELECT " + strings.Join(slotColumns(versionNum), ", ") + " FROM pg_replication_slots WHERE slot_type = 'logical'"
+	rows, err := conn.Query(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list logical slots: %w", err)
+	}
+	defer rows.Close()
+	slots := map[string]Slot{}
+	for rows.Next() {
+		var s Slot
+		var restart, confirmed string
+		var xmin int64
+		var conflicting bool
+		if err := rows.Scan(&s.Name, &s.Plugin, &s.Database, &s.Temporary, &s.Active, &s.ActivePID,
+			&restart, &confirmed, &xmin, &s.WALStatus, &s.TwoPhase, &conflicting, &s.InvalidationReason,
+			&s.Failover, &s.Synced); err != nil {
+			return nil, fmt.Errorf("list logical slots: %w", err)
+		}
+		if s.RestartLSN, err = lsncheck.ParseLSN(restart); err != nil {
+			return nil, err
+		}
+		if s.ConfirmedFlush, err = lsncheck.ParseLSN(confirmed); err != nil {
+			return nil, err
+		}
+		s.CatalogXmin = lsncheck.XID(xmin)
+		switch {
+		case s.InvalidationReason != "":
+			s.Invalidated = true
+		case conflicting:
+			s.Invalidated, s.InvalidationReason = true, "conflict"
+		case s.WALStatus == "lost":
+			s.Invalidated, s.InvalidationReason = true, "wal_removed"
+		}
+		slots[s.Name] = s
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list logical slots: %w", err)
+	}
+	return slots, nil
+}
+
+// PhysicalSlot is what the primary holds for a standby's physical slot.
+type PhysicalSlot struct {
+	Exists, Active bool
+	CatalogXmin    lsncheck.XID // catalog_xmin held back through hot_standby_feedback
+	RestartLSN     lsncheck.LSN
+}
+
+// ReadPhysicalSlot reads the physical slot name on the primary.
+func ReadPhysicalSlot(ctx context.Context, conn *pgx.Conn, name string) (PhysicalSlot, error) {
+	var p PhysicalSlot
+	var xmin int64
+	var restart string
+	err := conn.QueryRow(ctx, `SELECT true, active, coalesce(catalog_xmin::text, '0')::bigint, coalesce(restart_lsn, '0/0')::text
+		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &restart)
+	if err == pgx.ErrNoRows {
+		return PhysicalSlot{}, nil
+	}
+	if err != nil {
+		return PhysicalSlot{}, fmt.Errorf("read physical slot %q: %w", name, err)
+	}
+	p.CatalogXmin = lsncheck.XID(xmin)
+	p.RestartLSN, err = lsncheck.ParseLSN(restart)
+	return p, err
+}

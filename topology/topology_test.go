@@ -1,0 +1,208 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+)
+
+func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
+	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical"}
+	s := NodeInfo{SystemID: "7", VersionNum: 160002, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb"}
+	return p, s, PhysicalSlot{Exists: true, Active: true}
+}
+
+func TestVerify(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(p, s *NodeInfo, ph *PhysicalSlot)
+		check  string // the failed check, "" for none
+		fixHas string
+	}{
+		{"healthy pair", func(p, s *NodeInfo, ph *PhysicalSlot) {}, "", ""},
+		{"another cluster", func(p, s *NodeInfo, ph *PhysicalSlot) { s.SystemID = "8" }, "system_identifier", "its own physical standby"},
+		{"majors differ", func(p, s *NodeInfo, ph *PhysicalSlot) { s.VersionNum = 170000 }, "major_version", "same major"},
+		{"primary is a standby", func(p, s *NodeInfo, ph *PhysicalSlot) { p.InRecovery = true }, "primary_role", "read-write primary"},
+		{"standby of another cluster not in recovery", func(p, s *NodeInfo, ph *PhysicalSlot) { s.InRecovery, s.SystemID = false, "9" }, "standby_role", "physical standby"},
+		{"wal_level replica", func(p, s *NodeInfo, ph *PhysicalSlot) { p.WALLevel = "replica" }, "wal_level", "wal_level = logical"},
+		{"no primary_slot_name", func(p, s *NodeInfo, ph *PhysicalSlot) { s.PrimarySlotName = "" }, "primary_slot_name", "pg_create_physical_replication_slot"},
+		{"physical slot missing", func(p, s *NodeInfo, ph *PhysicalSlot) { ph.Exists = false }, "physical_slot", "pg_create_physical_replication_slot('sb')"},
+		{"hot_standby_feedback off", func(p, s *NodeInfo, ph *PhysicalSlot) { s.HotStandbyFeedback = false }, "hot_standby_feedback", "hot_standby_feedback = on"},
+		{"physical slot inactive is not a config error", func(p, s *NodeInfo, ph *PhysicalSlot) { ph.Active = false }, "", ""},
+	}
+	for _, c := range cases {
+		p, s, ph := healthy()
+		c.mutate(&p, &s, &ph)
+		err := Verify(p, s, ph, MethodSQL)
+		if c.check == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var pe *PrereqError
+		if !errors.As(err, &pe) {
+			t.Errorf("%s: want a PrereqError, got %v", c.name, err)
+			continue
+		}
+		found := false
+		for _, pr := range pe.Problems {
+			if pr.Check == c.check && strings.Contains(pr.Fix, c.fixHas) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s: want check %s with fix containing %q, got %+v", c.name, c.check, c.fixHas, pe.Problems)
+		}
+	}
+	p, s, ph := healthy()
+	s.InRecovery = false
+	if err := Verify(p, s, ph, MethodSQL); !errors.Is(err, ErrPromoted) {
+		t.Errorf("promoted standby: %v", err)
+	}
+}
+
+func TestChooseMethod(t *testing.T) {
+	cases := []struct {
+		major   int
+		req     Method
+		want    Method
+		wantErr string
+	}{
+		{13, MethodAuto, MethodStatefile, ""},
+		{15, MethodAuto, MethodStatefile, ""},
+		{16, MethodAuto, MethodSQL, ""},
+		{18, MethodAuto, MethodSQL, ""},
+		{15, MethodSQL, "", "statefile"},
+		{16, MethodNative, "", "17+"},
+		{17, MethodNative, MethodNative, ""},
+		{16, MethodStatefile, MethodStatefile, ""},
+		{16, "bogus", "", "auto, statefile, sql or native"},
+	}
+	for _, c := range cases {
+		got, err := ChooseMethod(c.major, c.req)
+		if c.wantErr != "" {
+			var ce *ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("ChooseMethod(%d, %s): want config error with %q, got %v", c.major, c.req, c.wantErr, err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ChooseMethod(%d, %s) = %s, %v; want %s", c.major, c.req, got, err, c.want)
+		}
+	}
+}
+
+func TestParseEndpointNeverShowsPassword(t *testing.T) {
+	for _, dsn := range []string{"postgres://u:s3cret@host:notaport/db", "host=h password=s3cret port=x"} {
+		_, err := ParseEndpoint("primary", dsn)
+		if err == nil {
+			t.Fatalf("%q parsed", dsn)
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Fatalf("error shows the password: %v", err)
+		}
+	}
+	ep, err := ParseEndpoint("standby", "host=127.0.0.1 port=1 dbname=app password=s3cret")
+	if err != nil || ep.Database() != "app" {
+		t.Fatalf("%v %v", ep, err)
+	}
+	_, err = ep.Connect(context.Background(), "")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("connect error shows the password or succeeded: %v", err)
+	}
+}
+
+func TestSlotColumnsPerVersion(t *testing.T) {
+	for v, want := range map[int][]string{
+		130000: {"wal_status", "false"},
+		140000: {"two_phase"},
+		160000: {"conflicting"},
+		170000: {"invalidation_reason", "failover", "synced"},
+	} {
+		cols := strings.Join(slotColumns(v), ",")
+		for _, w := range want {
+			if !strings.Contains(cols, w) {
+				t.Errorf("version %d: %q lacks %s", v, cols, w)
+			}
+		}
+	}
+	if strings.Contains(strings.Join(slotColumns(160000), ","), "synced") || strings.Contains(strings.Join(slotColumns(130000), ","), "two_phase") {
+		t.Error("columns of newer versions asked of older ones")
+	}
+	if len(slotColumns(130000)) != len(slotColumns(180000)) {
+		t.Error("column count differs between versions: the scan would break")
+	}
+}
+
+// TestReadRealPair reads node info and slots from a real pair of every requested major.
+func TestReadRealPair(t *testing.T) {
+	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		pair := integration.StartPair(t, integration.Options{Major: major})
+		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('s1', 'test_decoding')"); err != nil {
+			t.Fatal(err)
+		}
+		if major >= 14 {
+			if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('s2', 'pgoutput', false, true)"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := pair.WaitCaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		pep, _ := ParseEndpoint("primary", pair.Primary.DSN(""))
+		sep, _ := ParseEndpoint("standby", pair.Standby.DSN(""))
+		pc, err := pep.Connect(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close(ctx)
+		sc, err := sep.Connect(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sc.Close(ctx)
+		pi, err := ReadNodeInfo(ctx, pc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := ReadNodeInfo(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pi.Major() != major || si.Major() != major || pi.InRecovery || !si.InRecovery || pi.SystemID != si.SystemID || pi.SystemID == "" {
+			t.Fatalf("node info: primary %+v standby %+v", pi, si)
+		}
+		if si.PrimarySlotName != integration.PhysicalSlot || !si.HotStandbyFeedback || !si.HasConninfoDBName || pi.CurrentLSN == 0 || si.ReplayLSN == 0 {
+			t.Fatalf("standby settings: %+v", si)
+		}
+		ph, err := ReadPhysicalSlot(ctx, pc, si.PrimarySlotName)
+		if err != nil || !ph.Exists || !ph.Active {
+			t.Fatalf("physical slot: %+v %v", ph, err)
+		}
+		if err := Verify(pi, si, ph, MethodAuto); err != nil {
+			t.Fatalf("a healthy pair fails verification: %v", err)
+		}
+		slots, err := LogicalSlots(ctx, pc, pi.VersionNum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s1 := slots["s1"]
+		if s1.Plugin != "test_decoding" || s1.Database != "postgres" || !s1.Known() || s1.Invalidated || s1.TwoPhase {
+			t.Fatalf("s1: %+v", s1)
+		}
+		if s1.WALStatus != "reserved" || !s1.WALAvailable() {
+			t.Fatalf("s1 WAL: %+v", s1)
+		}
+		if major >= 14 && !slots["s2"].TwoPhase {
+			t.Fatalf("s2 two_phase: %+v", slots["s2"])
+		}
+	})
+}

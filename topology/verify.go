@@ -1,0 +1,133 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Method is how a standby gets its copies (DESIGN §3).
+type Method string
+
+// The methods; MethodAuto picks one from the major version.
+const (
+	MethodAuto      Method = "auto"
+	MethodStatefile Method = "statefile"
+	MethodSQL       Method = "sql"
+	MethodNative    Method = "native"
+)
+
+// ParseMethod validates a method name.
+func ParseMethod(s string) (Method, error) {
+	switch m := Method(s); m {
+	case MethodAuto, MethodStatefile, MethodSQL, MethodNative:
+		return m, nil
+	case "":
+		return MethodAuto, nil
+	}
+	return "", &ConfigError{Field: "method", Problem: fmt.Sprintf("%q is unknown", s), Fix: "use auto, statefile, sql or native"}
+}
+
+// ChooseMethod resolves a requested method for a major: auto is statefile up to 15 and sql from
+// 16 on; an explicit method the major cannot use is a configuration error.
+func ChooseMethod(major int, requested Method) (Method, error) {
+	switch requested {
+	case MethodAuto, "":
+		if major <= 15 {
+			return MethodStatefile, nil
+		}
+		return MethodSQL, nil
+	case MethodSQL:
+		if major < 16 {
+			return "", &ConfigError{Field: "method", Problem: fmt.Sprintf("sql needs PostgreSQL 16+ (this pair runs %d): a standby before 16 cannot create logical slots", major),
+				Fix: "use --method statefile (or auto)"}
+		}
+	case MethodNative:
+		if major < 17 {
+			return "", &ConfigError{Field: "method", Problem: fmt.Sprintf("native needs PostgreSQL 17+ (this pair runs %d)", major),
+				Fix: "use --method auto"}
+		}
+	case MethodStatefile:
+	default:
+		return ParseMethod(string(requested))
+	}
+	return requested, nil
+}
+
+// Problem is one failed prerequisite, with the exact fix.
+type Problem struct {
+	Check string `json:"check"`
+	Node  string `json:"node"` // primary, standby or pair
+	Issue string `json:"problem"`
+	Fix   string `json:"fix"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s: %s (fix: %s)", p.Node, p.Issue, p.Fix) }
+
+// ErrPromoted means the standby has left recovery: it is a primary now, and syncing stops.
+var ErrPromoted = errors.New("the standby has been promoted (not in recovery): syncing stops; slotsync never creates slots on a promoted node")
+
+// PrereqError lists failed prerequisites that need a human; nothing was changed.
+type PrereqError struct{ Problems []Problem }
+
+func (e *PrereqError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return "prerequisites not met: " + strings.Join(parts, "; ")
+}
+
+// Verify checks that primary and standby form one streaming pair slotsync may act on, for the
+// chosen method (DESIGN §2 rule 7). It returns ErrPromoted when the standby is a primary now, a
+// *PrereqError listing every failed check, or nil.
+func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
+	var probs []Problem
+	add := func(check, node, issue, fix string) {
+		probs = append(probs, Problem{Check: check, Node: node, Issue: issue, Fix: fix})
+	}
+	if primary.InRecovery {
+		add("primary_role", "primary", "is in recovery (a standby)", "point --primary at the read-write primary")
+	}
+	if !standby.InRecovery {
+		if !primary.InRecovery && primary.SystemID == standby.SystemID {
+			return ErrPromoted
+		}
+		add("standby_role", "standby", "is not in recovery", "point --standby at the physical standby of this primary")
+	}
+	if primary.SystemID != standby.SystemID {
+		add("system_identifier", "pair", fmt.Sprintf("system identifiers differ (primary %s, standby %s): not the same cluster", primary.SystemID, standby.SystemID),
+			"point --primary and --standby at a primary and its own physical standby")
+	}
+	if primary.Major() != standby.Major() {
+		add("major_version", "pair", fmt.Sprintf("majors differ (primary %d, standby %d)", primary.Major(), standby.Major()),
+			"run slotsync on a pair of the same major version")
+	}
+	if len(probs) > 0 {
+		return &PrereqError{Problems: probs}
+	}
+	if primary.WALLevel != "logical" {
+		add("wal_level", "primary", fmt.Sprintf("wal_level is %s", primary.WALLevel),
+			"ALTER SYSTEM SET wal_level = logical; then restart the primary")
+	}
+	if standby.PrimarySlotName == "" {
+		add("primary_slot_name", "standby", "primary_slot_name is empty: the primary keeps no WAL or catalog rows for the standby's copies",
+			"SELECT pg_create_physical_replication_slot('<name>') on the primary; ALTER SYSTEM SET primary_slot_name = '<name>' on the standby; SELECT pg_reload_conf()")
+	} else if !phys.Exists {
+		add("physical_slot", "primary", fmt.Sprintf("the standby's primary_slot_name %q does not exist on the primary", standby.PrimarySlotName),
+			fmt.Sprintf("SELECT pg_create_physical_replication_slot('%s') on the primary", standby.PrimarySlotName))
+	}
+	// An inactive physical slot is a standby that is not streaming right now (a restart, a
+	// network cut): not a configuration error. The readiness verdict shows what it costs.
+	if !standby.HotStandbyFeedback {
+		add("hot_standby_feedback", "standby", "hot_standby_feedback is off: the primary may remove catalog rows the standby's copies need",
+			"ALTER SYSTEM SET hot_standby_feedback = on; SELECT pg_reload_conf() on the standby")
+	}
+	if method == MethodSQL && standby.Major() < 16 {
+		add("method", "pair", "the sql method needs PostgreSQL 16+", "use --method statefile")
+	}
+	if len(probs) > 0 {
+		return &PrereqError{Problems: probs}
+	}
+	return nil
+}
