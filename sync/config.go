@@ -24,6 +24,8 @@ type Config struct {
 	// SlotTimeout bounds the work on one slot in one pass (creating a copy waits for the
 	// standby to replay a running-xacts record).
 	SlotTimeout time.Duration
+	// ObserveTimeout bounds one observation of both nodes; a timed-out observation changes nothing.
+	ObserveTimeout time.Duration
 	// Workers is how many slots are worked on at once.
 	Workers int
 	Logger  hclog.Logger
@@ -59,6 +61,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SlotTimeout <= 0 {
 		c.SlotTimeout = 30 * time.Second
+	}
+	if c.ObserveTimeout <= 0 {
+		c.ObserveTimeout = 10 * time.Second
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4

@@ -26,9 +26,10 @@ type Engine struct {
 	sess    []applySession
 	journal *Journal
 
-	failures   map[string]*slotFailure
-	lastReason map[string]string
-	now        func() time.Time
+	failures     map[string]*slotFailure
+	lastReason   map[string]string
+	lastWarnings string
+	now          func() time.Time
 }
 
 type slotFailure struct {
@@ -69,7 +70,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j,
-		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, now: time.Now}
+		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now}
 }
 
 // Close releases every connection.
@@ -105,6 +106,8 @@ type Report struct {
 	Major    int             `json:"major"`
 	Method   topology.Method `json:"method"`
 	Slots    []SlotReport    `json:"slots"`
+	// Warnings are conditions that did not stop the pass but need attention.
+	Warnings []topology.Problem `json:"warnings,omitempty"`
 }
 
 // Ready reports whether every gated slot is READY.
@@ -122,10 +125,14 @@ func (r Report) Ready() bool {
 // stop (Classify tells which); per-slot failures are in the report, not in the error.
 func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 	rep := Report{Started: e.now()}
-	snap, err := e.obs.Observe(ctx)
+	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
+	snap, err := e.obs.Observe(octx)
+	cancel()
 	if err != nil {
 		return rep, err
 	}
+	rep.Warnings = snap.Warnings
+	e.logWarnings(snap.Warnings)
 	rep.Major = snap.Standby.Info.Major()
 	if err := e.checkJournalCluster(snap.Primary.Info.SystemID); err != nil {
 		return rep, err
@@ -169,6 +176,21 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// logWarnings logs the pair's warnings when they change, not every pass.
+func (e *Engine) logWarnings(ws []topology.Problem) {
+	key := fmt.Sprint(ws)
+	if key == e.lastWarnings {
+		return
+	}
+	e.lastWarnings = key
+	for _, w := range ws {
+		e.log.Warn(w.Node+": "+w.Issue, "check", w.Check, "fix", w.Fix)
+	}
+	if len(ws) == 0 {
+		e.log.Info("pair healthy again")
+	}
 }
 
 func (e *Engine) checkJournalCluster(systemID string) error {

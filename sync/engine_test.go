@@ -217,3 +217,85 @@ func TestClassify(t *testing.T) {
 		t.Error("IsStandbyLagging")
 	}
 }
+
+// slowApplier blocks on the slot named "slow" until its per-slot deadline.
+type slowApplier struct{ fakeApplier }
+
+func (a *slowApplier) Session() applySession { return a }
+func (a *slowApplier) Create(ctx context.Context, ps topology.Slot) error {
+	if ps.Name == "slow" {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func TestSlowSlotTimesOutAlone(t *testing.T) {
+	snap := twoNodeSnapshot()
+	for _, n := range []string{"slow", "b", "c"} {
+		id := idA
+		id.Name = n
+		snap.Primary.Slots[n] = slot(id, 0x1000000, 0x2000000, 700)
+	}
+	e := testEngine(t, &fakeObserver{snap: snap}, nil)
+	app := &slowApplier{}
+	e.newApp = func(topology.Method) (applier, error) { return app, nil }
+	e.cfg.SlotTimeout = 200 * time.Millisecond
+	e.cfg.Workers = 2
+	rep, err := e.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Slots {
+		switch {
+		case s.Name == "slow" && s.ErrorClass != SkipSlot.String():
+			t.Errorf("slow slot: %+v", s)
+		case s.Name != "slow" && s.Error != "":
+			t.Errorf("%s blocked by the slow slot: %+v", s.Name, s)
+		}
+	}
+}
+
+func TestRunStopsOnlyForHumans(t *testing.T) {
+	logs := &lockedBuffer{}
+	mk := func(err error) *Engine {
+		e := testEngine(t, &fakeObserver{err: err}, &fakeApplier{})
+		e.cfg.Interval, e.cfg.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond
+		e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
+		return e
+	}
+	// A configuration problem stops Run at once with that error.
+	stop := &topology.PrereqError{Problems: []topology.Problem{{Check: "wal_level", Node: "primary", Issue: "wal_level is replica", Fix: "ALTER SYSTEM"}}}
+	done := make(chan error, 1)
+	go func() { done <- mk(stop).Run(context.Background(), nil) }()
+	select {
+	case err := <-done:
+		if !errors.As(err, &stop) {
+			t.Fatalf("Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run kept retrying an error that needs a human")
+	}
+	// A transient one is retried with backoff, logged once, until the context ends.
+	ctx, cancel := context.WithCancel(context.Background())
+	passes := 0
+	e := mk(&topology.ConnError{Role: "primary", Err: errors.New("connection refused")})
+	go func() {
+		done <- e.Run(ctx, func(_ Report, err error) {
+			if passes++; passes == 5 {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not end with its context")
+	}
+	if n := strings.Count(logs.String(), "sync pass failed"); n != 1 {
+		t.Fatalf("the same error was logged %d times:\n%s", n, logs.String())
+	}
+}

@@ -15,6 +15,8 @@ type Snapshot struct {
 	Taken            time.Time
 	Primary, Standby NodeState
 	Physical         topology.PhysicalSlot
+	// Warnings are conditions that do not stop the pass (see topology.Warnings).
+	Warnings []topology.Problem
 }
 
 // observer takes snapshots. The real one reads PostgreSQL; tests substitute others.
@@ -85,6 +87,7 @@ func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
 	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil {
 		return Snapshot{}, err
 	}
+	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
 		return Snapshot{}, fmt.Errorf("observe primary: %w", err)
 	}

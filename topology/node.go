@@ -20,6 +20,8 @@ type NodeInfo struct {
 	HasConninfoDBName    bool   // standby: primary_conninfo names a dbname (PG17 native sync needs it)
 	SyncReplicationSlots bool   // PG17+: sync_replication_slots
 	IsSuperuser          bool
+	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
+	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
 	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
 }
@@ -63,10 +65,11 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
-		coalesce(pg_last_wal_receive_lsn()::text, '0/0')`
+		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
+		coalesce((SELECT status FROM pg_stat_wal_receiver), '')`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
-		&current, &replay, &receive)
+		&current, &replay, &receive, &n.ReceiverStatus)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

@@ -66,6 +66,19 @@ func TestVerify(t *testing.T) {
 	}
 }
 
+func TestWarnings(t *testing.T) {
+	p, s, ph := healthy()
+	s.ReceiverStatus = "streaming"
+	if w := Warnings(p, s, ph); len(w) != 0 {
+		t.Fatalf("healthy pair warned: %+v", w)
+	}
+	s.ReceiverStatus, ph.Active = "", false
+	w := Warnings(p, s, ph)
+	if len(w) != 2 || w[0].Check != "wal_receiver" || !strings.Contains(w[0].Issue, "no WAL receiver") || w[1].Check != "physical_slot" {
+		t.Fatalf("cut-off standby: %+v", w)
+	}
+}
+
 func TestChooseMethod(t *testing.T) {
 	cases := []struct {
 		major   int
@@ -189,6 +202,9 @@ func TestReadRealPair(t *testing.T) {
 		}
 		if err := Verify(pi, si, ph, MethodAuto); err != nil {
 			t.Fatalf("a healthy pair fails verification: %v", err)
+		}
+		if w := Warnings(pi, si, ph); len(w) != 0 {
+			t.Fatalf("a healthy pair has warnings: %+v", w)
 		}
 		slots, err := LogicalSlots(ctx, pc, pi.VersionNum)
 		if err != nil {

@@ -131,3 +131,25 @@ func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
 	}
 	return nil
 }
+
+// Warnings lists conditions that do not stop slotsync but that an operator should know: the
+// standby is not streaming right now, so its copies fall behind and consumers may get ahead
+// of it.
+func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
+	var probs []Problem
+	if standby.InRecovery && standby.ReceiverStatus != "streaming" {
+		status := standby.ReceiverStatus
+		if status == "" {
+			status = "no WAL receiver"
+		}
+		probs = append(probs, Problem{Check: "wal_receiver", Node: "standby",
+			Issue: fmt.Sprintf("not streaming from the primary (%s)", status),
+			Fix:   "check primary_conninfo and the standby's log; SELECT * FROM pg_stat_wal_receiver must show status streaming"})
+	}
+	if phys.Exists && !phys.Active {
+		probs = append(probs, Problem{Check: "physical_slot", Node: "primary",
+			Issue: fmt.Sprintf("the standby's physical slot %q is not active on this primary", standby.PrimarySlotName),
+			Fix:   "check that the standby's primary_conninfo points at this primary"})
+	}
+	return probs
+}
