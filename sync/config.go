@@ -14,6 +14,11 @@ import (
 type Config struct {
 	PrimaryDSN string
 	StandbyDSN string
+	// Passwords read from secret files; they override the DSNs' own.
+	PrimaryPassword, StandbyPassword string
+	// ReadOnly engines only Inspect (check, status): the state directory is optional and the
+	// journal is never written.
+	ReadOnly bool
 	// StateDir holds the journal; one directory per cluster.
 	StateDir string
 	Method   topology.Method
@@ -39,7 +44,7 @@ func (c *Config) Validate() error {
 	if c.PrimaryDSN == "" {
 		return &topology.ConfigError{Field: "primary DSN", Problem: "is empty", Fix: "give --primary (or SLOTSYNC_PRIMARY)"}
 	}
-	if c.StateDir == "" {
+	if c.StateDir == "" && !c.ReadOnly {
 		return &topology.ConfigError{Field: "state directory", Problem: "is empty", Fix: "give --state-dir, a directory kept across restarts (one per cluster)"}
 	}
 	m, err := topology.ParseMethod(string(c.Method))

@@ -51,7 +51,13 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, warning, err := LoadJournal(cfg.StateDir)
+	if cfg.PrimaryPassword != "" {
+		primary.SetPassword(cfg.PrimaryPassword)
+	}
+	if cfg.StandbyPassword != "" {
+		standby.SetPassword(cfg.StandbyPassword)
+	}
+	j, warning, err := LoadJournal(cfg.StateDir, cfg.ReadOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -94,6 +100,11 @@ type SlotReport struct {
 	Incarnation string             `json:"incarnation,omitempty"`
 	Primary     *lsncheck.Position `json:"primary,omitempty"`
 	Copy        *lsncheck.Position `json:"copy,omitempty"`
+	// WAL each side keeps for the slot: from its restart_lsn to the node's WAL end.
+	PrimaryRetainedWALBytes int64  `json:"primary_retained_wal_bytes"`
+	CopyRetainedWALBytes    int64  `json:"copy_retained_wal_bytes"`
+	PrimaryWALStatus        string `json:"primary_wal_status,omitempty"`
+	CopyWALStatus           string `json:"copy_wal_status,omitempty"`
 	// Gate is false for slots the readiness gate ignores (temporary or unselected ones).
 	Gate    bool             `json:"gate"`
 	Verdict lsncheck.Verdict `json:"verdict"`
@@ -108,6 +119,41 @@ type Report struct {
 	Slots    []SlotReport    `json:"slots"`
 	// Warnings are conditions that did not stop the pass but need attention.
 	Warnings []topology.Problem `json:"warnings,omitempty"`
+	Primary  NodeSummary        `json:"primary"`
+	Standby  NodeSummary        `json:"standby"`
+	// StandbyOnly lists the standby's logical slots that slotsync neither copies nor made.
+	StandbyOnly []string `json:"standby_only_slots,omitempty"`
+}
+
+// NodeSummary is a node as the report shows it.
+type NodeSummary struct {
+	SystemID   string `json:"system_identifier"`
+	VersionNum int    `json:"server_version_num"`
+	InRecovery bool   `json:"in_recovery"`
+	// WALEnd: the primary's insert position, the standby's newest flushed or replayed WAL.
+	WALEnd    string `json:"wal_end"`
+	ReplayLSN string `json:"replay_lsn,omitempty"`
+}
+
+func summarize(n topology.NodeInfo) NodeSummary {
+	s := NodeSummary{SystemID: n.SystemID, VersionNum: n.VersionNum, InRecovery: n.InRecovery, WALEnd: n.WALEnd().String()}
+	if n.InRecovery {
+		s.ReplayLSN = n.ReplayLSN.String()
+	}
+	return s
+}
+
+// standbyOnly names standby slots that are neither on the primary nor in the journal.
+func standbyOnly(snap Snapshot, standby map[string]topology.Slot, j *Journal) []string {
+	var out []string
+	for _, name := range sortedKeys(standby) {
+		_, onPrimary := snap.Primary.Slots[name]
+		_, owned := j.Slots[name]
+		if !onPrimary && !owned {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // Ready reports whether every gated slot is READY.
@@ -124,6 +170,17 @@ func (r Report) Ready() bool {
 // the pass changed nothing (a failed observation, a journal that cannot be written) or must
 // stop (Classify tells which); per-slot failures are in the report, not in the error.
 func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
+	if e.cfg.ReadOnly {
+		return Report{}, &topology.ConfigError{Field: "engine", Problem: "is read-only", Fix: "give a --state-dir and run without read-only mode"}
+	}
+	return e.pass(ctx, true)
+}
+
+// Inspect observes both nodes, plans and judges every slot, and changes nothing: the promotion
+// gate and the status view. Each slot's Action says what a pass would do.
+func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ctx, false) }
+
+func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep := Report{Started: e.now()}
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
@@ -132,50 +189,68 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 		return rep, err
 	}
 	rep.Warnings = snap.Warnings
-	e.logWarnings(snap.Warnings)
 	rep.Major = snap.Standby.Info.Major()
+	rep.Primary, rep.Standby = summarize(snap.Primary.Info), summarize(snap.Standby.Info)
 	if err := e.checkJournalCluster(snap.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if e.app == nil {
-		m, err := topology.ChooseMethod(rep.Major, e.cfg.Method)
-		if err != nil {
-			return rep, err
-		}
-		app, err := e.newApp(m)
-		if err != nil {
-			return rep, err
-		}
-		e.method, e.app = m, app
-		for i := 0; i < e.cfg.Workers; i++ {
-			e.sess = append(e.sess, app.Session())
-		}
-		e.log.Info("method chosen", "method", m, "major", rep.Major)
-	}
-	rep.Method = e.method
-
-	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: e.method})
-	actions = e.holdBackFailing(actions)
-
-	// Write-ahead: record the copies about to be made before making them, so a crash in
-	// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-	if err := e.recordIntents(actions); err != nil {
+	method, err := e.chooseMethod(rep.Major, apply)
+	if err != nil {
 		return rep, err
 	}
-	results := e.execute(ctx, actions)
-	if err := e.recordResults(actions, results); err != nil {
-		e.log.Error("journal not updated after the pass; it will be retried", "error", err)
+	rep.Method = method
+	if err := topology.VerifyMethod(snap.Standby.Info, method); err != nil {
+		return rep, err
 	}
 
+	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method})
+	results := make([]result, len(actions))
 	after := snap.Standby.Slots
-	if e.anyChanged(actions, results) {
-		if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
-			after = s
+	if apply {
+		e.logWarnings(snap.Warnings)
+		actions = e.holdBackFailing(actions)
+		// Write-ahead: record the copies about to be made before making them, so a crash in
+		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
+		if err := e.recordIntents(actions); err != nil {
+			return rep, err
+		}
+		results = e.execute(ctx, actions)
+		if err := e.recordResults(actions, results); err != nil {
+			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
+		}
+		if e.anyChanged(actions, results) {
+			if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
+				after = s
+			}
 		}
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
+	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// chooseMethod resolves the method once; applying also prepares the method's sessions.
+func (e *Engine) chooseMethod(major int, apply bool) (topology.Method, error) {
+	if e.method == "" {
+		m, err := topology.ChooseMethod(major, e.cfg.Method)
+		if err != nil {
+			return "", err
+		}
+		e.method = m
+	}
+	if apply && e.app == nil {
+		app, err := e.newApp(e.method)
+		if err != nil {
+			return "", err
+		}
+		e.app = app
+		for i := 0; i < e.cfg.Workers; i++ {
+			e.sess = append(e.sess, app.Session())
+		}
+		e.log.Info("method chosen", "method", e.method, "major", major)
+	}
+	return e.method, nil
 }
 
 // logWarnings logs the pair's warnings when they change, not every pass.
@@ -400,6 +475,12 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 		if hasCopy {
 			pos := cp.Position
 			sr.Copy = &pos
+			sr.CopyWALStatus = cp.WALStatus
+			sr.CopyRetainedWALBytes = retained(snap.Standby.Info.WALEnd(), cp.RestartLSN)
+		}
+		if onPrimary {
+			sr.PrimaryWALStatus = ps.WALStatus
+			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
 		}
 		if onPrimary && !ps.Temporary {
 			pos := ps.Position
@@ -458,4 +539,12 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			}
 		}
 	}
+}
+
+// retained is the WAL a slot holds back on a node (0 when unknown).
+func retained(end, restart lsncheck.LSN) int64 {
+	if restart == 0 || end < restart {
+		return 0
+	}
+	return lsncheck.Bytes(end, restart)
 }

@@ -63,6 +63,7 @@ func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {
 func twoNodeSnapshot() Snapshot {
 	s := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
 	s.in.Primary.Info.SystemID, s.in.Standby.Info.SystemID = "42", "42"
+	s.in.Standby.Info.WALLevel, s.in.Standby.Info.CanReplicate = "logical", true
 	return Snapshot{Primary: s.in.Primary, Standby: s.in.Standby}
 }
 
@@ -159,7 +160,7 @@ func TestJournalFromAnotherClusterStops(t *testing.T) {
 
 func TestJournalRoundTripAndCorruption(t *testing.T) {
 	dir := t.TempDir()
-	j, warn, err := LoadJournal(dir)
+	j, warn, err := LoadJournal(dir, false)
 	if err != nil || warn != nil || len(j.Slots) != 0 {
 		t.Fatalf("missing journal: %+v %v %v", j, warn, err)
 	}
@@ -172,7 +173,7 @@ func TestJournalRoundTripAndCorruption(t *testing.T) {
 	if err := j.Save(dir); err != nil {
 		t.Fatal(err)
 	}
-	back, warn, err := LoadJournal(dir)
+	back, warn, err := LoadJournal(dir, false)
 	if err != nil || warn != nil || back.Slots["a"].Incarnation != id || back.Slots["a"].Primary != j.Slots["a"].Primary {
 		t.Fatalf("round trip: %+v %v %v", back, warn, err)
 	}
@@ -183,7 +184,7 @@ func TestJournalRoundTripAndCorruption(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, JournalFile), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	back, warn, err = LoadJournal(dir)
+	back, warn, err = LoadJournal(dir, false)
 	if err != nil || warn == nil || len(back.Slots) != 0 {
 		t.Fatalf("corrupt journal: %+v %v %v", back, warn, err)
 	}

@@ -55,11 +55,14 @@ func NewIncarnationID() (string, error) {
 	return hex.EncodeToString(b[:]), nil
 }
 
-// LoadJournal reads the journal from dir. A missing file is an empty journal. A corrupt file is
-// moved aside and an empty journal returned with a non-nil warning: slotsync then re-derives
-// what it can and never drops a copy it cannot prove it made.
-func LoadJournal(dir string) (j *Journal, warning error, err error) {
+// LoadJournal reads the journal from dir. A missing file (or dir "") is an empty journal. A
+// corrupt file is moved aside (unless readOnly) and an empty journal returned with a non-nil
+// warning: slotsync then re-derives what it can and never drops a copy it cannot prove it made.
+func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err error) {
 	empty := &Journal{Version: journalVersion, Slots: map[string]*Entry{}}
+	if dir == "" {
+		return empty, nil, nil
+	}
 	p := filepath.Join(dir, JournalFile)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -70,6 +73,9 @@ func LoadJournal(dir string) (j *Journal, warning error, err error) {
 	}
 	var got Journal
 	if err := json.Unmarshal(data, &got); err != nil || got.Version != journalVersion || got.Slots == nil {
+		if readOnly {
+			return empty, fmt.Errorf("journal %s is unreadable: copies are shown as not made by slotsync", p), nil
+		}
 		aside := fmt.Sprintf("%s.corrupt-%d", p, time.Now().Unix())
 		if rerr := os.Rename(p, aside); rerr != nil {
 			return nil, nil, fmt.Errorf("journal %s is unreadable and cannot be moved aside: %w", p, rerr)

@@ -19,6 +19,15 @@ type Snapshot struct {
 	Warnings []topology.Problem
 }
 
+// NodeError is a failed observation of one node ("primary" or "standby").
+type NodeError struct {
+	Node string
+	Err  error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("observe %s: %v", e.Node, e.Err) }
+func (e *NodeError) Unwrap() error { return e.Err }
+
 // observer takes snapshots. The real one reads PostgreSQL; tests substitute others.
 type observer interface {
 	Observe(ctx context.Context) (Snapshot, error)
@@ -58,7 +67,7 @@ func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
 	snap.Taken = time.Now()
 	sconn, err := o.conn(ctx, o.standby, &o.sconn)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, &NodeError{"standby", err}
 	}
 	defer func() {
 		if err != nil && Classify(err) == Retry {
@@ -67,21 +76,21 @@ func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
 		}
 	}()
 	if snap.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
-		return Snapshot{}, fmt.Errorf("observe standby: %w", err)
+		return Snapshot{}, &NodeError{"standby", err}
 	}
 	if !snap.Standby.Info.InRecovery {
 		return Snapshot{}, topology.ErrPromoted
 	}
 	pconn, err := o.conn(ctx, o.primary, &o.pconn)
 	if err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, &NodeError{"primary", err}
 	}
 	if snap.Primary.Info, err = topology.ReadNodeInfo(ctx, pconn); err != nil {
-		return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+		return Snapshot{}, &NodeError{"primary", err}
 	}
 	if name := snap.Standby.Info.PrimarySlotName; name != "" {
 		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
-			return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+			return Snapshot{}, &NodeError{"primary", err}
 		}
 	}
 	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil {
@@ -89,10 +98,10 @@ func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
 	}
 	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
-		return Snapshot{}, fmt.Errorf("observe primary: %w", err)
+		return Snapshot{}, &NodeError{"primary", err}
 	}
 	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
-		return Snapshot{}, fmt.Errorf("observe standby: %w", err)
+		return Snapshot{}, &NodeError{"standby", err}
 	}
 	return snap, nil
 }

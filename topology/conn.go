@@ -34,6 +34,17 @@ func ParseEndpoint(role, dsn string) (*Endpoint, error) {
 	return &Endpoint{Role: role, cfg: cfg}, nil
 }
 
+// SetPassword sets the password (read from a secret file), overriding any in the DSN.
+func (e *Endpoint) SetPassword(pw string) { e.cfg.Password = pw }
+
+// DefaultDatabase makes connections without a database name go to db (a DSN without dbname
+// would otherwise use the user's name as the database).
+func (e *Endpoint) DefaultDatabase(db string) {
+	if e.cfg.Database == "" {
+		e.cfg.Database = db
+	}
+}
+
 // Database is the database named by the DSN (the one slotsync lists slots from).
 func (e *Endpoint) Database() string { return e.cfg.Database }
 
@@ -84,3 +95,22 @@ type ConfigError struct {
 }
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field, e.Problem, e.Fix) }
+
+// DiscoverPrimary reads the standby's primary_conninfo, to be used as the primary's DSN when
+// none is given. It needs superuser or pg_read_all_settings on the standby.
+func DiscoverPrimary(ctx context.Context, standby *Endpoint) (string, error) {
+	conn, err := standby.Connect(ctx, "")
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var conninfo string
+	if err := conn.QueryRow(ctx, "SELECT coalesce((SELECT setting FROM pg_settings WHERE name = 'primary_conninfo'), '')").Scan(&conninfo); err != nil {
+		return "", fmt.Errorf("read primary_conninfo on the standby: %w", err)
+	}
+	if conninfo == "" {
+		return "", &ConfigError{Field: "primary DSN", Problem: "is not given and the standby's primary_conninfo is empty or not readable",
+			Fix: "give --primary, or GRANT pg_read_all_settings TO <slotsync role> on the primary so it can be read from the standby"}
+	}
+	return conninfo, nil
+}

@@ -20,6 +20,11 @@ type NodeInfo struct {
 	HasConninfoDBName    bool   // standby: primary_conninfo names a dbname (PG17 native sync needs it)
 	SyncReplicationSlots bool   // PG17+: sync_replication_slots
 	IsSuperuser          bool
+	CanReplicate         bool // superuser or REPLICATION: may create and drop slots
+	MaxReplicationSlots  int
+	// CanLogStandbySnapshot: may call pg_log_standby_snapshot() (16+), which makes new standby
+	// copies consistent in milliseconds instead of up to 15 s.
+	CanLogStandbySnapshot bool
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
@@ -63,12 +68,17 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		` + setting("primary_conninfo") + ` ~ '(^|\s)dbname\s*=' OR ` + setting("primary_conninfo") + ` ~ '^postgres(ql)?://[^?]*/[^/?]+',
 		` + setting("sync_replication_slots") + ` = 'on',
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
+		(SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user),
+		current_setting('max_replication_slots')::int,
+		CASE WHEN current_setting('server_version_num')::int >= 160000
+			THEN has_function_privilege('pg_log_standby_snapshot()', 'EXECUTE') ELSE false END,
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), '')`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
+		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot,
 		&current, &replay, &receive, &n.ReceiverStatus)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)

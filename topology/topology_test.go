@@ -12,7 +12,7 @@ import (
 
 func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
 	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical"}
-	s := NodeInfo{SystemID: "7", VersionNum: 160002, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb"}
+	s := NodeInfo{SystemID: "7", VersionNum: 160002, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true}
 	return p, s, PhysicalSlot{Exists: true, Active: true}
 }
 
@@ -32,6 +32,8 @@ func TestVerify(t *testing.T) {
 		{"no primary_slot_name", func(p, s *NodeInfo, ph *PhysicalSlot) { s.PrimarySlotName = "" }, "primary_slot_name", "pg_create_physical_replication_slot"},
 		{"physical slot missing", func(p, s *NodeInfo, ph *PhysicalSlot) { ph.Exists = false }, "physical_slot", "pg_create_physical_replication_slot('sb')"},
 		{"hot_standby_feedback off", func(p, s *NodeInfo, ph *PhysicalSlot) { s.HotStandbyFeedback = false }, "hot_standby_feedback", "hot_standby_feedback = on"},
+		{"sql method: standby wal_level replica", func(p, s *NodeInfo, ph *PhysicalSlot) { s.WALLevel = "replica" }, "wal_level", "restart the standby"},
+		{"sql method: no REPLICATION", func(p, s *NodeInfo, ph *PhysicalSlot) { s.CanReplicate = false }, "privileges", "REPLICATION"},
 		{"physical slot inactive is not a config error", func(p, s *NodeInfo, ph *PhysicalSlot) { ph.Active = false }, "", ""},
 	}
 	for _, c := range cases {
@@ -74,7 +76,7 @@ func TestWarnings(t *testing.T) {
 	}
 	s.ReceiverStatus, ph.Active = "", false
 	w := Warnings(p, s, ph)
-	if len(w) != 2 || w[0].Check != "wal_receiver" || !strings.Contains(w[0].Issue, "no WAL receiver") || w[1].Check != "physical_slot" {
+	if len(w) != 2 || w[0].Check != "wal_receiver" || !strings.Contains(w[0].Issue, "no WAL receiver") || w[1].Check != "physical_slot_active" {
 		t.Fatalf("cut-off standby: %+v", w)
 	}
 }
@@ -221,4 +223,33 @@ func TestReadRealPair(t *testing.T) {
 			t.Fatalf("s2 two_phase: %+v", slots["s2"])
 		}
 	})
+}
+
+func TestDoctor(t *testing.T) {
+	p, s, ph := healthy()
+	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0) {
+		if !c.OK {
+			t.Errorf("healthy pair: %+v", c)
+		}
+	}
+	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
+	failed := map[string]Check{}
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1) {
+		if !c.OK {
+			failed[c.Name] = c
+		}
+	}
+	if len(failed) != 3 {
+		t.Fatalf("want 3 failed checks, got %+v", failed)
+	}
+	if c := failed["max_replication_slots"]; !strings.Contains(c.Fix, "max_replication_slots = 10") {
+		t.Errorf("max_replication_slots fix: %+v", c)
+	}
+	if c := failed["standby_snapshot"]; c.Severity != "warning" || !strings.Contains(c.Fix, "GRANT EXECUTE") {
+		t.Errorf("standby_snapshot: %+v", c)
+	}
+	if c := failed["hot_standby_feedback"]; c.Severity != "error" || !strings.Contains(c.Fix, "hot_standby_feedback = on") {
+		t.Errorf("hot_standby_feedback: %+v", c)
+	}
 }

@@ -123,13 +123,40 @@ func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
 		add("hot_standby_feedback", "standby", "hot_standby_feedback is off: the primary may remove catalog rows the standby's copies need",
 			"ALTER SYSTEM SET hot_standby_feedback = on; SELECT pg_reload_conf() on the standby")
 	}
-	if method == MethodSQL && standby.Major() < 16 {
-		add("method", "pair", "the sql method needs PostgreSQL 16+", "use --method statefile")
-	}
+	probs = append(probs, methodProblems(standby, method)...)
 	if len(probs) > 0 {
 		return &PrereqError{Problems: probs}
 	}
 	return nil
+}
+
+// VerifyMethod checks what the chosen method needs beyond a healthy pair.
+func VerifyMethod(standby NodeInfo, method Method) error {
+	if probs := methodProblems(standby, method); len(probs) > 0 {
+		return &PrereqError{Problems: probs}
+	}
+	return nil
+}
+
+func methodProblems(standby NodeInfo, method Method) []Problem {
+	var probs []Problem
+	if method != MethodSQL {
+		return nil
+	}
+	if standby.Major() < 16 {
+		probs = append(probs, Problem{Check: "method", Node: "pair", Issue: "the sql method needs PostgreSQL 16+", Fix: "use --method statefile"})
+	}
+	if standby.WALLevel != "logical" {
+		probs = append(probs, Problem{Check: "wal_level", Node: "standby",
+			Issue: fmt.Sprintf("wal_level is %s: a standby holds logical slots only with wal_level = logical", standby.WALLevel),
+			Fix:   "ALTER SYSTEM SET wal_level = logical; then restart the standby"})
+	}
+	if !standby.CanReplicate {
+		probs = append(probs, Problem{Check: "privileges", Node: "standby",
+			Issue: "the role may not create replication slots (needs REPLICATION)",
+			Fix:   "ALTER ROLE <slotsync role> REPLICATION on the primary (roles replicate to the standby)"})
+	}
+	return probs
 }
 
 // Warnings lists conditions that do not stop slotsync but that an operator should know: the
@@ -147,7 +174,7 @@ func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
 			Fix:   "check primary_conninfo and the standby's log; SELECT * FROM pg_stat_wal_receiver must show status streaming"})
 	}
 	if phys.Exists && !phys.Active {
-		probs = append(probs, Problem{Check: "physical_slot", Node: "primary",
+		probs = append(probs, Problem{Check: "physical_slot_active", Node: "primary",
 			Issue: fmt.Sprintf("the standby's physical slot %q is not active on this primary", standby.PrimarySlotName),
 			Fix:   "check that the standby's primary_conninfo points at this primary"})
 	}

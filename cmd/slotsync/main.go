@@ -4,6 +4,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -20,32 +21,59 @@ const (
 	exitUsage    = 3
 )
 
-func newApp() *cli.App {
+func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:    "slotsync",
-		Usage:   "keep logical replication slots alive across PostgreSQL failover",
-		Version: version,
+		Name:  "slotsync",
+		Usage: "keep logical replication slots alive across PostgreSQL failover",
+		Description: "slotsync runs beside a physical standby and copies every logical slot of the primary to it, " +
+			"so that after a promotion every logical consumer resumes exactly where it stopped. " +
+			"Exit codes: 0 ready/ok, 1 not ready, 2 cannot connect, 3 usage or configuration error.",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
 		Commands: []*cli.Command{
+			runCommand(),
+			checkCommand(),
+			statusCommand(),
+			doctorCommand(),
+			versionCommand(),
 			sandboxCommand(),
 		},
-		ExitErrHandler: func(c *cli.Context, err error) {
-			if err == nil {
-				return
-			}
-			if coder, ok := err.(cli.ExitCoder); ok {
-				if msg := err.Error(); msg != "" {
-					fmt.Fprintln(c.App.ErrWriter, "slotsync:", msg)
-				}
-				os.Exit(coder.ExitCode())
-			}
-			fmt.Fprintln(c.App.ErrWriter, "slotsync:", err)
-			os.Exit(exitUsage)
+		// Usage errors (unknown flags, bad values) exit 3 like configuration errors.
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return cli.Exit(fmt.Sprintf("usage: %v (see slotsync %s --help)", err, c.Command.Name), exitUsage)
 		},
+		ExitErrHandler: func(c *cli.Context, err error) {},
 	}
 }
 
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
-		os.Exit(exitUsage)
+	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the app and maps its outcome to an exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	err := newApp(stdout, stderr).Run(args)
+	if err == nil {
+		return exitOK
+	}
+	if coder, ok := err.(cli.ExitCoder); ok {
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(stderr, "slotsync:", msg)
+		}
+		return coder.ExitCode()
+	}
+	fmt.Fprintln(stderr, "slotsync:", err)
+	return exitUsage
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version",
+		Action: func(c *cli.Context) error {
+			fmt.Fprintf(c.App.Writer, "slotsync %s\n", version)
+			return nil
+		},
 	}
 }

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/urfave/cli/v2"
+)
+
+// checkResult is the JSON answer of `check` and of /promotion-ready (schema: docs/CLI.md).
+type checkResult struct {
+	Ready     bool      `json:"ready"`
+	ExitCode  int       `json:"exit_code"`
+	CheckedAt time.Time `json:"checked_at"`
+	Error     string    `json:"error,omitempty"`
+	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
+	NotReady []string `json:"not_ready"`
+	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
+	ConsumersAhead []consumerAhead `json:"consumers_ahead"`
+	*slotsync.Report
+}
+
+type consumerAhead struct {
+	Slot  string `json:"slot"`
+	Bytes int64  `json:"bytes"`
+}
+
+func newCheckResult(rep *slotsync.Report, err error) checkResult {
+	r := checkResult{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []consumerAhead{}}
+	if err != nil {
+		r.ExitCode, r.Error = exitCodeOf(err), err.Error()
+		return r
+	}
+	r.Report = rep
+	for _, s := range rep.Slots {
+		if !s.Gate {
+			continue
+		}
+		if !s.Verdict.Ready {
+			r.NotReady = append(r.NotReady, s.Name)
+		}
+		if s.Verdict.ConsumerAheadBytes > 0 {
+			r.ConsumersAhead = append(r.ConsumersAhead, consumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
+		}
+	}
+	r.Ready = len(r.NotReady) == 0
+	if !r.Ready {
+		r.ExitCode = exitNotReady
+	}
+	return r
+}
+
+// inspector builds a read-only engine for check and status.
+func inspector(c *cli.Context) (*slotsync.Engine, hclog.Logger, error) {
+	log, err := newLogger(c, c.App.ErrWriter)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, err := buildConfig(c, log, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := slotsync.New(cfg)
+	if err != nil {
+		return nil, nil, classifyExit(err)
+	}
+	return eng, log, nil
+}
+
+func checkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "check",
+		Usage: "the promotion gate: is it safe to promote the standby now, for every consumer?",
+		Description: "Exit 0 when every selected slot's standby copy is READY, 1 when any is not (each is named, with " +
+			"the reason and the byte distances), 2 when a node cannot be reached, 3 on a usage or configuration error. " +
+			"Changes nothing.",
+		Flags: append(pairFlags(),
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema: docs/CLI.md)", EnvVars: []string{"SLOTSYNC_JSON"}},
+			&cli.DurationFlag{Name: "wait", Usage: "keep checking until ready or this long has passed", EnvVars: []string{"SLOTSYNC_WAIT"}},
+		),
+		Action: func(c *cli.Context) error {
+			eng, _, err := inspector(c)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			deadline := time.Now().Add(c.Duration("wait"))
+			for {
+				rep, err := eng.Inspect(c.Context)
+				res := newCheckResult(&rep, err)
+				done := res.Ready || res.ExitCode == exitUsage || time.Now().After(deadline) || c.Context.Err() != nil
+				if done {
+					if c.Bool("json") {
+						writeJSON(c.App.Writer, res)
+					} else {
+						printCheck(c.App.Writer, res)
+					}
+					if res.ExitCode != exitOK {
+						return cli.Exit("", res.ExitCode)
+					}
+					return nil
+				}
+				select {
+				case <-c.Context.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func printCheck(w io.Writer, r checkResult) {
+	if r.Error != "" {
+		fmt.Fprintf(w, "CANNOT TELL: %s\n", r.Error)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tREADY\tSYNC LAG\tWHY")
+	for _, s := range r.Slots {
+		if !s.Gate {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Database, s.Plugin, yesNo(s.Verdict.Ready),
+			bytesText(s.Verdict.SyncLagBytes), s.Verdict.Detail)
+	}
+	tw.Flush()
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s: %s (fix: %s)\n", wn.Node, wn.Issue, wn.Fix)
+	}
+	for _, a := range r.ConsumersAhead {
+		fmt.Fprintf(w, "consumer of %s is %s ahead of the standby: a promotion now would hand it a history without changes it already received\n", a.Slot, bytesText(a.Bytes))
+	}
+	if r.Ready {
+		fmt.Fprintf(w, "READY: promoting the standby now loses nothing for any of %d slots\n", countGated(r.Slots))
+		return
+	}
+	fmt.Fprintf(w, "NOT READY: a promotion now would lose or force a resnapshot for: %s\n", strings.Join(r.NotReady, ", "))
+}
+
+func countGated(slots []slotsync.SlotReport) int {
+	n := 0
+	for _, s := range slots {
+		if s.Gate {
+			n++
+		}
+	}
+	return n
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+// bytesText renders a byte count for people.
+func bytesText(n int64) string {
+	sign := ""
+	if n < 0 {
+		sign, n = "-", -n
+	}
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%s%d B", sign, n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%s%.1f KiB", sign, float64(n)/1024)
+	case n < 1024*1024*1024:
+		return fmt.Sprintf("%s%.1f MiB", sign, float64(n)/(1024*1024))
+	}
+	return fmt.Sprintf("%s%.1f GiB", sign, float64(n)/(1024*1024*1024))
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "both nodes' slots side by side: positions, lag, retained WAL, readiness and why",
+		Flags: append(pairFlags(),
+			&cli.BoolFlag{Name: "json", Usage: "print JSON (the check schema)", EnvVars: []string{"SLOTSYNC_JSON"}},
+		),
+		Action: func(c *cli.Context) error {
+			eng, _, err := inspector(c)
+			if err != nil {
+				return err
+			}
+			defer eng.Close()
+			rep, err := eng.Inspect(c.Context)
+			res := newCheckResult(&rep, err)
+			if c.Bool("json") {
+				writeJSON(c.App.Writer, res)
+			} else if err != nil {
+				printCheck(c.App.Writer, res)
+			} else {
+				printStatus(c.App.Writer, res)
+			}
+			if err != nil {
+				return cli.Exit("", res.ExitCode)
+			}
+			return nil
+		},
+	}
+}
+
+func printStatus(w io.Writer, r checkResult) {
+	fmt.Fprintf(w, "primary: system %s, PostgreSQL %d, WAL at %s\n", r.Primary.SystemID, r.Primary.VersionNum, r.Primary.WALEnd)
+	fmt.Fprintf(w, "standby: replayed %s, holds WAL to %s; method %s\n\n", r.Standby.ReplayLSN, r.Standby.WALEnd, r.Method)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tPRIMARY CONFIRMED\tCOPY CONFIRMED\tSYNC LAG\tRETAINED P/S\tWAL P/S\tREADY\tNEXT\tWHY")
+	slots := append([]slotsync.SlotReport(nil), r.Slots...)
+	sort.Slice(slots, func(i, j int) bool { return slots[i].Name < slots[j].Name })
+	for _, s := range slots {
+		pc, cc := "-", "-"
+		if s.Primary != nil {
+			pc = s.Primary.ConfirmedFlush.String()
+		}
+		if s.Copy != nil {
+			cc = s.Copy.ConfirmedFlush.String()
+		}
+		ready, why := "-", s.Reason
+		if s.Gate {
+			ready, why = yesNo(s.Verdict.Ready), s.Verdict.Detail
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s / %s\t%s / %s\t%s\t%s\t%s\n", s.Name, s.Database, s.Plugin, pc, cc,
+			bytesText(s.Verdict.SyncLagBytes), bytesText(s.PrimaryRetainedWALBytes), bytesText(s.CopyRetainedWALBytes),
+			dash(s.PrimaryWALStatus), dash(s.CopyWALStatus), ready, s.Action, why)
+	}
+	tw.Flush()
+	for _, name := range r.StandbyOnly {
+		fmt.Fprintf(w, "standby-only slot %s: not on the primary and not made by slotsync (never touched)\n", name)
+	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s: %s (fix: %s)\n", wn.Node, wn.Issue, wn.Fix)
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "slotsync-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "slotsync")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build slotsync: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// slotsyncCmd runs the real binary with a clean SLOTSYNC_* environment plus env.
+func slotsyncCmd(t *testing.T, env []string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLOTSYNC_") && !strings.HasPrefix(kv, "PG") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check"}, "--standby"},
+		{[]string{"check", "--bogus"}, "not defined"},
+		{[]string{"check", "--standby", "host=x", "--primary", "host=y", "--method", "magic"}, "auto, statefile, sql or native"},
+		{[]string{"check", "--standby", "host=x", "--primary", "host=y", "--slots", "[bad"}, "globs"},
+		{[]string{"check", "--standby", "host=x", "--primary", "host=y", "--log-level", "loud"}, "--log-level"},
+		{[]string{"run", "--standby", "host=x", "--primary", "host=y"}, "--state-dir"},
+		{[]string{"status", "--standby", "host=x", "--standby-password-file", missing}, "password file"},
+		{[]string{"doctor", "--standby", "host=x", "--primary", "postgres://u:pw@h:notaport/db"}, "cannot be parsed"},
+	}
+	for _, c := range cases {
+		r := slotsyncCmd(t, nil, c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr+r.stdout, c.want) {
+			t.Errorf("%v: exit %d, want 3 with %q; stderr: %s", c.args, r.code, c.want, r.stderr)
+		}
+	}
+	if r := slotsyncCmd(t, nil, "version"); r.code != 0 || !strings.Contains(r.stdout, "slotsync ") {
+		t.Errorf("version: %+v", r)
+	}
+}
+
+func TestCannotConnectExits2WithoutPassword(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dsn := fmt.Sprintf("host=127.0.0.1 port=%d user=u password=hunter2secret connect_timeout=2", port)
+	for _, cmd := range []string{"check", "status", "doctor"} {
+		r := slotsyncCmd(t, nil, cmd, "--standby", dsn, "--primary", dsn, "--json")
+		if r.code != exitConnect {
+			t.Errorf("%s: exit %d, want 2: %s %s", cmd, r.code, r.stdout, r.stderr)
+		}
+		if strings.Contains(r.stdout+r.stderr, "hunter2secret") {
+			t.Errorf("%s printed the password", cmd)
+		}
+		var res struct {
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.ExitCode != exitConnect || res.Error == "" {
+			t.Errorf("%s --json: %v %+v\n%s", cmd, err, res, r.stdout)
+		}
+	}
+	// The secret may also come from a file; it never shows either.
+	pw := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pw, []byte("filesecret99\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := slotsyncCmd(t, []string{"SLOTSYNC_STANDBY=" + dsn, "SLOTSYNC_PRIMARY=" + dsn, "SLOTSYNC_PRIMARY_PASSWORD_FILE=" + pw}, "check")
+	if r.code != exitConnect || strings.Contains(r.stdout+r.stderr, "filesecret99") {
+		t.Errorf("env and password file: %+v", r)
+	}
+}
+
+// checkJSON is the part of check's schema the tests read.
+type checkJSON struct {
+	Ready          bool     `json:"ready"`
+	ExitCode       int      `json:"exit_code"`
+	NotReady       []string `json:"not_ready"`
+	ConsumersAhead []struct {
+		Slot  string `json:"slot"`
+		Bytes int64  `json:"bytes"`
+	} `json:"consumers_ahead"`
+	Method string `json:"method"`
+	Major  int    `json:"major"`
+	Slots  []struct {
+		Name     string `json:"name"`
+		Database string `json:"database"`
+		Plugin   string `json:"plugin"`
+		Action   string `json:"action"`
+		Gate     bool   `json:"gate"`
+		Primary  *struct {
+			ConfirmedFlush string `json:"confirmed_flush"`
+		} `json:"primary"`
+		Verdict struct {
+			Ready        bool     `json:"ready"`
+			Reasons      []string `json:"reasons"`
+			Detail       string   `json:"detail"`
+			SyncLagBytes int64    `json:"sync_lag_bytes"`
+		} `json:"verdict"`
+	} `json:"slots"`
+	Primary struct {
+		SystemID string `json:"system_identifier"`
+		WALEnd   string `json:"wal_end"`
+	} `json:"primary"`
+}
+
+func parseCheck(t *testing.T, r result) checkJSON {
+	t.Helper()
+	var c checkJSON
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+		t.Fatalf("check --json output is not JSON: %v\n%s", err, r.stdout)
+	}
+	if c.ExitCode != r.code {
+		t.Fatalf("exit_code %d in JSON, process exited %d", c.ExitCode, r.code)
+	}
+	return c
+}
+
+func hasReason(c checkJSON, slot, reason string) bool {
+	for _, s := range c.Slots {
+		if s.Name == slot {
+			for _, r := range s.Verdict.Reasons {
+				if r == reason {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestCommandsAgainstARealPair drives check, run --once, status and doctor on real pairs.
+func TestCommandsAgainstARealPair(t *testing.T) {
+	integration.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		pair := integration.StartPair(t, integration.Options{Major: major})
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(pair.Primary.Exec(ctx, "CREATE DATABASE app"))
+		must(pair.Primary.ExecDB(ctx, "app", "CREATE TABLE t (id int)"))
+		must(pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		must(pair.WaitCaughtUp(ctx))
+		state := t.TempDir()
+		pair_ := []string{"--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres")}
+		args := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, pair_...), extra...) }
+
+		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != 0 || !strings.Contains(r.stdout, "OK: nothing blocks") {
+			t.Fatalf("doctor on a healthy pair: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+
+		// No copy yet: not ready, the slot named with the reason.
+		r := slotsyncCmd(t, nil, args("check", "--json")...)
+		c := parseCheck(t, r)
+		if r.code != exitNotReady || c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "cdc" || !hasReason(c, "cdc", "missing") {
+			t.Fatalf("check before sync: %d %+v", r.code, c)
+		}
+		if c.Major != major || c.Primary.SystemID == "" || c.Slots[0].Database != "app" || c.Slots[0].Primary == nil {
+			t.Fatalf("check JSON fields: %+v", c)
+		}
+		if r := slotsyncCmd(t, nil, args("check")...); r.code != exitNotReady || !strings.Contains(r.stdout, "NOT READY") || !strings.Contains(r.stdout, "cdc") {
+			t.Fatalf("check table: %d\n%s", r.code, r.stdout)
+		}
+
+		// One pass makes the copy; it starts ahead of the consumer: still not ready.
+		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 {
+			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		c = parseCheck(t, slotsyncCmd(t, nil, args("check", "--json")...))
+		if c.Ready || !hasReason(c, "cdc", "copy_confirmed_flush_ahead") {
+			t.Fatalf("check after creation: %+v", c)
+		}
+
+		// The consumer moves past the copy; passes make it ready. The primary is discovered
+		// from the standby's primary_conninfo when --primary is not given.
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			must(pair.Primary.ExecDB(ctx, "app", "INSERT INTO t VALUES (1)"))
+			must(pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
+			must(pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+			must(pair.WaitCaughtUp(ctx))
+			slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...)
+			r = slotsyncCmd(t, []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres")}, "check", "--json")
+			if r.code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never ready: %s", r.stdout)
+			}
+		}
+		if c = parseCheck(t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
+			t.Fatalf("ready check: %+v", c)
+		}
+		if r := slotsyncCmd(t, nil, args("status", "--state-dir", state)...); r.code != 0 || !strings.Contains(r.stdout, "cdc") || !strings.Contains(r.stdout, "RETAINED") {
+			t.Fatalf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if c = parseCheck(t, slotsyncCmd(t, nil, args("status", "--json")...)); len(c.Slots) != 1 {
+			t.Fatalf("status --json: %+v", c)
+		}
+
+		// A broken prerequisite: doctor exits 1 and prints the line that fixes it.
+		must(pair.Standby.Exec(ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
+		must(pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
+		time.Sleep(300 * time.Millisecond)
+		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != exitNotReady || !strings.Contains(r.stdout, "ALTER SYSTEM SET hot_standby_feedback = on") {
+			t.Fatalf("doctor with hot_standby_feedback off: %d\n%s", r.code, r.stdout)
+		}
+		if r := slotsyncCmd(t, nil, args("check")...); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "hot_standby_feedback = on") {
+			t.Fatalf("check with a failed prerequisite: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		must(pair.Standby.Exec(ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
+		must(pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
+	})
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func get(url string) (int, string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestDaemonAgainstARealPair runs the sidecar, scrapes its metrics and endpoints, cuts the
+// primary away and back, and stops it with SIGTERM.
+func TestDaemonAgainstARealPair(t *testing.T) {
+	integration.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		pair := integration.StartPair(t, integration.Options{Major: major})
+		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"); err != nil {
+			t.Fatal(err)
+		}
+		port := freePort(t)
+		base := fmt.Sprintf("http://127.0.0.1:%d", port)
+		// The password is ignored by trust authentication; it must never be printed.
+		secret := " password=daemonsecret42"
+		cmd := exec.Command(binary, "run", "--primary", pair.Primary.DSN("postgres")+secret, "--standby", pair.Standby.DSN("postgres")+secret,
+			"--state-dir", t.TempDir(), "--interval", "200ms", "--max-backoff", "1s", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--log-format", "json", "--shutdown-timeout", "5s")
+		var logs bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &logs, &logs
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		defer func() {
+			_ = cmd.Process.Kill()
+			if t.Failed() {
+				t.Logf("daemon log:\n%s", logs.String())
+			}
+		}()
+
+		waitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+		if code, _ := get(base + "/livez"); code != 200 {
+			t.Fatalf("/livez %d", code)
+		}
+		// The fresh copy is ahead of the consumer: the gate says no.
+		code, body := get(base + "/promotion-ready")
+		if code != 503 || !strings.Contains(body, `"not_ready"`) || !strings.Contains(body, "cdc") {
+			t.Fatalf("/promotion-ready before the consumer moved: %d %s", code, body)
+		}
+		// The consumer confirms past the copy: the gate opens.
+		waitFor(t, "/promotion-ready", 60*time.Second, func() bool {
+			_ = pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()")
+			_ = pair.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)")
+			code, _ := get(base + "/promotion-ready")
+			return code == 200
+		})
+		_, metricsText := get(base + "/metrics")
+		for _, want := range []string{`slotsync_slot_ready{slot="cdc"} 1`, `slotsync_node_up{node="primary"} 1`, "slotsync_build_info{",
+			`slotsync_slot_sync_lag_bytes{slot="cdc"}`, `slotsync_slot_retained_wal_bytes{node="standby",slot="cdc"}`,
+			"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
+			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{slot="cdc"} 0`} {
+			if !strings.Contains(metricsText, want) {
+				t.Errorf("metrics lack %s", want)
+			}
+		}
+		if !strings.Contains(metricsText, "slotsync_sync_runs_total") || strings.Contains(metricsText, "slotsync_sync_runs_total 0\n") {
+			t.Error("no sync runs counted")
+		}
+
+		// The primary goes away: the sidecar says so in health and metrics, then recovers.
+		if err := pair.Primary.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "/readyz to fail", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 503 })
+		_, metricsText = get(base + "/metrics")
+		if !strings.Contains(metricsText, `slotsync_node_up{node="primary"} 0`) || strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry"} 0`) {
+			t.Errorf("metrics with the primary down:\n%s", grepLines(metricsText, "slotsync_node_up", "slotsync_sync_errors_total"))
+		}
+		if code, _ := get(base + "/promotion-ready"); code != 503 {
+			t.Errorf("/promotion-ready with the primary down: %d", code)
+		}
+		if err := pair.Primary.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+
+		// SIGTERM stops it within the bound, cleanly.
+		start := time.Now()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("exit after SIGTERM: %v", err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("no exit within 15 s of SIGTERM")
+		}
+		t.Logf("stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
+		if strings.Contains(logs.String(), "daemonsecret42") {
+			t.Fatal("the daemon logged a password")
+		}
+		// Each distinct connection error is logged once, not once per retry.
+		if n := strings.Count(logs.String(), "sync pass failed"); n < 1 || n > 4 {
+			t.Errorf("%d 'sync pass failed' lines while the primary was down", n)
+		}
+	})
+}
+
+func grepLines(text string, prefixes ...string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out = append(out, l)
+			}
+		}
+	}
+	return strings.Join(out, "\n")
+}

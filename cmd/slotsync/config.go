@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+	"github.com/urfave/cli/v2"
+)
+
+// pairFlags are shared by every command that talks to a primary/standby pair.
+func pairFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "primary", Usage: "primary DSN (URL or key=value; PG* variables, passfile and sslmode apply). Default: the standby's primary_conninfo", EnvVars: []string{"SLOTSYNC_PRIMARY"}},
+		&cli.StringFlag{Name: "primary-password-file", Usage: "read the primary's password from this file", EnvVars: []string{"SLOTSYNC_PRIMARY_PASSWORD_FILE"}},
+		&cli.StringFlag{Name: "standby", Usage: "standby DSN (required)", EnvVars: []string{"SLOTSYNC_STANDBY"}},
+		&cli.StringFlag{Name: "standby-password-file", Usage: "read the standby's password from this file", EnvVars: []string{"SLOTSYNC_STANDBY_PASSWORD_FILE"}},
+		&cli.StringFlag{Name: "state-dir", Usage: "directory for slotsync's journal, kept across restarts, one per cluster", EnvVars: []string{"SLOTSYNC_STATE_DIR"}},
+		&cli.StringFlag{Name: "method", Value: "auto", Usage: "auto, sql (PG16+), statefile or native", EnvVars: []string{"SLOTSYNC_METHOD"}},
+		&cli.StringFlag{Name: "slots", Usage: "comma-separated globs of slot names to manage (default: all)", EnvVars: []string{"SLOTSYNC_SLOTS"}},
+		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
+		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
+		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"SLOTSYNC_LOG_LEVEL"}},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SLOTSYNC_LOG_FORMAT"}},
+	}
+}
+
+// configError is a usage or configuration error: exit 3, nothing changed.
+func configError(format string, args ...any) error {
+	return cli.Exit(fmt.Sprintf(format, args...), exitUsage)
+}
+
+func newLogger(c *cli.Context, w io.Writer) (hclog.Logger, error) {
+	level := hclog.LevelFromString(c.String("log-level"))
+	if level == hclog.NoLevel {
+		return nil, configError("--log-level %q: use trace, debug, info, warn or error", c.String("log-level"))
+	}
+	format := c.String("log-format")
+	if format != "text" && format != "json" {
+		return nil, configError("--log-format %q: use text or json", format)
+	}
+	return hclog.New(&hclog.LoggerOptions{Name: "slotsync", Level: level, Output: w, JSONFormat: format == "json"}), nil
+}
+
+func readSecret(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", configError("read password file: %v", err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// buildConfig turns flags into a validated sync.Config; with no --primary the primary is
+// discovered from the standby's primary_conninfo.
+func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Config, error) {
+	cfg := slotsync.Config{
+		PrimaryDSN: c.String("primary"), StandbyDSN: c.String("standby"), StateDir: c.String("state-dir"),
+		Method: topology.Method(c.String("method")), ReadOnly: readOnly, ObserveTimeout: c.Duration("timeout"),
+		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
+			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},
+		Logger: log,
+	}
+	var err error
+	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {
+		return cfg, err
+	}
+	if cfg.StandbyPassword, err = readSecret(c.String("standby-password-file")); err != nil {
+		return cfg, err
+	}
+	if cfg.StandbyDSN == "" {
+		return cfg, configError("standby DSN is empty: give --standby (or SLOTSYNC_STANDBY)")
+	}
+	if cfg.PrimaryDSN == "" {
+		ep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
+		if err != nil {
+			return cfg, classifyExit(err)
+		}
+		if cfg.StandbyPassword != "" {
+			ep.SetPassword(cfg.StandbyPassword)
+		}
+		ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout+time.Second)
+		defer cancel()
+		dsn, err := topology.DiscoverPrimary(ctx, ep)
+		if err != nil {
+			return cfg, classifyExit(err)
+		}
+		log.Info("primary discovered from the standby's primary_conninfo")
+		// primary_conninfo often has no dbname: use postgres rather than the user's name.
+		if !strings.Contains(dsn, "dbname") && !strings.Contains(dsn, "://") {
+			dsn += " dbname=postgres"
+		}
+		cfg.PrimaryDSN = dsn
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, classifyExit(err)
+	}
+	return cfg, nil
+}
+
+// classifyExit maps an error to the exit code contract: 3 for configuration and
+// prerequisites, 2 for connection trouble.
+func classifyExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		ce  *topology.ConfigError
+		pe  *topology.PrereqError
+		cnx *topology.ConnError
+		ec  cli.ExitCoder
+	)
+	switch {
+	case errors.As(err, &ec):
+		return err
+	case errors.As(err, &ce), errors.As(err, &pe), errors.Is(err, slotsync.ErrUnsupportedMethod):
+		return cli.Exit(err.Error(), exitUsage)
+	case errors.Is(err, topology.ErrPromoted):
+		return cli.Exit(err.Error(), exitNotReady)
+	case errors.As(err, &cnx):
+		if !cnx.Retryable() {
+			return cli.Exit(err.Error(), exitUsage)
+		}
+		return cli.Exit(err.Error(), exitConnect)
+	}
+	return cli.Exit(err.Error(), exitConnect)
+}
+
+// exitCodeOf returns the code classifyExit would give.
+func exitCodeOf(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ec cli.ExitCoder
+	if errors.As(classifyExit(err), &ec) {
+		return ec.ExitCode()
+	}
+	return exitConnect
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+	"github.com/urfave/cli/v2"
+)
+
+// doctorResult is doctor's JSON answer.
+type doctorResult struct {
+	OK       bool             `json:"ok"`
+	ExitCode int              `json:"exit_code"`
+	Method   topology.Method  `json:"method,omitempty"`
+	Error    string           `json:"error,omitempty"`
+	Checks   []topology.Check `json:"checks"`
+}
+
+func doctorCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "doctor",
+		Usage: "check every prerequisite on both nodes and print the exact fix for each failed one",
+		Description: "Exit 0 when nothing blocks slotsync (warnings allowed), 1 when a prerequisite fails, " +
+			"2 when a node cannot be reached, 3 on a usage or configuration error. Changes nothing.",
+		Flags: append(pairFlags(),
+			&cli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
+		),
+		Action: func(c *cli.Context) error {
+			log, err := newLogger(c, c.App.ErrWriter)
+			if err != nil {
+				return err
+			}
+			cfg, err := buildConfig(c, log, true)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout)
+			defer cancel()
+			res := diagnose(ctx, cfg)
+			if c.Bool("json") {
+				writeJSON(c.App.Writer, res)
+			} else {
+				printDoctor(c.App.Writer, res)
+			}
+			if res.ExitCode != exitOK {
+				return cli.Exit("", res.ExitCode)
+			}
+			return nil
+		},
+	}
+}
+
+// diagnose reads both nodes and runs every check.
+func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
+	fail := func(err error) doctorResult {
+		return doctorResult{ExitCode: exitCodeOf(err), Error: err.Error(), Checks: []topology.Check{}}
+	}
+	pep, err := topology.ParseEndpoint("primary", cfg.PrimaryDSN)
+	if err != nil {
+		return fail(err)
+	}
+	sep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
+	if err != nil {
+		return fail(err)
+	}
+	if cfg.PrimaryPassword != "" {
+		pep.SetPassword(cfg.PrimaryPassword)
+	}
+	if cfg.StandbyPassword != "" {
+		sep.SetPassword(cfg.StandbyPassword)
+	}
+	pc, err := pep.Connect(ctx, "")
+	if err != nil {
+		return fail(err)
+	}
+	defer pc.Close(context.Background())
+	sc, err := sep.Connect(ctx, "")
+	if err != nil {
+		return fail(err)
+	}
+	defer sc.Close(context.Background())
+	pi, err := topology.ReadNodeInfo(ctx, pc)
+	if err != nil {
+		return fail(err)
+	}
+	si, err := topology.ReadNodeInfo(ctx, sc)
+	if err != nil {
+		return fail(err)
+	}
+	method, err := topology.ChooseMethod(si.Major(), cfg.Method)
+	if err != nil {
+		return fail(err)
+	}
+	var phys topology.PhysicalSlot
+	if si.PrimarySlotName != "" {
+		if phys, err = topology.ReadPhysicalSlot(ctx, pc, si.PrimarySlotName); err != nil {
+			return fail(err)
+		}
+	}
+	pslots, err := topology.LogicalSlots(ctx, pc, pi.VersionNum)
+	if err != nil {
+		return fail(err)
+	}
+	sslots, err := topology.LogicalSlots(ctx, sc, si.VersionNum)
+	if err != nil {
+		return fail(err)
+	}
+	selected, standbyOnly := 0, 0
+	for _, s := range pslots {
+		if cfg.Select.Matches(s.Name, s.Database, s.Plugin) && !s.Temporary {
+			selected++
+		}
+	}
+	for name := range sslots {
+		if _, ok := pslots[name]; !ok {
+			standbyOnly++
+		}
+	}
+	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly)}
+	for _, ch := range res.Checks {
+		if !ch.OK && ch.Severity == "error" {
+			res.OK, res.ExitCode = false, exitNotReady
+		}
+	}
+	return res
+}
+
+func printDoctor(w io.Writer, r doctorResult) {
+	if r.Error != "" {
+		fmt.Fprintf(w, "CANNOT CHECK: %s\n", r.Error)
+		return
+	}
+	fmt.Fprintf(w, "method: %s\n", r.Method)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tNODE\tRESULT\tPROBLEM\tFIX")
+	for _, c := range r.Checks {
+		result := "ok"
+		if !c.OK {
+			result = "FAIL"
+			if c.Severity == "warning" {
+				result = "WARN"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Node, result, dash(c.Problem), dash(c.Fix))
+	}
+	tw.Flush()
+	if r.OK {
+		fmt.Fprintln(w, "OK: nothing blocks slotsync on this pair")
+	} else {
+		fmt.Fprintln(w, "FAILED: fix the checks marked FAIL, then run doctor again")
+	}
+}

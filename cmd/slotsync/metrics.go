@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	slotsync "github.com/slotsync/slotsync/sync"
+)
+
+// metrics are the daemon's Prometheus series (DESIGN §6), on a registry of their own.
+type metrics struct {
+	reg             *prometheus.Registry
+	slotReady       *prometheus.GaugeVec
+	syncLag         *prometheus.GaugeVec
+	retainedWAL     *prometheus.GaugeVec
+	consumerAhead   *prometheus.GaugeVec
+	runs            prometheus.Counter
+	errs            *prometheus.CounterVec
+	duration        prometheus.Histogram
+	lastSuccess     prometheus.Gauge
+	standbyRestarts prometheus.Counter
+	nodeUp          *prometheus.GaugeVec
+	promotionReady  prometheus.Gauge
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion without loss."}, []string{"slot"})
+	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "Primary confirmed_flush minus the standby copy's (negative: the copy is ahead)."}, []string{"slot"})
+	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, []string{"slot", "node"})
+	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, []string{"slot"})
+	m.runs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_sync_runs_total", Help: "Sync passes attempted."})
+	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes and failed slot actions, by class (retry, skip_slot, stop)."}, []string{"class"})
+	m.duration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slotsync_sync_duration_seconds", Help: "Duration of sync passes.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
+	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
+	m.standbyRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_standby_restarts_total", Help: "Standby restarts made by slotsync (state-file method)."})
+	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node."}, []string{"node"})
+	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "goversion"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	for _, c := range []prometheus.Collector{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	for _, class := range []string{"retry", "skip_slot", "stop"} {
+		m.errs.WithLabelValues(class)
+	}
+	return m
+}
+
+// observe records one pass.
+func (m *metrics) observe(rep slotsync.Report, err error) {
+	m.runs.Inc()
+	if err != nil {
+		m.errs.WithLabelValues(slotsync.Classify(err).String()).Inc()
+		var ne *slotsync.NodeError
+		if errors.As(err, &ne) {
+			m.nodeUp.WithLabelValues(ne.Node).Set(0)
+		}
+		m.promotionReady.Set(0)
+		return
+	}
+	m.duration.Observe(rep.Duration.Seconds())
+	m.lastSuccess.Set(float64(time.Now().Unix()))
+	m.nodeUp.WithLabelValues("primary").Set(1)
+	m.nodeUp.WithLabelValues("standby").Set(1)
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
+		v.Reset() // slots that are gone disappear
+	}
+	for _, s := range rep.Slots {
+		if s.Error != "" {
+			m.errs.WithLabelValues(s.ErrorClass).Inc()
+		}
+		if !s.Gate {
+			continue
+		}
+		m.slotReady.WithLabelValues(s.Name).Set(boolFloat(s.Verdict.Ready))
+		m.syncLag.WithLabelValues(s.Name).Set(float64(s.Verdict.SyncLagBytes))
+		m.consumerAhead.WithLabelValues(s.Name).Set(float64(s.Verdict.ConsumerAheadBytes))
+		m.retainedWAL.WithLabelValues(s.Name, "primary").Set(float64(s.PrimaryRetainedWALBytes))
+		if s.Copy != nil {
+			m.retainedWAL.WithLabelValues(s.Name, "standby").Set(float64(s.CopyRetainedWALBytes))
+		}
+	}
+	m.promotionReady.Set(boolFloat(rep.Ready()))
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

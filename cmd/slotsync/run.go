@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/signal"
+	stdsync "sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+	"github.com/urfave/cli/v2"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "run",
+		Usage: "the sidecar: copy every logical slot from the primary to the standby, in a loop",
+		Description: "Runs passes every --interval; serves /metrics, /livez, /readyz and /promotion-ready on --listen. " +
+			"With --once, makes one pass, prints what it did and exits (0 done, 1 a slot failed, 2 cannot connect, 3 configuration).",
+		Flags: append(pairFlags(),
+			&cli.BoolFlag{Name: "once", Usage: "make a single pass and exit", EnvVars: []string{"SLOTSYNC_ONCE"}},
+			&cli.BoolFlag{Name: "json", Usage: "with --once, print the report as JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between passes", EnvVars: []string{"SLOTSYNC_INTERVAL"}},
+			&cli.DurationFlag{Name: "max-backoff", Value: 30 * time.Second, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
+			&cli.DurationFlag{Name: "slot-timeout", Value: 30 * time.Second, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
+			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9187", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
+			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
+			&cli.DurationFlag{Name: "recheck", Value: time.Minute, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
+		),
+		Action: runAction,
+	}
+}
+
+func runAction(c *cli.Context) error {
+	log, err := newLogger(c, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	if c.String("state-dir") == "" {
+		return configError("state directory is empty: give --state-dir, a directory kept across restarts (one per cluster)")
+	}
+	cfg, err := buildConfig(c, log, false)
+	if err != nil {
+		return err
+	}
+	cfg.Interval, cfg.MaxBackoff, cfg.SlotTimeout, cfg.Workers = c.Duration("interval"), c.Duration("max-backoff"), c.Duration("slot-timeout"), c.Int("workers")
+	if err := cfg.Validate(); err != nil {
+		return classifyExit(err)
+	}
+	eng, err := slotsync.New(cfg)
+	if err != nil {
+		return classifyExit(err)
+	}
+	defer eng.Close()
+
+	if c.Bool("once") {
+		rep, err := eng.RunOnce(c.Context)
+		if err != nil {
+			return classifyExit(err)
+		}
+		if c.Bool("json") {
+			writeJSON(c.App.Writer, rep)
+		} else {
+			printStatus(c.App.Writer, newCheckResult(&rep, nil))
+		}
+		for _, s := range rep.Slots {
+			if s.Error != "" {
+				return cli.Exit(fmt.Sprintf("slot %s: %s", s.Name, s.Error), exitNotReady)
+			}
+		}
+		return nil
+	}
+
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	d := &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout}
+	var srv *http.Server
+	if addr := c.String("listen"); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return configError("--listen %s: %v", addr, err)
+		}
+		srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		log.Info("serving metrics and health", "address", ln.Addr().String())
+	}
+
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		d.loop(ctx, eng, c.Duration("recheck"))
+	}()
+	<-ctx.Done()
+	log.Info("stopping")
+	bound := c.Duration("shutdown-timeout")
+	sctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	select {
+	case <-loopDone:
+	case <-sctx.Done():
+		log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound", bound)
+	}
+	if srv != nil {
+		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}
+
+// daemon holds what the health endpoints answer from.
+type daemon struct {
+	log        hclog.Logger
+	m          *metrics
+	staleAfter time.Duration
+
+	mu          stdsync.Mutex
+	last        *slotsync.Report
+	lastErr     error
+	lastSuccess time.Time
+	stopped     string // why syncing stopped (promotion, or an error that needs a human)
+}
+
+// loop runs the engine; after an error that needs a human it keeps the endpoints up and checks
+// again every recheck, logging only when the error changes. A promotion ends syncing for good.
+func (d *daemon) loop(ctx context.Context, eng *slotsync.Engine, recheck time.Duration) {
+	for {
+		err := eng.Run(ctx, d.record)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		d.mu.Lock()
+		d.stopped = err.Error()
+		d.mu.Unlock()
+		if errors.Is(err, topology.ErrPromoted) {
+			<-ctx.Done()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(recheck):
+		}
+	}
+}
+
+func (d *daemon) record(rep slotsync.Report, err error) {
+	d.m.observe(rep, err)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.lastErr = err
+	if err == nil {
+		r := rep
+		d.last, d.lastSuccess, d.stopped = &r, time.Now(), ""
+	}
+}
+
+func (d *daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		switch {
+		case d.stopped != "":
+			http.Error(w, "syncing stopped: "+d.stopped, http.StatusServiceUnavailable)
+		case d.lastErr != nil:
+			http.Error(w, "last pass failed: "+d.lastErr.Error(), http.StatusServiceUnavailable)
+		case d.last == nil:
+			http.Error(w, "no pass has succeeded yet", http.StatusServiceUnavailable)
+		case time.Since(d.lastSuccess) > d.staleAfter:
+			http.Error(w, fmt.Sprintf("no successful pass for %s", time.Since(d.lastSuccess).Round(time.Second)), http.StatusServiceUnavailable)
+		default:
+			fmt.Fprintln(w, "ok")
+		}
+	})
+	// /promotion-ready answers like `check` from the latest pass; it is the promotion gate, not
+	// the sidecar's own readiness.
+	mux.HandleFunc("/promotion-ready", func(w http.ResponseWriter, _ *http.Request) {
+		d.mu.Lock()
+		var res checkResult
+		switch {
+		case d.last == nil || d.lastErr != nil || time.Since(d.lastSuccess) > d.staleAfter:
+			err := d.lastErr
+			if err == nil {
+				err = errors.New("no recent successful pass: readiness unknown")
+			}
+			res = newCheckResult(nil, err)
+		default:
+			res = newCheckResult(d.last, nil)
+		}
+		d.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if !res.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		writeJSON(w, res)
+	})
+	return mux
+}

@@ -1,0 +1,74 @@
+package topology
+
+import "fmt"
+
+// Check is one prerequisite as `doctor` reports it.
+type Check struct {
+	Name     string `json:"name"`
+	Node     string `json:"node"`
+	OK       bool   `json:"ok"`
+	Severity string `json:"severity"` // "error" stops slotsync; "warning" does not
+	Problem  string `json:"problem,omitempty"`
+	Fix      string `json:"fix,omitempty"`
+}
+
+// doctorChecks is every prerequisite doctor reports, in order, with where it applies.
+var doctorChecks = []struct{ name, node, severity string }{
+	{"primary_role", "primary", "error"},
+	{"standby_role", "standby", "error"},
+	{"system_identifier", "pair", "error"},
+	{"major_version", "pair", "error"},
+	{"wal_level", "primary", "error"},
+	{"wal_level", "standby", "error"},
+	{"primary_slot_name", "standby", "error"},
+	{"physical_slot", "primary", "error"},
+	{"physical_slot_active", "primary", "warning"},
+	{"wal_receiver", "standby", "warning"},
+	{"hot_standby_feedback", "standby", "error"},
+	{"privileges", "standby", "error"},
+	{"standby_snapshot", "primary", "warning"},
+	{"max_replication_slots", "standby", "error"},
+	{"method", "pair", "error"},
+}
+
+// Doctor checks every prerequisite for method and returns one Check per item, each failed one
+// with its fix. primarySlots is how many logical slots slotsync would copy.
+func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int) []Check {
+	var probs []Problem
+	if err := Verify(primary, standby, phys, method); err != nil {
+		if pe, ok := err.(*PrereqError); ok {
+			probs = append(probs, pe.Problems...)
+		} else {
+			probs = append(probs, Problem{Check: "standby_role", Node: "standby", Issue: err.Error(),
+				Fix: "run doctor against a standby; after a promotion slotsync has nothing to sync"})
+		}
+	}
+	probs = append(probs, Warnings(primary, standby, phys)...)
+	if method == MethodSQL && standby.Major() >= 16 && !primary.CanLogStandbySnapshot {
+		probs = append(probs, Problem{Check: "standby_snapshot", Node: "primary",
+			Issue: "the role may not call pg_log_standby_snapshot(): each new copy waits up to 15 s for the primary's next running-xacts record",
+			Fix:   "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>"})
+	}
+	if need := primarySlots + standbySlots + 1; standby.MaxReplicationSlots < need {
+		probs = append(probs, Problem{Check: "max_replication_slots", Node: "standby",
+			Issue: fmt.Sprintf("max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room", standby.MaxReplicationSlots, primarySlots, standbySlots),
+			Fix:   fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
+	}
+	if method == MethodStatefile || method == MethodNative {
+		probs = append(probs, Problem{Check: "method", Node: "pair",
+			Issue: fmt.Sprintf("the %s method is not available in this version of slotsync", method),
+			Fix:   "on PostgreSQL 16+ use --method sql"})
+	}
+	var out []Check
+	for _, d := range doctorChecks {
+		c := Check{Name: d.name, Node: d.node, OK: true, Severity: d.severity}
+		for _, p := range probs {
+			if p.Check == d.name && p.Node == d.node {
+				c.OK, c.Problem, c.Fix = false, p.Issue, p.Fix
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
