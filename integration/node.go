@@ -27,12 +27,16 @@ type Node struct {
 	Major   int
 	DataDir string // as the server sees it (a container path for the Docker backend)
 	life    lifecycle
+	dsn     string // external nodes: the user's DSN
 }
 
 // DSN returns a key=value connection string to database db (default "postgres").
 func (n *Node) DSN(db string) string {
 	if db == "" {
 		db = "postgres"
+	}
+	if n.dsn != "" {
+		return withParam(n.dsn, "dbname", db)
 	}
 	host, port, err := n.life.endpoint(context.Background())
 	if err != nil {
@@ -49,7 +53,7 @@ func (n *Node) ReplicationDSN(db string, logical bool) string {
 	if logical {
 		mode = "database"
 	}
-	return n.DSN(db) + " replication=" + mode
+	return withParam(n.DSN(db), "replication", mode)
 }
 
 // Addr returns host:port of the server.

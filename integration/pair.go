@@ -45,6 +45,8 @@ type Pair struct {
 	// Dir holds every file of a local pair (data directories, sockets, logs); empty for Docker.
 	Dir     string
 	cleanup []func(context.Context) error
+	// promoteCommand, for external pairs, promotes the standby (sh -c).
+	promoteCommand string
 }
 
 // baseConf applies to both nodes of every pair.
@@ -339,6 +341,15 @@ func (p *Pair) ResumeReplay(ctx context.Context) error {
 
 // Promote promotes the standby and waits until it accepts writes.
 func (p *Pair) Promote(ctx context.Context) error {
+	if p.promoteCommand != "" {
+		if err := runPromoteCommand(ctx, p.promoteCommand); err != nil {
+			return err
+		}
+		return poll(ctx, 2*time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
+			rec, err := p.Standby.InRecovery(ctx)
+			return !rec, err
+		})
+	}
 	var ok bool
 	if err := p.Standby.QueryRow(ctx, "SELECT pg_promote(true, 120)", nil, &ok); err != nil {
 		return err
@@ -350,4 +361,57 @@ func (p *Pair) Promote(ctx context.Context) error {
 		rec, err := p.Standby.InRecovery(ctx)
 		return !rec, err
 	})
+}
+
+// Rejoin rebuilds the old primary as a streaming standby of the promoted one and swaps the
+// roles, so a pair can fail over again (switch back). Local pairs only. Like a fresh
+// pg_basebackup, the rebuilt standby has no replication slots of its own. The new primary is
+// stopped for a moment while its data directory is copied.
+func (p *Pair) Rejoin(ctx context.Context) error {
+	oldPrim, ok1 := p.Primary.life.(*localServer)
+	newPrim, ok2 := p.Standby.life.(*localServer)
+	if !ok1 || !ok2 {
+		return errors.New("rejoin needs a local pair")
+	}
+	if rec, err := p.Standby.InRecovery(ctx); err != nil || rec {
+		return fmt.Errorf("rejoin: the standby must be promoted first (in recovery: %v, %v)", rec, err)
+	}
+	if err := oldPrim.close(ctx); err != nil {
+		return fmt.Errorf("rejoin: stop the old primary: %w", err)
+	}
+	if err := p.Standby.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", PhysicalSlot); err != nil {
+		return err
+	}
+	if err := p.Standby.Stop(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(oldPrim.dataDir); err != nil {
+		return fmt.Errorf("rejoin: remove the old data directory: %w", err)
+	}
+	if err := copyDataDir(newPrim.dataDir, oldPrim.dataDir); err != nil {
+		return fmt.Errorf("rejoin: copy the new primary: %w", err)
+	}
+	if err := oldPrim.run.chownTree(oldPrim.dataDir); err != nil {
+		return err
+	}
+	if err := p.Standby.Start(ctx); err != nil {
+		return err
+	}
+	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s", newPrim.port, Superuser, StandbyAppName)
+	if err := writeNodeConf(oldPrim.run, oldPrim, []string{
+		"cluster_name = 'standby'",
+		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
+		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
+	}); err != nil {
+		return err
+	}
+	if err := writeOwned(oldPrim.run, filepath.Join(oldPrim.dataDir, "standby.signal"), nil); err != nil {
+		return err
+	}
+	p.Primary, p.Standby = p.Standby, p.Primary
+	p.Primary.Name, p.Standby.Name = "primary", "standby"
+	if err := p.Standby.Start(ctx); err != nil {
+		return err
+	}
+	return p.WaitStreaming(ctx)
 }

@@ -206,3 +206,18 @@ func TestDockerBackend(t *testing.T) {
 		t.Fatalf("standby read %d, %v", x, err)
 	}
 }
+
+func TestWithParam(t *testing.T) {
+	cases := []struct{ dsn, key, val, want string }{
+		{"host=h user=u", "dbname", "drill", "host=h user=u dbname='drill'"},
+		{"host=h", "replication", "database", "host=h replication='database'"},
+		{"host=h", "application_name", `it's`, `host=h application_name='it\'s'`},
+		{"postgres://u:p@h:5432/app?sslmode=require", "dbname", "drill", "postgres://u:p@h:5432/drill?sslmode=require"},
+		{"postgresql://h/app", "replication", "database", "postgresql://h/app?replication=database"},
+	}
+	for _, c := range cases {
+		if got := withParam(c.dsn, c.key, c.val); got != c.want {
+			t.Errorf("withParam(%q, %s, %s) = %q, want %q", c.dsn, c.key, c.val, got, c.want)
+		}
+	}
+}

@@ -17,15 +17,17 @@ import (
 
 // fakeObserver returns a fixed snapshot or error.
 type fakeObserver struct {
-	snap Snapshot
-	err  error
+	snap   Snapshot
+	err    error
+	nudges int
 }
 
 func (o *fakeObserver) Observe(context.Context) (Snapshot, error) { return o.snap, o.err }
 func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
 	return o.snap.Standby.Slots, nil
 }
-func (o *fakeObserver) Close() {}
+func (o *fakeObserver) Close()                                   {}
+func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
 
 // fakeApplier records calls; failing names fail with failErr.
 type fakeApplier struct {
@@ -298,5 +300,30 @@ func TestRunStopsOnlyForHumans(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "sync pass failed"); n != 1 {
 		t.Fatalf("the same error was logged %d times:\n%s", n, logs.String())
+	}
+}
+
+func TestNudgeOnlyWhenWaitingForThePrimaryHorizon(t *testing.T) {
+	snap := twoNodeSnapshot()
+	snap.Primary.Info.VersionNum, snap.Primary.Info.CanLogStandbySnapshot = 160004, true
+	// The copy's confirmed_flush trails the consumer, but its restart_lsn is ahead: only a
+	// running-xacts record on the primary can move the primary slot's restart_lsn past it.
+	cp := slot(idA, 0x1800000, 0x2000000, 700)
+	snap.Standby.Slots["a"] = cp
+	obs := &fakeObserver{snap: snap}
+	e := testEngine(t, obs, &fakeApplier{})
+	e.journal.Slots["a"] = &Entry{Incarnation: "01", Identity: idA, Primary: lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}}
+	if _, err := e.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if obs.nudges != 1 {
+		t.Fatalf("nudges %d, want 1", obs.nudges)
+	}
+	// Waiting for the consumer (copy confirmed ahead) is not helped by a nudge.
+	cp.ConfirmedFlush = 0x2100000
+	snap.Standby.Slots["a"] = cp
+	obs.snap, obs.nudges = snap, 0
+	if _, err := e.RunOnce(context.Background()); err != nil || obs.nudges != 0 {
+		t.Fatalf("nudged %d times for a copy ahead of the consumer (%v)", obs.nudges, err)
 	}
 }

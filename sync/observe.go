@@ -33,6 +33,8 @@ type observer interface {
 	Observe(ctx context.Context) (Snapshot, error)
 	// StandbySlots re-reads the standby's slots after a pass changed them.
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
+	// LogStandbySnapshot asks the primary to log a running-xacts record (16+).
+	LogStandbySnapshot(ctx context.Context) error
 	Close()
 }
 
@@ -116,6 +118,15 @@ func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[stri
 		o.reset(&o.sconn)
 	}
 	return slots, err
+}
+
+func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
+	pconn, err := o.conn(ctx, o.primary, &o.pconn)
+	if err != nil {
+		return err
+	}
+	_, err = pconn.Exec(ctx, "SELECT pg_log_standby_snapshot()")
+	return err
 }
 
 func (o *pgObserver) Close() {

@@ -413,3 +413,28 @@ func grepLines(text string, prefixes ...string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+func TestDrillCommand(t *testing.T) {
+	for _, args := range [][]string{{"drill"}, {"drill", "--local", "--mode", "sideways"}, {"drill", "--standby", "host=x"},
+		{"drill", "--local", "--major", "15"}, {"drill", "--primary", "host=x", "--standby", "host=y", "--switch-back"}} {
+		if r := slotsyncCmd(t, nil, args...); r.code != exitUsage {
+			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	integration.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		r := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "kill", "--duration", "1s", "--json")
+		var rep struct {
+			OK     bool `json:"ok"`
+			Passed int  `json:"failovers_passed"`
+			Runs   []struct {
+				Major int `json:"major"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+			t.Fatalf("drill --json: %v\n%s\n%s", err, r.stdout, r.stderr)
+		}
+		if r.code != 0 || !rep.OK || rep.Passed != 1 || rep.Runs[0].Major != major {
+			t.Fatalf("drill: exit %d %+v\n%s", r.code, rep, r.stderr)
+		}
+	})
+}

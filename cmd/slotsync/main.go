@@ -37,6 +37,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			statusCommand(),
 			doctorCommand(),
 			versionCommand(),
+			drillCommand(),
 			sandboxCommand(),
 		},
 		// Usage errors (unknown flags, bad values) exit 3 like configuration errors.

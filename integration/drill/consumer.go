@@ -1,0 +1,213 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	stdsync "sync"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
+)
+
+// consumer is a real logical replication client (START_REPLICATION over the replication
+// protocol) that records every inserted id with the end LSN of its transaction and acknowledges
+// as it goes, like a CDC tool that stores its offset.
+type consumer struct {
+	slot, plugin string
+
+	mu        stdsync.Mutex
+	confirmed pglogrepl.LSN // the last position acknowledged: the consumer's stored offset
+	received  []receipt     // every id received, in order
+	pending   []int         // ids of the transaction being read
+}
+
+type receipt struct {
+	id    int
+	end   pglogrepl.LSN // end of the commit record
+	phase int           // which failover phase the receipt belongs to
+}
+
+var testDecodingInsert = regexp.MustCompile(`^table public\.events: INSERT: id\[integer\]:(\d+)`)
+
+func newConsumer(slot, plugin string) *consumer {
+	return &consumer{slot: slot, plugin: plugin}
+}
+
+func (c *consumer) pluginArgs() []string {
+	if c.plugin == "pgoutput" {
+		return []string{"proto_version '1'", "publication_names 'drill_pub'"}
+	}
+	return nil
+}
+
+// stream reads from the slot on dsn starting at the consumer's confirmed position until ctx ends
+// or, when until is set, the stream has passed until and gone quiet. It acknowledges each
+// transaction as soon as it is recorded.
+func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglogrepl.LSN) error {
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("consumer %s: connect: %w", c.slot, err)
+	}
+	defer conn.Close(context.Background())
+	c.mu.Lock()
+	start := c.confirmed
+	c.mu.Unlock()
+	if err := pglogrepl.StartReplication(ctx, conn, c.slot, start, pglogrepl.StartReplicationOptions{PluginArgs: c.pluginArgs()}); err != nil {
+		return fmt.Errorf("consumer %s: START_REPLICATION at %s: %w", c.slot, start, err)
+	}
+	var seen pglogrepl.LSN // furthest position the server reported
+	lastActivity := time.Now()
+	for {
+		if until != 0 && seen >= until && time.Since(lastActivity) > 500*time.Millisecond {
+			return c.ack(ctx, conn)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		msg, err := conn.ReceiveMessage(rctx)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				// Stopping: a last acknowledgement on a fresh context, as a client closing cleanly.
+				actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
+				defer acancel()
+				_ = c.ack(actx, conn)
+				return nil
+			}
+			if pgconn.Timeout(err) {
+				if err := c.ack(ctx, conn); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("consumer %s: receive: %w", c.slot, err)
+		}
+		cd, ok := msg.(*pgproto3.CopyData)
+		if !ok {
+			if er, ok := msg.(*pgproto3.ErrorResponse); ok {
+				return fmt.Errorf("consumer %s: server error: %s", c.slot, er.Message)
+			}
+			continue
+		}
+		switch cd.Data[0] {
+		case pglogrepl.PrimaryKeepaliveMessageByteID:
+			ka, err := pglogrepl.ParsePrimaryKeepaliveMessage(cd.Data[1:])
+			if err != nil {
+				return err
+			}
+			seen = max(seen, ka.ServerWALEnd)
+			if ka.ReplyRequested {
+				if err := c.ack(ctx, conn); err != nil {
+					return err
+				}
+			}
+		case pglogrepl.XLogDataByteID:
+			xld, err := pglogrepl.ParseXLogData(cd.Data[1:])
+			if err != nil {
+				return err
+			}
+			lastActivity = time.Now()
+			seen = max(seen, xld.WALStart)
+			committed, err := c.handle(xld, phase)
+			if err != nil {
+				return err
+			}
+			if committed {
+				if err := c.ack(ctx, conn); err != nil {
+					return err
+				}
+			}
+		}
+	}
+}
+
+// handle records one decoded message; it reports whether a transaction just committed.
+func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.plugin == "pgoutput" {
+		m, err := pglogrepl.Parse(xld.WALData)
+		if err != nil {
+			return false, fmt.Errorf("consumer %s: parse pgoutput: %w", c.slot, err)
+		}
+		switch m := m.(type) {
+		case *pglogrepl.InsertMessage:
+			if m.Tuple == nil || len(m.Tuple.Columns) == 0 {
+				return false, errors.New("insert without columns")
+			}
+			id, err := strconv.Atoi(string(m.Tuple.Columns[0].Data))
+			if err != nil {
+				return false, fmt.Errorf("consumer %s: id %q: %w", c.slot, m.Tuple.Columns[0].Data, err)
+			}
+			c.pending = append(c.pending, id)
+		case *pglogrepl.CommitMessage:
+			c.commit(m.TransactionEndLSN, phase)
+			return true, nil
+		}
+		return false, nil
+	}
+	text := string(xld.WALData)
+	if mm := testDecodingInsert.FindStringSubmatch(text); mm != nil {
+		id, _ := strconv.Atoi(mm[1])
+		c.pending = append(c.pending, id)
+	} else if len(text) >= 6 && text[:6] == "COMMIT" {
+		// test_decoding's COMMIT is sent at the end of the commit record.
+		c.commit(xld.WALStart, phase)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (c *consumer) commit(end pglogrepl.LSN, phase int) {
+	for _, id := range c.pending {
+		c.received = append(c.received, receipt{id: id, end: end, phase: phase})
+	}
+	c.pending = c.pending[:0]
+	if end > c.confirmed {
+		c.confirmed = end
+	}
+}
+
+// ack sends the consumer's confirmed position (its stored offset) to the server; everything
+// received up to it becomes durable.
+func (c *consumer) ack(ctx context.Context, conn *pgconn.PgConn) error {
+	c.mu.Lock()
+	pos := c.confirmed
+	c.mu.Unlock()
+	if pos == 0 {
+		return nil
+	}
+	if err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pos}); err != nil {
+		return fmt.Errorf("consumer %s: acknowledge %s: %w", c.slot, pos, err)
+	}
+	return nil
+}
+
+// snapshotDurable freezes what the consumer has acknowledged, at a failover.
+func (c *consumer) snapshotDurable() (pglogrepl.LSN, map[int]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := map[int]int{}
+	for _, r := range c.received {
+		if r.end <= c.confirmed {
+			d[r.id]++
+		}
+	}
+	return c.confirmed, d
+}
+
+// receivedIn returns the ids received in a phase.
+func (c *consumer) receivedIn(phase int) []int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ids []int
+	for _, r := range c.received {
+		if r.phase == phase {
+			ids = append(ids, r.id)
+		}
+	}
+	return ids
+}

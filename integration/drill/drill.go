@@ -1,0 +1,427 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	stdsync "sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pglogrepl"
+	"github.com/slotsync/slotsync/integration"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Options tune a drill.
+type Options struct {
+	// Duration of the live phase before each failover: writes, consumption and syncing.
+	Duration time.Duration
+	// Kill crashes the primary with SIGKILL before the promotion instead of stopping it cleanly
+	// (local and Docker pairs only).
+	Kill bool
+	// Failovers is how many times to fail over on the same pair; with 2 the old primary rejoins
+	// as a standby and the consumers survive a switch back (local pairs only).
+	Failovers int
+	// ReadyTimeout bounds the wait for the promotion gate before each failover.
+	ReadyTimeout time.Duration
+	// StateDir is where slotsync keeps its journal (one subdirectory per failover).
+	StateDir string
+	Logger   hclog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	if o.Failovers <= 0 {
+		o.Failovers = 1
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 90 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+}
+
+// SlotVerdict is what one consumer saw across one failover.
+type SlotVerdict struct {
+	Slot      string `json:"slot"`
+	Plugin    string `json:"plugin"`
+	Confirmed string `json:"confirmed_at_failover"`
+	// Durable: changes the consumer had acknowledged before the failover.
+	Durable int `json:"durable_before"`
+	// Resumed: changes received on the new primary after resuming from Confirmed.
+	Resumed int `json:"received_after"`
+	// Lost: changes on the new primary the consumer never got. Repeated: changes received again
+	// after resuming although already acknowledged. Ahead: acknowledged changes the new primary
+	// does not have (the consumer was ahead of the standby).
+	Lost     []int `json:"lost"`
+	Repeated []int `json:"repeated"`
+	Ahead    []int `json:"ahead"`
+	OK       bool  `json:"ok"`
+}
+
+// FailoverVerdict is one failover of the drill.
+type FailoverVerdict struct {
+	Number      int           `json:"number"`
+	Mode        string        `json:"mode"` // "clean" or "kill -9"
+	Rows        int           `json:"rows_on_new_primary"`
+	TimeToReady time.Duration `json:"time_to_ready_ns"`
+	Slots       []SlotVerdict `json:"slots"`
+	OK          bool          `json:"ok"`
+}
+
+// Verdict is the outcome of a drill.
+type Verdict struct {
+	OK        bool              `json:"ok"`
+	Major     int               `json:"major"`
+	Failovers []FailoverVerdict `json:"failovers"`
+	Error     string            `json:"error,omitempty"`
+}
+
+var slots = []struct{ name, plugin string }{{"drill_pgoutput", "pgoutput"}, {"drill_test_decoding", "test_decoding"}}
+
+const db = "drill"
+
+// Run drills failovers on pair. An error means the drill could not be carried out; losses are
+// in the verdict (OK false), never hidden in an error.
+func Run(ctx context.Context, pair *integration.Pair, opts Options) (Verdict, error) {
+	opts.defaults()
+	v := Verdict{Major: pair.Major}
+	if opts.Kill && pair.External() {
+		return v, errors.New("drill: kill -9 needs a pair slotsync started (local or Docker)")
+	}
+	if opts.Failovers > 1 && pair.Dir == "" {
+		return v, errors.New("drill: more than one failover needs a local pair (the old primary is rebuilt as a standby)")
+	}
+	if err := setup(ctx, pair); err != nil {
+		return v, err
+	}
+	consumers := make([]*consumer, len(slots))
+	for i, s := range slots {
+		consumers[i] = newConsumer(s.name, s.plugin)
+	}
+	w := &writer{}
+	for n := 1; n <= opts.Failovers; n++ {
+		if n > 1 {
+			opts.Logger.Info("rebuilding the old primary as a standby of the new one")
+			if err := pair.Rejoin(ctx); err != nil {
+				return v, fmt.Errorf("drill: rejoin the old primary: %w", err)
+			}
+		}
+		fv, err := failover(ctx, pair, consumers, w, n, opts)
+		v.Failovers = append(v.Failovers, fv)
+		if err != nil {
+			v.Error = err.Error()
+			return v, err
+		}
+	}
+	v.OK = true
+	for _, f := range v.Failovers {
+		v.OK = v.OK && f.OK
+	}
+	return v, nil
+}
+
+func setup(ctx context.Context, pair *integration.Pair) error {
+	p := pair.Primary
+	for _, step := range []struct{ db, sql string }{
+		{"postgres", "CREATE DATABASE " + db},
+		{db, "CREATE TABLE events (id int PRIMARY KEY, payload text NOT NULL)"},
+		{db, "CREATE PUBLICATION drill_pub FOR TABLE events"},
+	} {
+		if err := p.ExecDB(ctx, step.db, step.sql); err != nil {
+			return fmt.Errorf("drill setup: %w", err)
+		}
+	}
+	for _, s := range slots {
+		if err := p.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", s.name, s.plugin); err != nil {
+			return fmt.Errorf("drill setup: %w", err)
+		}
+	}
+	return pair.WaitCaughtUp(ctx)
+}
+
+// failover runs one live phase, the gate, the promotion, the resumption and the verdict.
+func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer, w *writer, n int, opts Options) (FailoverVerdict, error) {
+	log := opts.Logger.With("failover", n)
+	fv := FailoverVerdict{Number: n, Mode: "clean"}
+	if opts.Kill {
+		fv.Mode = "kill -9"
+	}
+	livePhase, resumePhase := 2*n, 2*n+1
+	cfg := slotsync.Config{PrimaryDSN: pair.Primary.DSN("postgres"), StandbyDSN: pair.Standby.DSN("postgres"),
+		StateDir: fmt.Sprintf("%s/failover-%d", opts.StateDir, n), Method: topology.MethodAuto,
+		Interval: 200 * time.Millisecond, SlotTimeout: 20 * time.Second, Logger: log.Named("slotsync")}
+	eng, err := slotsync.New(cfg)
+	if err != nil {
+		return fv, err
+	}
+	defer eng.Close()
+	gateCfg := cfg
+	gateCfg.ReadOnly, gateCfg.Logger = true, hclog.NewNullLogger()
+	gate, err := slotsync.New(gateCfg)
+	if err != nil {
+		return fv, err
+	}
+	defer gate.Close()
+
+	// Live: writes, consumers acknowledging as they go, slotsync syncing.
+	runCtx, stopSync := context.WithCancel(ctx)
+	syncDone := make(chan error, 1)
+	go func() { syncDone <- eng.Run(runCtx, nil) }()
+	writeCtx, stopWrites := context.WithCancel(ctx)
+	writeDone := make(chan error, 1)
+	go func() { writeDone <- w.run(writeCtx, pair.Primary) }()
+	consumeCtx, stopConsumers := context.WithCancel(ctx)
+	var wg stdsync.WaitGroup
+	errs := make(chan error, len(consumers))
+	for _, c := range consumers {
+		wg.Add(1)
+		go func(c *consumer) {
+			defer wg.Done()
+			if err := c.stream(consumeCtx, pair.Primary.ReplicationDSN(db, true), livePhase, 0); err != nil {
+				errs <- err
+			}
+		}(c)
+	}
+	log.Info("live phase", "duration", opts.Duration)
+	select {
+	case <-ctx.Done():
+	case <-time.After(opts.Duration):
+	}
+	// The consumers stop (their offsets are what they acknowledged); writes go on.
+	stopConsumers()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		stopWrites()
+		stopSync()
+		return fv, err
+	}
+
+	// The gate: promote only when slotsync says every slot is ready.
+	start := time.Now()
+	if err := waitReady(ctx, pair, gate, opts.ReadyTimeout); err != nil {
+		stopWrites()
+		stopSync()
+		return fv, err
+	}
+	stopWrites()
+	if err := <-writeDone; err != nil {
+		stopSync()
+		return fv, err
+	}
+	// The gate again after the last write, so the copies hold the consumers' final positions.
+	if err := waitReady(ctx, pair, gate, opts.ReadyTimeout); err != nil {
+		stopSync()
+		return fv, err
+	}
+	fv.TimeToReady = time.Since(start)
+	stopSync()
+	<-syncDone
+
+	durable := make([]map[int]int, len(consumers))
+	for i, c := range consumers {
+		confirmed, d := c.snapshotDurable()
+		durable[i] = d
+		fv.Slots = append(fv.Slots, SlotVerdict{Slot: c.slot, Plugin: c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
+	}
+
+	// Failover.
+	if opts.Kill {
+		log.Info("killing the primary with SIGKILL")
+		if err := pair.Primary.Kill(ctx); err != nil {
+			return fv, err
+		}
+	} else if !pair.External() {
+		if err := pair.Primary.Stop(ctx); err != nil {
+			return fv, err
+		}
+	}
+	log.Info("promoting the standby")
+	if err := pair.Promote(ctx); err != nil {
+		return fv, err
+	}
+
+	// Life goes on on the new primary; the consumers resume from their own offsets.
+	if err := w.batch(ctx, pair.Standby, 5); err != nil {
+		return fv, err
+	}
+	truth, err := tableIDs(ctx, pair.Standby)
+	if err != nil {
+		return fv, err
+	}
+	fv.Rows = len(truth)
+	var target string
+	if err := pair.Standby.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text", nil, &target); err != nil {
+		return fv, err
+	}
+	until, err := pglogrepl.ParseLSN(target)
+	if err != nil {
+		return fv, err
+	}
+	fv.OK = true
+	for i, c := range consumers {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := c.stream(rctx, pair.Standby.ReplicationDSN(db, true), resumePhase, until)
+		cancel()
+		sv := &fv.Slots[i]
+		if err != nil {
+			// The slot is missing or unusable on the new primary: everything since the offset is lost.
+			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
+		}
+		judge(sv, truth, durable[i], c.receivedIn(resumePhase))
+		fv.OK = fv.OK && sv.OK
+	}
+	return fv, nil
+}
+
+// judge compares what the consumer got with what the new primary holds.
+func judge(sv *SlotVerdict, truth map[int]bool, durable map[int]int, after []int) {
+	got := map[int]int{}
+	for _, id := range after {
+		got[id]++
+		if durable[id] > 0 || got[id] > 1 {
+			sv.Repeated = append(sv.Repeated, id)
+		}
+	}
+	for id := range truth {
+		if durable[id] == 0 && got[id] == 0 {
+			sv.Lost = append(sv.Lost, id)
+		}
+	}
+	for id, n := range durable {
+		if !truth[id] {
+			sv.Ahead = append(sv.Ahead, id)
+		}
+		if n > 1 {
+			sv.Repeated = append(sv.Repeated, id)
+		}
+	}
+	sort.Ints(sv.Lost)
+	sort.Ints(sv.Repeated)
+	sort.Ints(sv.Ahead)
+	sv.Resumed = len(after)
+	sv.OK = len(sv.Lost) == 0 && len(sv.Repeated) == 0 && len(sv.Ahead) == 0
+}
+
+func countIDs(m map[int]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
+}
+
+// waitReady waits until the standby has replayed everything and the gate says ready.
+func waitReady(ctx context.Context, pair *integration.Pair, gate *slotsync.Engine, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last string
+	for {
+		if err := pair.WaitCaughtUp(ctx); err != nil {
+			return err
+		}
+		rep, err := gate.Inspect(ctx)
+		if err == nil && rep.Ready() {
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			for _, s := range rep.Slots {
+				if s.Gate && !s.Verdict.Ready {
+					last = s.Name + ": " + s.Verdict.Detail
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the promotion gate did not open within %s: %s", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tableIDs(ctx context.Context, n *integration.Node) (map[int]bool, error) {
+	conn, err := n.Connect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SELECT id FROM events")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := map[int]bool{}
+	for rows.Next() {
+		var id int
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids[id] = true
+	}
+	return ids, rows.Err()
+}
+
+// writer inserts rows with increasing ids, three per transaction.
+type writer struct {
+	mu   stdsync.Mutex
+	next int
+}
+
+func (w *writer) ids(n int) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int, n)
+	for i := range out {
+		w.next++
+		out[i] = w.next
+	}
+	return out
+}
+
+func (w *writer) batch(ctx context.Context, n *integration.Node, txns int) error {
+	conn, err := n.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for i := 0; i < txns; i++ {
+		ids := w.ids(3)
+		if _, err := conn.Exec(ctx, "INSERT INTO events SELECT g, 'drill' FROM unnest($1::int[]) g", ids); err != nil {
+			return fmt.Errorf("drill write: %w", err)
+		}
+	}
+	return nil
+}
+
+// run writes about 50 transactions a second until ctx ends.
+func (w *writer) run(ctx context.Context, n *integration.Node) error {
+	conn, err := n.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+		if _, err := conn.Exec(ctx, "INSERT INTO events SELECT g, 'drill' FROM unnest($1::int[]) g", w.ids(3)); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("drill write: %w", err)
+		}
+	}
+}

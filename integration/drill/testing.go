@@ -1,0 +1,40 @@
+package drill
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+)
+
+// Check runs a drill in a Go test: it starts a pair as pairOpts say (set Backend "docker" to use
+// testcontainers-go with the official postgres image, or leave it to SLOTSYNC_BACKEND), fails
+// over with live consumers, and fails the test when any change is lost or repeated. Without a
+// reachable Docker engine a Docker drill is skipped, saying why. Use it from your own CI:
+//
+//	func TestFailoverKeepsOurSlots(t *testing.T) {
+//		drill.Check(t, integration.Options{Major: 17, Backend: "docker"}, drill.Options{Kill: true})
+//	}
+func Check(t testing.TB, pairOpts integration.Options, opts Options) Verdict {
+	t.Helper()
+	pair := integration.StartPair(t, pairOpts)
+	if opts.StateDir == "" {
+		opts.StateDir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	v, err := Run(ctx, pair, opts)
+	if err != nil {
+		t.Fatalf("drill on PostgreSQL %d could not run: %v", pairOpts.Major, err)
+	}
+	for _, f := range v.Failovers {
+		for _, s := range f.Slots {
+			if !s.OK {
+				t.Errorf("failover %d (%s), slot %s: lost %v, repeated %v, ahead of the new primary %v",
+					f.Number, f.Mode, s.Slot, s.Lost, s.Repeated, s.Ahead)
+			}
+		}
+	}
+	return v
+}
