@@ -389,3 +389,35 @@ func waitNoReceiver(t *testing.T, f *fixture) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSQLMethodLeastPrivilege runs the engine, check and doctor inputs as the role documented
+// in docs/PRIVILEGES.md: LOGIN REPLICATION, pg_monitor, EXECUTE on pg_log_standby_snapshot().
+func TestSQLMethodLeastPrivilege(t *testing.T) {
+	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
+		f.must(p.Exec(f.ctx, "GRANT pg_monitor TO slotsync"))
+		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.eng.Close()
+		f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user=slotsync", 1)
+		f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user=slotsync", 1)
+		f.startEngine()
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("as slotsync: %+v", r)
+		}
+		r := f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		if r.Action == KindSkip {
+			t.Fatalf("as slotsync: %+v", r)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		if r := f.pass()["cdc"]; r.Action != KindDrop {
+			t.Fatalf("drop as slotsync: %+v", r)
+		}
+		if strings.Contains(f.logs.String(), "cannot ask the primary") {
+			t.Fatalf("pg_log_standby_snapshot was refused:\n%s", f.logs.String())
+		}
+	})
+}

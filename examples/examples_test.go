@@ -1,0 +1,245 @@
+package examples
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
+	"go.yaml.in/yaml/v3"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "slotsync-examples-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "slotsync"), "../cmd/slotsync").CombinedOutput(); err != nil {
+		os.Stderr.Write(out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// knownEnv lists every SLOTSYNC_* variable the commands document in their help.
+func knownEnv(t *testing.T) map[string]bool {
+	t.Helper()
+	known := map[string]bool{}
+	for _, cmd := range []string{"run", "check", "status", "doctor", "drill"} {
+		out, _ := exec.Command(filepath.Join(binDir, "slotsync"), cmd, "--help").Output()
+		for _, m := range regexp.MustCompile(`\$(SLOTSYNC_[A-Z_]+)`).FindAllStringSubmatch(string(out), -1) {
+			known[m[1]] = true
+		}
+	}
+	if len(known) < 10 {
+		t.Fatalf("help output lists too few variables: %v", known)
+	}
+	return known
+}
+
+// checkEnvNames fails for any SLOTSYNC_* name in text that no command knows.
+func checkEnvNames(t *testing.T, file string, known map[string]bool) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`SLOTSYNC_[A-Z_]+`).FindAllString(string(data), -1) {
+		if !known[m] && m != "SLOTSYNC_BACKEND" && m != "SLOTSYNC_WAIT" {
+			t.Errorf("%s uses %s, which no command knows", file, m)
+		}
+	}
+}
+
+func readYAML(t *testing.T, file string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []map[string]any
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("%s: %v", file, err)
+		}
+		docs = append(docs, doc)
+	}
+	return docs
+}
+
+func dig(v any, path ...any) any {
+	for _, p := range path {
+		switch k := p.(type) {
+		case string:
+			m, _ := v.(map[string]any)
+			v = m[k]
+		case int:
+			s, _ := v.([]any)
+			if k >= len(s) {
+				return nil
+			}
+			v = s[k]
+		}
+	}
+	return v
+}
+
+func TestEnvNamesInExamplesExist(t *testing.T) {
+	known := knownEnv(t)
+	for _, f := range []string{"docker-compose/compose.yaml", "kubernetes/slotsync-sidecar.yaml", "patroni/pre-promote.sh",
+		"systemd/slotsync.env", "github-actions/failover-drill.yml"} {
+		checkEnvNames(t, f, known)
+	}
+}
+
+func TestCompose(t *testing.T) {
+	doc := readYAML(t, "docker-compose/compose.yaml")[0]
+	for _, svc := range []string{"primary", "standby", "slotsync"} {
+		if dig(doc, "services", svc) == nil {
+			t.Fatalf("service %s missing", svc)
+		}
+	}
+	if dig(doc, "services", "slotsync", "environment", "SLOTSYNC_STANDBY") == nil || dig(doc, "services", "slotsync", "build") != "../.." {
+		t.Fatal("the slotsync service must be built from the repository and point at the standby")
+	}
+	for _, f := range []string{"docker-compose/init-primary.sh", "docker-compose/slotsync-password.txt", "../Dockerfile"} {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("compose refers to %s: %v", f, err)
+		}
+	}
+	if out, err := exec.Command("sh", "-n", "docker-compose/init-primary.sh").CombinedOutput(); err != nil {
+		t.Errorf("init-primary.sh: %v %s", err, out)
+	}
+}
+
+func TestKubernetesSidecar(t *testing.T) {
+	docs := readYAML(t, "kubernetes/slotsync-sidecar.yaml")
+	var sts map[string]any
+	for _, d := range docs {
+		if d["kind"] == "StatefulSet" {
+			sts = d
+		}
+	}
+	if sts == nil {
+		t.Fatal("no StatefulSet")
+	}
+	side := dig(sts, "spec", "template", "spec", "initContainers", 0)
+	if dig(side, "name") != "slotsync" || dig(side, "restartPolicy") != "Always" {
+		t.Fatalf("slotsync must be a native sidecar (init container, restartPolicy Always): %v", side)
+	}
+	if dig(side, "readinessProbe", "httpGet", "path") != "/readyz" || dig(side, "livenessProbe", "httpGet", "path") != "/livez" {
+		t.Fatal("probes must use /readyz and /livez (never /promotion-ready)")
+	}
+	port := dig(side, "ports", 0, "containerPort")
+	var listen string
+	for _, e := range dig(side, "env").([]any) {
+		if dig(e, "name") == "SLOTSYNC_LISTEN" {
+			listen = dig(e, "value").(string)
+		}
+	}
+	if !strings.HasSuffix(listen, ":"+strconv.Itoa(port.(int))) || strings.HasPrefix(listen, "127.") {
+		t.Fatalf("SLOTSYNC_LISTEN %q must serve the gate port %v to the pod network", listen, port)
+	}
+}
+
+func TestPatroniHookBlocksAnUnsafePromotion(t *testing.T) {
+	if out, err := exec.Command("sh", "-n", "patroni/pre-promote.sh").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	// Against a standby that cannot be reached the hook must fail, so Patroni aborts.
+	cmd := exec.Command("sh", "patroni/pre-promote.sh")
+	cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1",
+		"SLOTSYNC_PRIMARY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_WAIT=1s"}
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("hook against an unreachable standby: %v\n%s", err, out)
+	}
+}
+
+func TestSystemdUnit(t *testing.T) {
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed: the unit is not verified here")
+	}
+	dir := t.TempDir()
+	unit, err := os.ReadFile("systemd/slotsync.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := filepath.Abs("systemd/slotsync.env")
+	text := strings.ReplaceAll(string(unit), "/usr/local/bin/slotsync", filepath.Join(binDir, "slotsync"))
+	text = strings.ReplaceAll(text, "/etc/slotsync/slotsync.env", env)
+	path := filepath.Join(dir, "slotsync.service")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("systemd-analyze", "verify", path).CombinedOutput()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "slotsync.service") && !strings.Contains(line, "postgresql.service") {
+			t.Errorf("systemd-analyze: %s", line)
+		}
+	}
+	if err != nil && strings.Contains(string(out), "slotsync.service:") {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+func TestWorkflowGoreleaserDockerfile(t *testing.T) {
+	wf := readYAML(t, "github-actions/failover-drill.yml")[0]
+	steps, _ := dig(wf, "jobs", "drill", "steps").([]any)
+	run, _ := dig(steps[len(steps)-1], "run").(string)
+	if !strings.Contains(run, "-run TestDrillOnDocker") {
+		t.Fatalf("workflow runs %q", run)
+	}
+	src, _ := os.ReadFile("examples_test.go")
+	if !strings.Contains(string(src), "func TestDrillOnDocker(") {
+		t.Fatal("the workflow's test does not exist")
+	}
+	gr := readYAML(t, "../.goreleaser.yaml")[0]
+	if dig(gr, "builds", 0, "main") != "./cmd/slotsync" || dig(gr, "builds", 0, "env", 0) != "CGO_ENABLED=0" {
+		t.Fatalf("goreleaser build: %v", dig(gr, "builds", 0))
+	}
+	df, err := os.ReadFile("../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(df)
+	user := regexp.MustCompile(`(?m)^USER\s+(\S+)`).FindStringSubmatch(text)
+	if user == nil || strings.HasPrefix(user[1], "0") || strings.HasPrefix(user[1], "root") {
+		t.Fatalf("the image must run as a non-root user: %v", user)
+	}
+	if !strings.Contains(text, "CGO_ENABLED=0") || !strings.Contains(text, "FROM scratch") || !strings.Contains(text, "./cmd/slotsync") {
+		t.Fatal("the image must hold a static binary of ./cmd/slotsync")
+	}
+	// The static build itself works here even without a Docker engine.
+	cmd := exec.Command("go", "build", "-o", filepath.Join(t.TempDir(), "slotsync"), "../cmd/slotsync")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
+	}
+}
+
+// TestDrillOnDocker is what the GitHub Actions example runs: the failover drill on
+// testcontainers-go. It skips without a reachable Docker engine.
+func TestDrillOnDocker(t *testing.T) {
+	major := 17
+	if s := os.Getenv("SLOTSYNC_DRILL_MAJOR"); s != "" {
+		major, _ = strconv.Atoi(s)
+	}
+	drill.Check(t, integration.Options{Major: major, Backend: "docker"}, drill.Options{Kill: true})
+}
