@@ -131,6 +131,11 @@ func newDockerPair(ctx context.Context, opts Options) (*Pair, error) {
 		return p, err
 	}
 
+	if opts.BeforeStandby != nil {
+		if err := opts.BeforeStandby(ctx, p.Primary); err != nil {
+			return p, fmt.Errorf("before the standby: %w", err)
+		}
+	}
 	// The standby is made once with pg_basebackup; later starts (after a stop or kill) reuse it.
 	conninfo := fmt.Sprintf("host=primary port=5432 user=%s dbname=postgres application_name=%s", Superuser, StandbyAppName)
 	script := fmt.Sprintf(`set -e

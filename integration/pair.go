@@ -35,6 +35,9 @@ type Options struct {
 	Image string
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
+	// BeforeStandby, when set, runs on the primary before the standby is made (to create
+	// slots that predate the standby, say).
+	BeforeStandby func(ctx context.Context, primary *Node) error
 }
 
 // Pair is a running primary with a streaming physical standby.
@@ -165,6 +168,11 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 		return p, err
 	}
 
+	if opts.BeforeStandby != nil {
+		if err := opts.BeforeStandby(ctx, p.Primary); err != nil {
+			return p, fmt.Errorf("before the standby: %w", err)
+		}
+	}
 	// The standby is a copy of the cleanly stopped primary (what pg_basebackup would give,
 	// without needing it: some packaged majors ship only initdb, pg_ctl and postgres).
 	opts.logf("pg%d: cloning the primary into a standby", opts.Major)

@@ -136,6 +136,13 @@ func TestReadiness(t *testing.T) {
 		{"plugin differs", mod(func(in *ReadinessInput) { in.Copy.Plugin = "test_decoding" }), []Reason{ReasonIdentityMismatch}},
 		{"native: not synced", mod(func(in *ReadinessInput) { in.RequireSynced = true }), []Reason{ReasonNotSynced}},
 		{"native: synced", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced = true, true }), nil},
+		{"statefile: WAL read and catalog kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 690 }), nil},
+		{"statefile: horizon equal to the copy's", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 700 }), nil},
+		{"statefile: WAL not read yet", mod(func(in *ReadinessInput) { in.RequireHorizon, in.StandbyHorizon = true, 690 }), []Reason{ReasonCopyWALUnverified}},
+		// The standby's feedback has not reached the primary yet (or holds a newer horizon):
+		// vacuum on the primary may remove catalog rows the copy needs.
+		{"statefile: catalog not kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 710 }), []Reason{ReasonCatalogUnprotected}},
+		{"statefile: no feedback at all", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified = true, true }), []Reason{ReasonCatalogUnprotected}},
 		{"native: temporary", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced, in.CopyTemporary = true, true, true }), []Reason{ReasonTemporary}},
 	}
 	for _, c := range cases {

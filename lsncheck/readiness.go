@@ -24,6 +24,9 @@ const (
 	ReasonNotSynced              Reason = "not_synced" // native method: synced = false
 	ReasonTemporary              Reason = "temporary"  // native method: the copy would vanish on promotion
 	ReasonConsumerAheadOfStandby Reason = "consumer_ahead_of_standby"
+	// State-file method (11-15): the server does not check these itself.
+	ReasonCopyWALUnverified  Reason = "copy_wal_unverified"      // no read of the WAL from restart_lsn has succeeded yet
+	ReasonCatalogUnprotected Reason = "copy_catalog_unprotected" // the primary does not keep the catalog rows the copy needs
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.
@@ -38,6 +41,14 @@ type ReadinessInput struct {
 	CopyTemporary    bool
 	CopySynced       bool
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
+
+	// RequireHorizon (state-file method): the primary must keep, through the standby's physical
+	// slot, the catalog rows the copy needs: StandbyHorizon (the physical slot's oldest xmin or
+	// catalog_xmin) set and not newer than the copy's catalog_xmin. WALVerified: a read of the
+	// WAL from the copy's restart_lsn has succeeded on the standby.
+	RequireHorizon bool
+	StandbyHorizon XID
+	WALVerified    bool
 
 	// StandbyWALEnd is the newest WAL the standby holds (the larger of its flush and replay
 	// positions): what a promotion right now would keep.
@@ -115,6 +126,15 @@ func Readiness(in ReadinessInput) Verdict {
 	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
 			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
+	}
+	if in.RequireHorizon {
+		if !in.WALVerified && in.CopyWALAvailable && !in.CopyInvalidated {
+			add(ReasonCopyWALUnverified, "the WAL from the copy's restart_lsn %s has not been read on the standby yet", c.RestartLSN)
+		}
+		if in.StandbyHorizon == 0 || XIDPrecedes(c.CatalogXmin, in.StandbyHorizon) {
+			add(ReasonCatalogUnprotected, "the primary keeps catalog rows for the standby from xid %d, not from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby streaming through its slot?)",
+				in.StandbyHorizon, c.CatalogXmin)
+		}
 	}
 	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) {
 		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %d transactions newer than the primary's %d",

@@ -31,6 +31,8 @@ type Config struct {
 	SlotTimeout time.Duration
 	// ObserveTimeout bounds one observation of both nodes; a timed-out observation changes nothing.
 	ObserveTimeout time.Duration
+	// Statefile configures the state-file method.
+	Statefile StatefileConfig
 	// Workers is how many slots are worked on at once.
 	Workers int
 	Logger  hclog.Logger
@@ -72,6 +74,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4
+	}
+	if c.Statefile.MaxAttempts <= 0 {
+		c.Statefile.MaxAttempts = 2
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

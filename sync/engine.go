@@ -26,8 +26,12 @@ type Engine struct {
 	sess    []applySession
 	journal *Journal
 
-	failures     map[string]*slotFailure
-	lastReason   map[string]string
+	failures   map[string]*slotFailure
+	lastReason map[string]string
+	// recopy: owned state-file copies to make again, with why; copies: how many times each
+	// slot was copied without becoming READY (no restart loops).
+	recopy       map[string]string
+	copies       map[string]int
 	lastWarnings string
 	now          func() time.Time
 }
@@ -66,8 +70,15 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e := newEngine(cfg, &pgObserver{primary: primary, standby: standby}, j)
 	e.newApp = func(m topology.Method) (applier, error) {
-		if m == topology.MethodSQL {
-			return &sqlMethod{primary: primary, standby: standby, log: cfg.Logger}, nil
+		sqlm := &sqlMethod{primary: primary, standby: standby, log: cfg.Logger}
+		switch m {
+		case topology.MethodSQL:
+			return sqlm, nil
+		case topology.MethodStatefile:
+			if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
+				return nil, err
+			}
+			return newStatefileMethod(sqlm, cfg.Statefile, cfg.Logger), nil
 		}
 		return nil, fmt.Errorf("%w: the %s method is not implemented yet; on PostgreSQL 16+ use --method sql", ErrUnsupportedMethod, m)
 	}
@@ -76,7 +87,8 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j,
-		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now}
+		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now,
+		recopy: map[string]string{}, copies: map[string]int{}}
 }
 
 // Close releases every connection.
@@ -117,6 +129,8 @@ type Report struct {
 	Major    int             `json:"major"`
 	Method   topology.Method `json:"method"`
 	Slots    []SlotReport    `json:"slots"`
+	// StandbyRestarts is how many times this pass restarted the standby (state-file method).
+	StandbyRestarts int `json:"standby_restarts"`
 	// Warnings are conditions that did not stop the pass but need attention.
 	Warnings []topology.Problem `json:"warnings,omitempty"`
 	Primary  NodeSummary        `json:"primary"`
@@ -203,18 +217,19 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return rep, err
 	}
 
-	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method})
+	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method, Recopy: e.recopy})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
 		e.logWarnings(snap.Warnings)
 		actions = e.holdBackFailing(actions)
+		actions = e.giveUpRepeatedCopies(actions)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
 		if err := e.recordIntents(actions); err != nil {
 			return rep, err
 		}
-		results = e.execute(ctx, actions)
+		results, rep.StandbyRestarts = e.execute(ctx, actions)
 		if err := e.recordResults(actions, results); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
@@ -226,6 +241,11 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
+	for _, sr := range rep.Slots {
+		if sr.Verdict.Ready {
+			delete(e.copies, sr.Name)
+		}
+	}
 	if apply {
 		e.nudgeIfWaiting(ctx, snap, rep.Slots)
 	}
@@ -323,6 +343,23 @@ func (e *Engine) holdBackFailing(actions []Action) []Action {
 	return actions
 }
 
+// giveUpRepeatedCopies stops copying a slot by state file after MaxAttempts copies that did
+// not become READY: restarting the standby again would only loop (lesson 1). A restart of
+// slotsync, or the slot becoming READY, resets the count.
+func (e *Engine) giveUpRepeatedCopies(actions []Action) []Action {
+	if e.method != topology.MethodStatefile {
+		return actions
+	}
+	for i, a := range actions {
+		if (a.Kind == KindCreate || a.Kind == KindRecreate) && e.copies[a.Slot] >= e.cfg.Statefile.MaxAttempts {
+			actions[i].Kind = KindSkip
+			actions[i].Reason = fmt.Sprintf("gave up after %d copies that did not become READY (last reason to copy: %s); fix the cause and restart slotsync",
+				e.copies[a.Slot], a.Reason)
+		}
+	}
+	return actions
+}
+
 func (e *Engine) recordIntents(actions []Action) error {
 	var changed bool
 	next := e.journal.clone()
@@ -359,9 +396,16 @@ type result struct {
 	end lsncheck.LSN // Advance: where the copy is now
 }
 
+// flusher is a method that batches creations until the end of a pass (the state-file method
+// installs them in one standby restart).
+type flusher interface {
+	Flush(ctx context.Context) (map[string]error, bool)
+}
+
 // execute carries out the changing actions on Workers sessions, each slot under its own
-// timeout, so one slow or failing slot never blocks the others.
-func (e *Engine) execute(ctx context.Context, actions []Action) []result {
+// timeout, so one slow or failing slot never blocks the others. It returns how many times the
+// standby was restarted.
+func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) {
 	results := make([]result, len(actions))
 	work := make(chan int)
 	var wg stdsync.WaitGroup
@@ -383,10 +427,35 @@ func (e *Engine) execute(ctx context.Context, actions []Action) []result {
 	}
 	close(work)
 	wg.Wait()
+	restarts := 0
+	if f, ok := e.app.(flusher); ok {
+		outcomes, restarted := f.Flush(ctx)
+		if restarted {
+			restarts++
+			// Every standby connection died with the restart: drop them all now rather than
+			// failing the next statement on each.
+			for _, s := range e.sess {
+				s.Close()
+			}
+			e.obs.Reset()
+		}
+		for i, a := range actions {
+			if results[i].err == errStaged {
+				results[i].err = outcomes[a.Slot]
+				if results[i].err == nil {
+					e.copies[a.Slot]++
+					delete(e.recopy, a.Slot)
+				}
+			}
+		}
+	}
 	for i, a := range actions {
+		if a.Kind == KindAdvance && isWALRemoved(results[i].err) && e.method == topology.MethodStatefile {
+			e.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
+		}
 		e.logOutcome(a, results[i])
 	}
-	return results
+	return results, restarts
 }
 
 func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result {
@@ -410,6 +479,14 @@ func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result 
 // logOutcome logs what a pass did: changes once each, failures once per distinct error,
 // waiting states once per distinct reason; nothing repeats every pass.
 func (e *Engine) logOutcome(a Action, r result) {
+	var deferred *deferredError
+	if errors.As(r.err, &deferred) {
+		if e.lastReason[a.Slot] != deferred.why {
+			e.lastReason[a.Slot] = deferred.why
+			e.log.Info("slot copy waits", "slot", a.Slot, "reason", deferred.why)
+		}
+		return
+	}
 	if r.err != nil {
 		f := e.failures[a.Slot]
 		if f == nil {
@@ -463,6 +540,7 @@ func (e *Engine) recordResults(actions []Action, results []result) error {
 		case KindAdvance:
 			if ent := next.Slots[a.Slot]; ent != nil {
 				ent.Primary, ent.UpdatedAt = a.Primary.Position, e.now().UTC()
+				ent.WALVerified = true // the advance read the WAL from the copy's restart_lsn
 				changed = true
 			}
 		case KindDrop, KindForget:
@@ -494,7 +572,10 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 	var out []SlotReport
 	for i, a := range actions {
 		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Reason: a.Reason}
-		if err := results[i].err; err != nil {
+		var deferred *deferredError
+		if err := results[i].err; errors.As(err, &deferred) {
+			sr.Reason = deferred.why // waiting, not failing
+		} else if err != nil {
 			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
 		}
 		if ent := e.journal.Slots[a.Slot]; ent != nil {
@@ -516,11 +597,15 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 			pos := ps.Position
 			sr.Primary = &pos
 			sr.Gate = true
+			ent := e.journal.Slots[a.Slot]
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced,
-				StandbyWALEnd: snap.Standby.Info.WALEnd(),
+				StandbyWALEnd:  snap.Standby.Info.WALEnd(),
+				RequireHorizon: e.method == topology.MethodStatefile,
+				StandbyHorizon: snap.Physical.CatalogHorizon(),
+				WALVerified:    ent != nil && ent.WALVerified,
 			})
 		}
 		out = append(out, sr)

@@ -27,6 +27,7 @@ func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.S
 	return o.snap.Standby.Slots, nil
 }
 func (o *fakeObserver) Close()                                   {}
+func (o *fakeObserver) Reset()                                   {}
 func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
 
 // fakeApplier records calls; failing names fail with failErr.

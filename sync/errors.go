@@ -89,3 +89,9 @@ func isUndefinedObject(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "42704"
 }
+
+// isWALRemoved reports "requested WAL segment … has already been removed" (58P01).
+func isWALRemoved(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "58P01"
+}

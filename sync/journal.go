@@ -37,10 +37,13 @@ type Entry struct {
 	FirstSeen lsncheck.Position `json:"first_seen"`
 	// Primary is the primary slot's position at the last successful sync: a later observation
 	// behind it proves a new incarnation.
-	Primary   lsncheck.Position `json:"last_primary"`
-	Method    string            `json:"method"`
-	CreatedAt time.Time         `json:"created_at"`
-	UpdatedAt time.Time         `json:"updated_at"`
+	Primary lsncheck.Position `json:"last_primary"`
+	// WALVerified (state-file method): a read of the WAL from the copy's restart_lsn has
+	// succeeded on the standby since the copy was installed.
+	WALVerified bool      `json:"wal_verified,omitempty"`
+	Method      string    `json:"method"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // NewIncarnationID returns a random 64-bit ID in hex.

@@ -35,6 +35,8 @@ type observer interface {
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
 	// LogStandbySnapshot asks the primary to log a running-xacts record (16+).
 	LogStandbySnapshot(ctx context.Context) error
+	// Reset drops the connections (the next call reconnects).
+	Reset()
 	Close()
 }
 
@@ -128,6 +130,8 @@ func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
 	_, err = pconn.Exec(ctx, "SELECT pg_log_standby_snapshot()")
 	return err
 }
+
+func (o *pgObserver) Reset() { o.Close() }
 
 func (o *pgObserver) Close() {
 	o.reset(&o.sconn)

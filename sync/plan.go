@@ -53,6 +53,9 @@ type PlanInput struct {
 	Journal          *Journal
 	Select           Selection
 	Method           topology.Method
+	// Recopy names owned copies to make again, with the reason (the state-file method learns
+	// from a failed advance that the copy's WAL is gone).
+	Recopy map[string]string
 }
 
 // NodeState is one node as observed in a pass.
@@ -95,7 +98,7 @@ func Plan(in PlanInput) []Action {
 		case !hasCopy:
 			act(KindCreate, "new slot on the primary")
 		default:
-			actions = append(actions, planExisting(name, ps, cp, entry, replay))
+			actions = append(actions, planExisting(in, name, ps, cp, entry, replay))
 		}
 	}
 
@@ -129,7 +132,7 @@ func Plan(in PlanInput) []Action {
 }
 
 // planExisting decides for a slot that has a copy slotsync made.
-func planExisting(name string, ps, cp topology.Slot, entry *Entry, replay lsncheck.LSN) Action {
+func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry, replay lsncheck.LSN) Action {
 	a := Action{Slot: name, Primary: ps, Identity: ps.Identity, CopyDatabase: cp.Database}
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
 	// copy is legitimately ahead of the primary).
@@ -146,6 +149,10 @@ func planExisting(name string, ps, cp topology.Slot, entry *Entry, replay lsnche
 		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy is invalidated (%s)", cp.InvalidationReason)
 		return a
 	}
+	if why, ok := in.Recopy[name]; ok {
+		a.Kind, a.Reason = KindRecreate, why
+		return a
+	}
 	if cp.Active {
 		a.Kind, a.Reason = KindSkip, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
 		return a
@@ -153,6 +160,11 @@ func planExisting(name string, ps, cp topology.Slot, entry *Entry, replay lsnche
 	// Rule 1: never backwards, never past what the standby has replayed.
 	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
 	switch {
+	case in.Method == topology.MethodStatefile && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:
+		// An installed state file says nothing of the WAL behind it: read it once (an advance
+		// to where the copy already is decodes from restart_lsn) before calling it READY.
+		a.Kind, a.Target = KindAdvance, cp.ConfirmedFlush
+		a.Reason = "reading the copy's WAL once to prove the standby still has it"
 	case target > cp.ConfirmedFlush:
 		a.Kind, a.Target = KindAdvance, target
 		a.Reason = fmt.Sprintf("consumer confirmed %s; advancing the copy from %s to %s", ps.ConfirmedFlush, cp.ConfirmedFlush, target)

@@ -46,17 +46,34 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, major int) *fixture {
+	return newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+}
+
+// nodeRestarter restarts a test standby for the state-file method.
+type nodeRestarter struct{ n *integration.Node }
+
+func (r nodeRestarter) Stop(ctx context.Context) error  { return r.n.Stop(ctx) }
+func (r nodeRestarter) Start(ctx context.Context) error { return r.n.Start(ctx) }
+
+func newFixtureWith(t *testing.T, major int, method topology.Method, opts integration.Options) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	f := &fixture{t: t, ctx: ctx, pair: integration.StartPair(t, integration.Options{Major: major}), logs: &lockedBuffer{}, next: 1}
-	f.must(f.pair.Primary.Exec(ctx, "CREATE DATABASE app"))
+	opts.Major = major
+	f := &fixture{t: t, ctx: ctx, pair: integration.StartPair(t, opts), logs: &lockedBuffer{}, next: 1}
+	var haveApp bool
+	f.must(f.pair.Primary.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'app')", nil, &haveApp))
+	if !haveApp {
+		f.must(f.pair.Primary.Exec(ctx, "CREATE DATABASE app"))
+	}
 	f.must(f.pair.Primary.ExecDB(ctx, "app", "CREATE TABLE t (id int PRIMARY KEY)"))
 	f.must(f.pair.Primary.ExecDB(ctx, "app", "CREATE PUBLICATION pub FOR TABLE t"))
 	f.must(f.pair.WaitCaughtUp(ctx))
 	f.cfg = Config{
 		PrimaryDSN: f.pair.Primary.DSN("postgres"), StandbyDSN: f.pair.Standby.DSN("postgres"),
-		StateDir: t.TempDir(), Method: topology.MethodSQL, Interval: 100 * time.Millisecond, SlotTimeout: 20 * time.Second,
+		StateDir: t.TempDir(), Method: method, Interval: 100 * time.Millisecond, SlotTimeout: 20 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
+		Statefile: StatefileConfig{DataDir: f.pair.Standby.DataDir, Restarter: nodeRestarter{f.pair.Standby},
+			MinRestartInterval: time.Millisecond},
 	}
 	f.startEngine()
 	t.Cleanup(func() {
@@ -162,7 +179,7 @@ func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
 	f.t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+		f.logRunningXacts()
 		consumeFn()
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		r := f.pass()[slotName]
@@ -173,6 +190,17 @@ func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
 			f.t.Fatalf("slot %s never became ready: %s", slotName, r.Verdict.Detail)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logRunningXacts makes the primary log a running-xacts record: pg_log_standby_snapshot() on
+// 16+, a CHECKPOINT before.
+func (f *fixture) logRunningXacts() {
+	f.t.Helper()
+	if f.pair.Major >= 16 {
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+	} else {
+		f.must(f.pair.Primary.Exec(f.ctx, "CHECKPOINT"))
 	}
 }
 

@@ -54,7 +54,7 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 			Issue: fmt.Sprintf("max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room", standby.MaxReplicationSlots, primarySlots, standbySlots),
 			Fix:   fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
 	}
-	if method == MethodStatefile || method == MethodNative {
+	if method == MethodNative {
 		probs = append(probs, Problem{Check: "method", Node: "pair",
 			Issue: fmt.Sprintf("the %s method is not available in this version of slotsync", method),
 			Fix:   "on PostgreSQL 16+ use --method sql"})

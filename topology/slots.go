@@ -108,24 +108,38 @@ func LogicalSlots(ctx context.Context, conn *pgx.Conn, versionNum int) (map[stri
 // PhysicalSlot is what the primary holds for a standby's physical slot.
 type PhysicalSlot struct {
 	Exists, Active bool
-	CatalogXmin    lsncheck.XID // catalog_xmin held back through hot_standby_feedback
-	RestartLSN     lsncheck.LSN
+	// Xmin and CatalogXmin are held back through hot_standby_feedback (0: none).
+	Xmin, CatalogXmin lsncheck.XID
+	RestartLSN        lsncheck.LSN
+}
+
+// CatalogHorizon is the oldest XID whose catalog rows the primary keeps for the standby: the
+// older of the slot's xmin and catalog_xmin (0 when it holds none).
+func (p PhysicalSlot) CatalogHorizon() lsncheck.XID {
+	switch {
+	case p.Xmin == 0:
+		return p.CatalogXmin
+	case p.CatalogXmin == 0 || lsncheck.XIDPrecedes(p.Xmin, p.CatalogXmin):
+		return p.Xmin
+	}
+	return p.CatalogXmin
 }
 
 // ReadPhysicalSlot reads the physical slot name on the primary.
 func ReadPhysicalSlot(ctx context.Context, conn *pgx.Conn, name string) (PhysicalSlot, error) {
 	var p PhysicalSlot
-	var xmin int64
+	var xmin, cxmin int64
 	var restart string
-	err := conn.QueryRow(ctx, `SELECT true, active, coalesce(catalog_xmin::text, '0')::bigint, coalesce(restart_lsn, '0/0')::text
-		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &restart)
+	err := conn.QueryRow(ctx, `SELECT true, active, coalesce(xmin::text, '0')::bigint, coalesce(catalog_xmin::text, '0')::bigint,
+		coalesce(restart_lsn, '0/0')::text
+		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &cxmin, &restart)
 	if err == pgx.ErrNoRows {
 		return PhysicalSlot{}, nil
 	}
 	if err != nil {
 		return PhysicalSlot{}, fmt.Errorf("read physical slot %q: %w", name, err)
 	}
-	p.CatalogXmin = lsncheck.XID(xmin)
+	p.Xmin, p.CatalogXmin = lsncheck.XID(xmin), lsncheck.XID(cxmin)
 	p.RestartLSN, err = lsncheck.ParseLSN(restart)
 	return p, err
 }

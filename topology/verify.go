@@ -140,10 +140,10 @@ func VerifyMethod(standby NodeInfo, method Method) error {
 
 func methodProblems(standby NodeInfo, method Method) []Problem {
 	var probs []Problem
-	if method != MethodSQL {
+	if method != MethodSQL && method != MethodStatefile {
 		return nil
 	}
-	if standby.Major() < 16 {
+	if method == MethodSQL && standby.Major() < 16 {
 		probs = append(probs, Problem{Check: "method", Node: "pair", Issue: "the sql method needs PostgreSQL 16+", Fix: "use --method statefile"})
 	}
 	if standby.WALLevel != "logical" {

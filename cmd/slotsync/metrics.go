@@ -67,6 +67,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		return
 	}
 	m.duration.Observe(rep.Duration.Seconds())
+	m.standbyRestarts.Add(float64(rep.StandbyRestarts))
 	m.lastSuccess.Set(float64(time.Now().Unix()))
 	m.nodeUp.WithLabelValues("primary").Set(1)
 	m.nodeUp.WithLabelValues("standby").Set(1)

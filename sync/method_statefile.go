@@ -1,0 +1,261 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	stdsync "sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/sync/statefile"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Restarter stops and starts the standby for the state-file method.
+type Restarter interface {
+	Stop(ctx context.Context) error
+	Start(ctx context.Context) error
+}
+
+// StatefileConfig configures the state-file method (PostgreSQL 11-15; optional on 16).
+type StatefileConfig struct {
+	// DataDir is the standby's data directory as this process sees it.
+	DataDir string
+	// Restarter stops and starts the standby. Nil: never restart; copies are staged in
+	// pg_replslot and stay NOT READY until the standby's next start.
+	Restarter Restarter
+	// MinRestartInterval is the least time between two restarts (default 5 minutes).
+	MinRestartInterval time.Duration
+	// NoCheckpoint skips the CHECKPOINT on the primary before reading state files (for roles
+	// that may not run one: the files are then as of the last checkpoint, older but safe).
+	NoCheckpoint bool
+	// MaxAttempts is how many times a slot is copied before slotsync gives up on it (default 2).
+	MaxAttempts int
+}
+
+// PgCtl restarts the standby with pg_ctl; slotsync must run as the data directory's owner.
+type PgCtl struct {
+	Path    string // pg_ctl; default: found on PATH
+	DataDir string
+	LogFile string // pg_ctl -l; empty: the server's own logging settings
+}
+
+func (p PgCtl) run(ctx context.Context, args ...string) error {
+	bin := p.Path
+	if bin == "" {
+		bin = "pg_ctl"
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-D", p.DataDir}, args...)...)
+	out, err := cmd.Output() // stdin/stdout of the server go to /dev/null, never to our pipes
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("pg_ctl %s: %w: %s%s", args[len(args)-1], err, out, ee.Stderr)
+		}
+		return fmt.Errorf("pg_ctl %s: %w", args[len(args)-1], err)
+	}
+	return nil
+}
+
+// Stop stops the standby (fast mode) and waits.
+func (p PgCtl) Stop(ctx context.Context) error {
+	return p.run(ctx, "-m", "fast", "-w", "-t", "300", "stop")
+}
+
+// Start starts the standby and waits until it accepts connections.
+func (p PgCtl) Start(ctx context.Context) error {
+	args := []string{"-w", "-t", "600"}
+	if p.LogFile != "" {
+		args = append(args, "-l", p.LogFile)
+	}
+	return p.run(ctx, append(args, "start")...)
+}
+
+// Commands restarts the standby with the user's shell commands (e.g. systemctl).
+type Commands struct{ StopCommand, StartCommand string }
+
+func (c Commands) sh(ctx context.Context, command string) error {
+	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%q: %w: %s", command, err, out)
+	}
+	return nil
+}
+
+// Stop runs the stop command.
+func (c Commands) Stop(ctx context.Context) error { return c.sh(ctx, c.StopCommand) }
+
+// Start runs the start command.
+func (c Commands) Start(ctx context.Context) error { return c.sh(ctx, c.StartCommand) }
+
+// errStaged: the copy waits for a batched restart at the end of the pass.
+var errStaged = errors.New("staged for the standby restart at the end of this pass")
+
+// deferredError: nothing failed, the copy waits (rate limit, or no restart configured).
+type deferredError struct{ why string }
+
+func (e *deferredError) Error() string { return e.why }
+
+// statefileMethod copies slots as state files. Creations are collected during a pass and
+// installed in one standby restart at its end (Flush); advances and drops are SQL on the
+// standby, as in the sql method.
+type statefileMethod struct {
+	sql         *sqlMethod
+	cfg         StatefileConfig
+	log         hclog.Logger
+	mu          stdsync.Mutex
+	pending     []topology.Slot
+	lastRestart time.Time
+	restarts    int
+}
+
+func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger) *statefileMethod {
+	if cfg.MinRestartInterval <= 0 {
+		cfg.MinRestartInterval = 5 * time.Minute
+	}
+	return &statefileMethod{sql: sql, cfg: cfg, log: log}
+}
+
+func (m *statefileMethod) Session() applySession {
+	return &statefileSession{sqlSession: m.sql.Session().(*sqlSession), m: m}
+}
+
+type statefileSession struct {
+	*sqlSession
+	m *statefileMethod
+}
+
+// Create queues the slot for the batched restart.
+func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.m.pending = append(s.m.pending, ps)
+	return errStaged
+}
+
+// Flush installs every queued copy: read and validate each state file on the primary, then
+// stop the standby once, install them all, and start it again. A slot whose file is bad is
+// left out; if the standby does not start, the new slot directories are removed and it is
+// started again without them. It returns each slot's outcome and whether the standby restarted.
+func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
+	m.mu.Lock()
+	pending := m.pending
+	m.pending = nil
+	m.mu.Unlock()
+	out := map[string]error{}
+	if len(pending) == 0 {
+		return out, false
+	}
+	failAll := func(err error) (map[string]error, bool) {
+		for _, ps := range pending {
+			if out[ps.Name] == nil {
+				out[ps.Name] = err
+			}
+		}
+		return out, false
+	}
+	if m.cfg.Restarter != nil && !m.lastRestart.IsZero() && time.Since(m.lastRestart) < m.cfg.MinRestartInterval {
+		next := m.lastRestart.Add(m.cfg.MinRestartInterval)
+		return failAll(&deferredError{fmt.Sprintf("waiting for the next allowed standby restart at %s (minimum interval %s)",
+			next.Format(time.RFC3339), m.cfg.MinRestartInterval)})
+	}
+
+	conn, err := m.sql.primary.Connect(ctx, "")
+	if err != nil {
+		return failAll(err)
+	}
+	defer conn.Close(context.Background())
+	checkpoint := !m.cfg.NoCheckpoint
+	var states []*statefile.State
+	for _, ps := range pending {
+		var oid uint32
+		if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", ps.Database).Scan(&oid); err != nil {
+			out[ps.Name] = fmt.Errorf("database of slot %q: %w", ps.Name, err)
+			continue
+		}
+		st, err := statefile.Read(ctx, conn, statefile.Expect{Name: ps.Name, Plugin: ps.Plugin, DatabaseOID: oid, TwoPhase: ps.TwoPhase}, checkpoint)
+		checkpoint = false // one checkpoint serves the whole batch
+		if err != nil {
+			out[ps.Name] = err
+			continue
+		}
+		states = append(states, st)
+	}
+	if len(states) == 0 {
+		return out, false
+	}
+
+	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil}
+	if m.cfg.Restarter == nil {
+		for _, st := range states {
+			if err := in.Install(st); err != nil && !errors.Is(err, statefile.ErrExists) {
+				out[st.Name] = err
+				continue
+			}
+			out[st.Name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
+		}
+		return out, false
+	}
+
+	names := make([]any, 0, len(states))
+	for _, st := range states {
+		names = append(names, st.Name)
+	}
+	m.log.Info("restarting the standby to install slot copies", "slots", names)
+	if err := m.cfg.Restarter.Stop(ctx); err != nil {
+		return failAll(fmt.Errorf("stop the standby: %w", err))
+	}
+	m.lastRestart = time.Now()
+	var installed []string
+	for _, st := range states {
+		// A copy of an older incarnation may still be on disk when its drop did not happen.
+		if err := in.Remove(st.Name); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		if err := in.Install(st); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		installed = append(installed, st.Name)
+	}
+	startErr := m.cfg.Restarter.Start(ctx)
+	if startErr != nil {
+		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
+		_ = m.cfg.Restarter.Stop(ctx)
+		for _, name := range installed {
+			_ = in.Remove(name)
+		}
+		if err := m.cfg.Restarter.Start(ctx); err != nil {
+			return failAll(&topology.ConfigError{Field: "standby", Problem: fmt.Sprintf("does not start after slot copies were removed again: %v", err),
+				Fix: "start the standby by hand and read its log"})
+		}
+		return failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
+	}
+	m.restarts++
+	return out, true
+}
+
+// Restarts is how many times this method restarted the standby.
+func (m *statefileMethod) Restarts() int { return m.restarts }
+
+// statefileReady reports whether the data directory is usable by this process.
+func checkDataDir(dir string) error {
+	if dir == "" {
+		return &topology.ConfigError{Field: "standby data directory", Problem: "is empty",
+			Fix: "give --standby-data-dir: the state-file method installs slot copies there"}
+	}
+	st, err := os.Stat(dir)
+	if err != nil || !st.IsDir() {
+		return &topology.ConfigError{Field: "standby data directory", Problem: fmt.Sprintf("%s is not a directory", dir),
+			Fix: "give the standby's data directory (where postgresql.auto.conf is)"}
+	}
+	if _, err := os.Stat(dir + "/pg_replslot"); err != nil {
+		return &topology.ConfigError{Field: "standby data directory", Problem: fmt.Sprintf("%s has no pg_replslot", dir),
+			Fix: "give the standby's data directory (where postgresql.auto.conf is)"}
+	}
+	return nil
+}

@@ -1,0 +1,271 @@
+package statefile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrExists means pg_replslot already holds a directory of that name.
+var ErrExists = errors.New("slot directory already exists")
+
+// ValidateSlotName applies PostgreSQL's rule (ReplicationSlotValidateName): 1 to 63 characters
+// of a-z, 0-9 and underscore. It runs before any path is built from a name.
+func ValidateSlotName(name string) error {
+	if name == "" || len(name) > 63 {
+		return fmt.Errorf("slot name %q: must be 1 to 63 characters", name)
+	}
+	for _, c := range name {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return fmt.Errorf("slot name %q: only a-z, 0-9 and _ are allowed", name)
+		}
+	}
+	return nil
+}
+
+// Expect is what the primary listed for a slot; a state file must agree with it.
+type Expect struct {
+	Name, Plugin string
+	DatabaseOID  uint32
+	TwoPhase     bool
+}
+
+// Validate checks that a state file is a valid, persistent, logical slot matching what the
+// primary listed. A file that fails here is never installed (a bad file stops the standby).
+func (s *State) Validate(e Expect) error {
+	switch {
+	case s.Name != e.Name:
+		return fmt.Errorf("state file names slot %q, want %q", s.Name, e.Name)
+	case s.Database == 0:
+		return fmt.Errorf("slot %q: the state file is of a physical slot", e.Name)
+	case s.Persistency != Persistent:
+		return fmt.Errorf("slot %q: not persistent (persistency %d)", e.Name, s.Persistency)
+	case s.Invalid():
+		return fmt.Errorf("slot %q: the state file says the slot is invalidated", e.Name)
+	case s.Plugin != e.Plugin:
+		return fmt.Errorf("slot %q: plugin %q in the file, %q listed", e.Name, s.Plugin, e.Plugin)
+	case s.Database != e.DatabaseOID:
+		return fmt.Errorf("slot %q: database OID %d in the file, %d listed", e.Name, s.Database, e.DatabaseOID)
+	case s.TwoPhase != e.TwoPhase:
+		return fmt.Errorf("slot %q: two_phase %v in the file, %v listed", e.Name, s.TwoPhase, e.TwoPhase)
+	case s.RestartLSN == 0 || s.ConfirmedFlush == 0 || s.CatalogXmin == 0:
+		return fmt.Errorf("slot %q: positions not set yet (still being created)", e.Name)
+	}
+	return ValidateSlotName(s.Name)
+}
+
+// Read fetches a slot's state file from the primary with pg_read_binary_file, after a
+// CHECKPOINT when the role may run one (the file on disk is what the last checkpoint saved),
+// and validates it against what the primary lists for the slot.
+func Read(ctx context.Context, conn *pgx.Conn, e Expect, checkpoint bool) (*State, error) {
+	if err := ValidateSlotName(e.Name); err != nil {
+		return nil, err
+	}
+	if checkpoint {
+		if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+			return nil, fmt.Errorf("checkpoint on the primary before reading slot %q: %w", e.Name, err)
+		}
+	}
+	var raw []byte
+	if err := conn.QueryRow(ctx, "SELECT pg_read_binary_file('pg_replslot/' || $1 || '/state')", e.Name).Scan(&raw); err != nil {
+		return nil, fmt.Errorf("read the state file of slot %q on the primary: %w", e.Name, err)
+	}
+	s, err := Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("slot %q: %w", e.Name, err)
+	}
+	if err := s.Validate(e); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// ServerRunning reports whether a postmaster runs on dataDir (postmaster.pid names a live
+// process).
+func ServerRunning(dataDir string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return false, fmt.Errorf("postmaster.pid in %s is unreadable", dataDir)
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM), nil
+}
+
+// Installer writes slot directories into a stopped standby's data directory.
+type Installer struct {
+	DataDir string
+	// AllowRunning permits staging into a running server's pg_replslot (loaded at its next
+	// start); otherwise Install refuses while the server runs.
+	AllowRunning bool
+}
+
+func (in Installer) replslot() string { return filepath.Join(in.DataDir, "pg_replslot") }
+
+func (in Installer) checkStopped() error {
+	if in.AllowRunning {
+		return nil
+	}
+	running, err := ServerRunning(in.DataDir)
+	if err != nil {
+		return err
+	}
+	if running {
+		return fmt.Errorf("the standby is running on %s: slot state is installed only while it is stopped", in.DataDir)
+	}
+	return nil
+}
+
+// owner returns the data directory's owner: every file written gets it.
+func (in Installer) owner() (int, int, error) {
+	st, err := os.Stat(in.DataDir)
+	if err != nil {
+		return 0, 0, fmt.Errorf("standby data directory: %w", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return -1, -1, nil
+	}
+	return int(sys.Uid), int(sys.Gid), nil
+}
+
+// Install writes s as pg_replslot/<name> the way PostgreSQL does: <name>.tmp/state (mode 0600,
+// the data directory's owner), fsync, rename to <name>, fsync pg_replslot. A crash before the
+// rename leaves only <name>.tmp, which the server removes at its next start. Nothing else in the
+// data directory is touched.
+func (in Installer) Install(s *State) error {
+	dir, err := in.stage(s)
+	if err != nil {
+		return err
+	}
+	return in.commit(dir)
+}
+
+// stage writes <name>.tmp/state and fsyncs it; commit renames it into place.
+func (in Installer) stage(s *State) (string, error) {
+	if err := ValidateSlotName(s.Name); err != nil {
+		return "", err
+	}
+	if err := in.checkStopped(); err != nil {
+		return "", err
+	}
+	data, err := s.Encode()
+	if err != nil {
+		return "", err
+	}
+	final := filepath.Join(in.replslot(), s.Name)
+	if _, err := os.Lstat(final); err == nil {
+		return "", fmt.Errorf("install slot %q: %w", s.Name, ErrExists)
+	}
+	uid, gid, err := in.owner()
+	if err != nil {
+		return "", err
+	}
+	tmp := final + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return "", fmt.Errorf("install slot %q: %w", s.Name, err)
+	}
+	if err := os.Lchown(tmp, uid, gid); err != nil && uid >= 0 {
+		return "", err
+	}
+	f, err := os.OpenFile(filepath.Join(tmp, "state"), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Lchown(filepath.Join(tmp, "state"), uid, gid); err != nil && uid >= 0 {
+		return "", err
+	}
+	if err := fsyncDir(tmp); err != nil {
+		return "", err
+	}
+	return tmp, nil
+}
+
+func (in Installer) commit(tmp string) error {
+	final := strings.TrimSuffix(tmp, ".tmp")
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("install slot: %w", err)
+	}
+	return fsyncDir(in.replslot())
+}
+
+// Remove deletes pg_replslot/<name> of a stopped server, first renaming it to <name>.tmp so a
+// crash midway leaves what the server cleans up itself.
+func (in Installer) Remove(name string) error {
+	if err := ValidateSlotName(name); err != nil {
+		return err
+	}
+	if err := in.checkStopped(); err != nil {
+		return err
+	}
+	final := filepath.Join(in.replslot(), name)
+	if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	tmp := final + ".tmp"
+	if err := os.RemoveAll(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(final, tmp); err != nil {
+		return err
+	}
+	if err := fsyncDir(in.replslot()); err != nil {
+		return err
+	}
+	return os.RemoveAll(tmp)
+}
+
+// Staged reports whether pg_replslot/<name> exists on disk (installed, or staged for the next
+// start of a running server).
+func (in Installer) Staged(name string) bool {
+	if ValidateSlotName(name) != nil {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(in.replslot(), name, "state"))
+	return err == nil
+}
+
+func fsyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// StageForTest writes <name>.tmp/state and stops short of the rename: the state slotsync
+// leaves when killed between the two steps. For tests only.
+func StageForTest(in Installer, s *State) (string, error) { return in.stage(s) }

@@ -1,0 +1,241 @@
+package sync
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/statefile"
+	"github.com/slotsync/slotsync/topology"
+)
+
+var statefileMajors = []int{13, 14, 15, 16}
+
+// passReport runs a pass and returns the whole report (for the restart count).
+func (f *fixture) passReport() Report {
+	f.t.Helper()
+	rep, err := f.eng.RunOnce(f.ctx)
+	f.must(err)
+	for _, s := range rep.Slots {
+		if s.Error != "" {
+			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
+		}
+	}
+	return rep
+}
+
+// TestStatefileFailoverLosesNothing: on majors where a standby cannot create a logical slot,
+// the slot's state file is copied in one standby restart, advanced, judged, and after a
+// promotion the consumer gets exactly the changes after its confirmed position.
+func TestStatefileFailoverLosesNothing(t *testing.T) {
+	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(3)
+		got := f.consume(p, "cdc")
+
+		rep := f.passReport()
+		if rep.StandbyRestarts != 1 || rep.Slots[0].Action != KindCreate {
+			t.Fatalf("first pass: restarts %d, %+v", rep.StandbyRestarts, rep.Slots)
+		}
+		cp, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok || cp.Plugin != "test_decoding" || cp.Database != "app" {
+			t.Fatalf("copy after the restart: %+v %v", cp, ok)
+		}
+		// A copy made from the primary's file never starts ahead of the consumer.
+		if ps, _ := f.slotOn(p, "cdc"); cp.ConfirmedFlush > ps.ConfirmedFlush || cp.RestartLSN > ps.RestartLSN {
+			t.Fatalf("copy %+v ahead of the primary slot %+v", cp.Position, ps.Position)
+		}
+		f.insert(5)
+		f.untilReady("cdc", func() { got = append(got, f.consume(p, "cdc")...) })
+		f.insert(4)
+		got = append(got, f.consume(p, "cdc")...)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready {
+			t.Fatalf("after the last sync: %+v", r.Verdict)
+		}
+		rest := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, rest) {
+			t.Fatalf("after failover the consumer got %v, want exactly %v (before: %v)", after, rest, got)
+		}
+		if len(got) != rest[0]-1 {
+			t.Fatalf("before failover the consumer got %v", got)
+		}
+	})
+}
+
+// TestStatefileLifecycle: a slot older than the standby, many new slots in one restart, a
+// two_phase slot, a dropped and a recreated slot, and a crash in the middle of an install.
+func TestStatefileLifecycle(t *testing.T) {
+	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+		before := func(ctx context.Context, prim *integration.Node) error {
+			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
+				return err
+			}
+			return prim.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('older', 'pgoutput')")
+		}
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{BeforeStandby: before})
+		p := f.pair.Primary
+		names := []string{"older", "s1", "s2", "s3", "s4", "gone", "replugged"}
+		for _, n := range names[1:] {
+			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot($1, 'test_decoding')", n))
+		}
+		if major >= 14 {
+			names = append(names, "twophase")
+			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('twophase', 'test_decoding', false, true)"))
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		rep := f.passReport()
+		if rep.StandbyRestarts != 1 {
+			t.Fatalf("%d new slots took %d restarts, want 1", len(names), rep.StandbyRestarts)
+		}
+		first := map[string]SlotReport{}
+		for _, s := range rep.Slots {
+			first[s.Name] = s
+		}
+		for _, n := range names {
+			if first[n].Action != KindCreate {
+				t.Fatalf("%s: %+v", n, first[n])
+			}
+			if _, ok := f.slotOn(f.pair.Standby, n); !ok {
+				t.Fatalf("%s not on the standby after the restart", n)
+			}
+		}
+		if major >= 14 {
+			if cp, _ := f.slotOn(f.pair.Standby, "twophase"); !cp.TwoPhase {
+				t.Fatal("two_phase lost in the copy")
+			}
+		}
+		// The slot older than the standby becomes READY once its consumer moves on.
+		f.untilReady("older", func() {
+			f.must(p.ExecDB(f.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_binary_changes('older', NULL, NULL, 'proto_version', '1', 'publication_names', 'pub')"))
+		})
+
+		// Dropped and recreated on the primary: the copy of one is dropped without a restart,
+		// the other copied again in one restart with a new incarnation.
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('gone')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('replugged')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('replugged', 'pgoutput')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		rep = f.passReport()
+		got := map[string]SlotReport{}
+		for _, s := range rep.Slots {
+			got[s.Name] = s
+		}
+		if got["gone"].Action != KindDrop || got["replugged"].Action != KindRecreate || got["replugged"].Incarnation == first["replugged"].Incarnation {
+			t.Fatalf("drop/recreate: %+v %+v", got["gone"], got["replugged"])
+		}
+		if rep.StandbyRestarts != 1 {
+			t.Fatalf("recreation took %d restarts", rep.StandbyRestarts)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "gone"); ok {
+			t.Fatal("copy of the dropped slot still there")
+		}
+		if cp, _ := f.slotOn(f.pair.Standby, "replugged"); cp.Plugin != "pgoutput" {
+			t.Fatalf("recreated copy has plugin %q", cp.Plugin)
+		}
+		// Nothing new: no restart.
+		if rep = f.passReport(); rep.StandbyRestarts != 0 {
+			t.Fatalf("a pass with nothing to copy restarted the standby")
+		}
+
+		// slotsync killed -9 after writing <slot>.tmp but before the rename: the standby starts,
+		// without the half-installed slot and with every other copy.
+		f.must(f.pair.Standby.Stop(f.ctx))
+		conn, err := p.Connect(f.ctx, "app")
+		f.must(err)
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('halfway', 'test_decoding')"))
+		var oid uint32
+		f.must(conn.QueryRow(f.ctx, "SELECT oid FROM pg_database WHERE datname = 'app'").Scan(&oid))
+		st, err := statefile.Read(f.ctx, conn, statefile.Expect{Name: "halfway", Plugin: "test_decoding", DatabaseOID: oid}, true)
+		conn.Close(f.ctx)
+		f.must(err)
+		tmp, err := statefile.StageForTest(statefile.Installer{DataDir: f.pair.Standby.DataDir}, st)
+		f.must(err)
+		f.must(f.pair.Standby.Start(f.ctx))
+		if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+			t.Fatalf("%s left after the start: %v", tmp, err)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "halfway"); ok {
+			t.Fatal("a half-installed slot was loaded")
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "s1"); !ok {
+			t.Fatal("copies lost across the crash")
+		}
+		if strings.Contains(f.logs.String(), "did not start") {
+			t.Fatalf("a restart failed:\n%s", f.logs.String())
+		}
+	})
+}
+
+// TestStatefileLeastPrivilege runs the method as a role with REPLICATION, EXECUTE on
+// pg_read_binary_file(text) and (15+) pg_checkpoint: no superuser.
+func TestStatefileLeastPrivilege(t *testing.T) {
+	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
+		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO slotsync"))
+		if major >= 15 {
+			f.must(p.Exec(f.ctx, "GRANT pg_checkpoint TO slotsync"))
+		}
+		if major >= 16 {
+			f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync"))
+		}
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.eng.Close()
+		f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user=slotsync", 1)
+		f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user=slotsync", 1)
+		f.cfg.Statefile.NoCheckpoint = major < 15 // CHECKPOINT needs a superuser before 15
+		f.startEngine()
+		if rep := f.passReport(); rep.StandbyRestarts != 1 {
+			t.Fatalf("as slotsync: %+v", rep)
+		}
+		r := f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		if !r.Verdict.Ready {
+			t.Fatalf("as slotsync: %+v", r)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		if r := f.pass()["cdc"]; r.Action != KindDrop {
+			t.Fatalf("drop as slotsync: %+v", r)
+		}
+	})
+}
+
+// TestStatefileNeverRestartStages: with no restarter the copy is staged and NOT READY until
+// the standby's next start, and nothing loops.
+func TestStatefileNeverRestartStages(t *testing.T) {
+	integration.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = nil
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		for i := 0; i < 3; i++ {
+			r := f.pass()["cdc"]
+			if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonMissing) {
+				t.Fatalf("pass %d: a staged copy must be NOT READY (missing): %+v", i, r)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(f.pair.Standby.DataDir, "pg_replslot", "cdc", "state")); err != nil {
+			t.Fatalf("not staged: %v", err)
+		}
+		if n := strings.Count(f.logs.String(), "staged in pg_replslot"); n != 1 {
+			t.Fatalf("staging logged %d times, want once:\n%s", n, f.logs.String())
+		}
+		f.must(f.pair.Standby.Restart(f.ctx))
+		f.must(f.pair.WaitStreaming(f.ctx))
+		f.eng.Close()
+		f.startEngine()
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+	})
+}
