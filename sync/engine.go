@@ -202,6 +202,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	if e.cfg.ReadOnly {
+		// A read-only engine (check, status) follows the journal the daemon writes.
+		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
+			e.journal = j
+		}
+	}
 	rep.Warnings = snap.Warnings
 	rep.Major = snap.Standby.Info.Major()
 	rep.Primary, rep.Standby = summarize(snap.Primary.Info), summarize(snap.Standby.Info)

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -238,4 +239,54 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 		f.startEngine()
 		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
 	})
+}
+
+// TestStatefileWALGoneNoLoop: a slot whose WAL the standby no longer has (its restart_lsn
+// predates the standby's oldest segment) is copied, fails its WAL read with 58P01, is copied
+// once more, and is then given up on and reported: never a restart loop, never READY.
+func TestStatefileWALGoneNoLoop(t *testing.T) {
+	integration.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))
+		// Move the WAL on by a few segments; the idle slot keeps them on the primary only.
+		for i := 0; i < 3; i++ {
+			f.insert(2)
+			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.must(p.Exec(f.ctx, "CHECKPOINT"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint recycles the old segments
+		restarts := 0
+		var last SlotReport
+		// Passes for a while, past every retry backoff.
+		for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			rep := f.eng.mustRunOnce(t, f.ctx)
+			restarts += rep.StandbyRestarts
+			for _, s := range rep.Slots {
+				if s.Name == "stale" {
+					last = s
+				}
+			}
+		}
+		if restarts != 2 {
+			t.Fatalf("%d restarts for a copy whose WAL is gone, want exactly 2 (then give up)\n%s", restarts, f.logs.String())
+		}
+		if last.Verdict.Ready || last.Action != KindSkip || !strings.Contains(last.Reason, "gave up after 2 copies") {
+			t.Fatalf("last report: %+v", last)
+		}
+		if strings.Contains(f.logs.String(), "invalidat") {
+			t.Fatalf("a missing WAL segment was taken for an invalidation:\n%s", f.logs.String())
+		}
+	})
+}
+
+// mustRunOnce is RunOnce for tests where slot errors are expected.
+func (e *Engine) mustRunOnce(t *testing.T, ctx context.Context) Report {
+	t.Helper()
+	rep, err := e.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }

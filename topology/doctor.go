@@ -28,6 +28,8 @@ var doctorChecks = []struct{ name, node, severity string }{
 	{"privileges", "standby", "error"},
 	{"standby_snapshot", "primary", "warning"},
 	{"max_replication_slots", "standby", "error"},
+	{"state_files", "primary", "error"},
+	{"checkpoint", "primary", "warning"},
 	{"method", "pair", "error"},
 }
 
@@ -53,6 +55,19 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		probs = append(probs, Problem{Check: "max_replication_slots", Node: "standby",
 			Issue: fmt.Sprintf("max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room", standby.MaxReplicationSlots, primarySlots, standbySlots),
 			Fix:   fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
+	}
+	if method == MethodStatefile && !primary.CanReadStateFiles {
+		probs = append(probs, Problem{Check: "state_files", Node: "primary",
+			Issue: "the role may not call pg_read_binary_file(text): slot state files cannot be read",
+			Fix:   "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO <slotsync role>"})
+	}
+	if method == MethodStatefile && !primary.CanCheckpoint {
+		fix := "GRANT pg_checkpoint TO <slotsync role>"
+		if primary.Major() < 15 {
+			fix = "run slotsync with --no-checkpoint (CHECKPOINT needs a superuser before 15); copies are then as of the last checkpoint"
+		}
+		probs = append(probs, Problem{Check: "checkpoint", Node: "primary",
+			Issue: "the role may not run CHECKPOINT before reading slot state", Fix: fix})
 	}
 	if method == MethodNative {
 		probs = append(probs, Problem{Check: "method", Node: "pair",

@@ -25,6 +25,10 @@ type NodeInfo struct {
 	// CanLogStandbySnapshot: may call pg_log_standby_snapshot() (16+), which makes new standby
 	// copies consistent in milliseconds instead of up to 15 s.
 	CanLogStandbySnapshot bool
+	// CanReadStateFiles: may call pg_read_binary_file(text) (state-file method, on the primary).
+	CanReadStateFiles bool
+	// CanCheckpoint: superuser, or pg_checkpoint on 15+.
+	CanCheckpoint bool
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
@@ -72,13 +76,16 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		current_setting('max_replication_slots')::int,
 		CASE WHEN current_setting('server_version_num')::int >= 160000
 			THEN has_function_privilege('pg_log_standby_snapshot()', 'EXECUTE') ELSE false END,
+		has_function_privilege('pg_read_binary_file(text)', 'EXECUTE'),
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR
+			(current_setting('server_version_num')::int >= 150000 AND pg_has_role('pg_checkpoint', 'MEMBER')),
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), '')`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
-		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot,
+		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
 		&current, &replay, &receive, &n.ReceiverStatus)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)

@@ -233,6 +233,19 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("healthy pair: %+v", c)
 		}
 	}
+	// The state-file method needs pg_read_binary_file; CHECKPOINT is only advised.
+	p15, s15 := p, s
+	p15.VersionNum, s15.VersionNum = 150004, 150004
+	bad := map[string]Check{}
+	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0) {
+		if !c.OK {
+			bad[c.Name] = c
+		}
+	}
+	if len(bad) != 2 || bad["state_files"].Severity != "error" || bad["checkpoint"].Severity != "warning" ||
+		!strings.Contains(bad["state_files"].Fix, "pg_read_binary_file(text)") || !strings.Contains(bad["checkpoint"].Fix, "pg_checkpoint") {
+		t.Errorf("statefile doctor: %+v", bad)
+	}
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
 	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1) {

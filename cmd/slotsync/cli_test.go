@@ -75,6 +75,8 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"check", "--standby", "host=x", "--primary", "host=y", "--slots", "[bad"}, "globs"},
 		{[]string{"check", "--standby", "host=x", "--primary", "host=y", "--log-level", "loud"}, "--log-level"},
 		{[]string{"run", "--standby", "host=x", "--primary", "host=y"}, "--state-dir"},
+		{[]string{"run", "--standby", "host=x", "--primary", "host=y", "--state-dir", "/tmp", "--restart", "bounce"}, "pg_ctl, command or never"},
+		{[]string{"run", "--standby", "host=x", "--primary", "host=y", "--state-dir", "/tmp", "--restart", "command"}, "--stop-command"},
 		{[]string{"status", "--standby", "host=x", "--standby-password-file", missing}, "password file"},
 		{[]string{"doctor", "--standby", "host=x", "--primary", "postgres://u:pw@h:notaport/db"}, "cannot be parsed"},
 	}
@@ -416,12 +418,12 @@ func grepLines(text string, prefixes ...string) string {
 
 func TestDrillCommand(t *testing.T) {
 	for _, args := range [][]string{{"drill"}, {"drill", "--local", "--mode", "sideways"}, {"drill", "--standby", "host=x"},
-		{"drill", "--local", "--major", "15"}, {"drill", "--primary", "host=x", "--standby", "host=y", "--switch-back"}} {
+		{"drill", "--local", "--major", "12"}, {"drill", "--primary", "host=x", "--standby", "host=y", "--switch-back"}} {
 		if r := slotsyncCmd(t, nil, args...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	integration.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	integration.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		r := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "kill", "--duration", "1s", "--json")
 		var rep struct {
 			OK     bool `json:"ok"`
@@ -435,6 +437,74 @@ func TestDrillCommand(t *testing.T) {
 		}
 		if r.code != 0 || !rep.OK || rep.Passed != 1 || rep.Runs[0].Major != major {
 			t.Fatalf("drill: exit %d %+v\n%s", r.code, rep, r.stderr)
+		}
+	})
+}
+
+// TestStatefileCommandLine drives the state-file method through the binary on 15 and older:
+// doctor, run --once with --restart command, and check with the daemon's --state-dir.
+func TestStatefileCommandLine(t *testing.T) {
+	integration.ForEachMajor(t, []int{13, 14, 15}, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		pair := integration.StartPair(t, integration.Options{Major: major})
+		bin, err := integration.FindBinaries(major)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// pg_ctl refuses root: run it as the clusters' user, as an operator's command would.
+		asUser := ""
+		if os.Geteuid() == 0 {
+			u := os.Getenv(integration.EnvRunUser)
+			if u == "" {
+				u = "postgres"
+			}
+			asUser = "runuser -u " + u + " -- "
+		}
+		dir := pair.Standby.DataDir
+		stop := fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir)
+		start := fmt.Sprintf("%s%s -D %s -w -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir)
+		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.WaitCaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		state := t.TempDir()
+		base := []string{"--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres"), "--state-dir", state}
+		if r := slotsyncCmd(t, nil, append([]string{"doctor"}, base...)...); r.code != 0 || !strings.Contains(r.stdout, "method: statefile") {
+			t.Fatalf("doctor: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		runArgs := append(append([]string{"run", "--once", "--json"}, base...), "--standby-data-dir", dir,
+			"--restart", "command", "--stop-command", stop, "--start-command", start, "--min-restart-interval", "1ms")
+		r := slotsyncCmd(t, nil, runArgs...)
+		if r.code != 0 || !strings.Contains(r.stdout, `"standby_restarts": 1`) {
+			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			if err := pair.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
+				t.Fatal(err)
+			}
+			if err := pair.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"); err != nil {
+				t.Fatal(err)
+			}
+			if err := pair.WaitCaughtUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if r := slotsyncCmd(t, nil, runArgs...); r.code != 0 || strings.Contains(r.stdout, `"standby_restarts": 1`) {
+				t.Fatalf("a later pass: %d (a second restart?)\n%s%s", r.code, r.stdout, r.stderr)
+			}
+			r = slotsyncCmd(t, nil, append([]string{"check", "--json"}, base...)...)
+			if r.code == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never ready: %s", r.stdout)
+			}
+		}
+		if c := parseCheck(t, r); c.Method != "statefile" || !c.Ready {
+			t.Fatalf("check: %+v", c)
 		}
 	})
 }

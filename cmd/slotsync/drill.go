@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -35,7 +36,7 @@ func drillCommand() *cli.Command {
 			"repetition, 2 when the drill could not run, 3 on a usage error.",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "drill on throwaway local pairs", EnvVars: []string{"SLOTSYNC_DRILL_LOCAL"}},
-			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major for --local (default: the newest installed, 16+)", EnvVars: []string{"SLOTSYNC_DRILL_MAJOR"}},
+			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major for --local (default: the newest installed)", EnvVars: []string{"SLOTSYNC_DRILL_MAJOR"}},
 			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9) or both (--local)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
 			&cli.BoolFlag{Name: "switch-back", Usage: "fail over twice: the old primary rejoins as a standby and the consumers survive a switch back (--local)", EnvVars: []string{"SLOTSYNC_DRILL_SWITCH_BACK"}},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "repeat the drill this many times (--local)", EnvVars: []string{"SLOTSYNC_DRILL_ITERATIONS"}},
@@ -106,18 +107,19 @@ func drillAction(c *cli.Context) error {
 	if local {
 		major := c.Int("major")
 		if major == 0 {
-			for _, m := range []int{18, 17, 16} {
+			for _, m := range []int{18, 17, 16, 15, 14, 13} {
 				if _, err := integration.FindBinaries(m); err == nil {
 					major = m
 					break
 				}
 			}
 			if major == 0 {
-				return configError("no PostgreSQL 16+ binaries found: run scripts/setup.sh (or scripts/fetch-postgres.sh 17)")
+				return configError("no PostgreSQL binaries found: run scripts/setup.sh (or scripts/fetch-postgres.sh 17)")
 			}
 		}
-		if major < 16 {
-			return configError("--major %d: the drill needs PostgreSQL 16+ (the state-file method for 15 and older is not available yet)", major)
+
+		if !slices.Contains(integration.SupportedMajors, major) {
+			return configError("--major %d: use one of %v", major, integration.SupportedMajors)
 		}
 	loop:
 		for i := 0; i < c.Int("iterations"); i++ {

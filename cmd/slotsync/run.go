@@ -34,6 +34,15 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9187", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
 			&cli.DurationFlag{Name: "recheck", Value: time.Minute, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
+			// The state-file method (PostgreSQL 11-15).
+			&cli.StringFlag{Name: "standby-data-dir", Usage: "statefile: the standby's data directory (slotsync runs as its owner, on the standby's host)", EnvVars: []string{"SLOTSYNC_STANDBY_DATA_DIR"}},
+			&cli.StringFlag{Name: "restart", Value: "pg_ctl", Usage: "statefile: how to restart the standby to load new copies: pg_ctl, command or never (stage copies for the next start)", EnvVars: []string{"SLOTSYNC_RESTART"}},
+			&cli.StringFlag{Name: "pg-ctl", Value: "pg_ctl", Usage: "statefile: the standby's pg_ctl", EnvVars: []string{"SLOTSYNC_PG_CTL"}},
+			&cli.StringFlag{Name: "standby-log-file", Usage: "statefile: pg_ctl -l for the standby (default: its own logging settings)", EnvVars: []string{"SLOTSYNC_STANDBY_LOG_FILE"}},
+			&cli.StringFlag{Name: "stop-command", Usage: "statefile, --restart command: stops the standby (e.g. systemctl stop postgresql@15-main)", EnvVars: []string{"SLOTSYNC_STOP_COMMAND"}},
+			&cli.StringFlag{Name: "start-command", Usage: "statefile, --restart command: starts the standby and returns once it accepts connections", EnvVars: []string{"SLOTSYNC_START_COMMAND"}},
+			&cli.DurationFlag{Name: "min-restart-interval", Value: 5 * time.Minute, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
+			&cli.BoolFlag{Name: "no-checkpoint", Usage: "statefile: do not CHECKPOINT the primary before reading slot state (for roles without pg_checkpoint)", EnvVars: []string{"SLOTSYNC_NO_CHECKPOINT"}},
 		),
 		Action: runAction,
 	}
@@ -52,6 +61,9 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	cfg.Interval, cfg.MaxBackoff, cfg.SlotTimeout, cfg.Workers = c.Duration("interval"), c.Duration("max-backoff"), c.Duration("slot-timeout"), c.Int("workers")
+	if cfg.Statefile, err = statefileConfig(c); err != nil {
+		return err
+	}
 	if err := cfg.Validate(); err != nil {
 		return classifyExit(err)
 	}
@@ -206,4 +218,24 @@ func (d *daemon) handler() http.Handler {
 		writeJSON(w, res)
 	})
 	return mux
+}
+
+// statefileConfig reads the state-file method's flags; they matter only when that method is
+// chosen (PostgreSQL 15 and older, or --method statefile).
+func statefileConfig(c *cli.Context) (slotsync.StatefileConfig, error) {
+	dir := c.String("standby-data-dir")
+	sc := slotsync.StatefileConfig{DataDir: dir, MinRestartInterval: c.Duration("min-restart-interval"), NoCheckpoint: c.Bool("no-checkpoint")}
+	switch c.String("restart") {
+	case "pg_ctl":
+		sc.Restarter = slotsync.PgCtl{Path: c.String("pg-ctl"), DataDir: dir, LogFile: c.String("standby-log-file")}
+	case "command":
+		if c.String("stop-command") == "" || c.String("start-command") == "" {
+			return sc, configError("--restart command needs --stop-command and --start-command")
+		}
+		sc.Restarter = slotsync.Commands{StopCommand: c.String("stop-command"), StartCommand: c.String("start-command")}
+	case "never":
+	default:
+		return sc, configError("--restart %q: use pg_ctl, command or never", c.String("restart"))
+	}
+	return sc, nil
 }

@@ -157,6 +157,10 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	cfg := slotsync.Config{PrimaryDSN: pair.Primary.DSN("postgres"), StandbyDSN: pair.Standby.DSN("postgres"),
 		StateDir: fmt.Sprintf("%s/failover-%d", opts.StateDir, n), Method: topology.MethodAuto,
 		Interval: 200 * time.Millisecond, SlotTimeout: 20 * time.Second, Logger: log.Named("slotsync")}
+	if !pair.External() {
+		// PostgreSQL 15 and older: the state-file method restarts the standby it started.
+		cfg.Statefile = slotsync.StatefileConfig{DataDir: pair.Standby.DataDir, Restarter: pair.Standby, MinRestartInterval: time.Second}
+	}
 	eng, err := slotsync.New(cfg)
 	if err != nil {
 		return fv, err
@@ -194,32 +198,33 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	case <-ctx.Done():
 	case <-time.After(opts.Duration):
 	}
-	// The consumers stop (their offsets are what they acknowledged); writes go on.
+	// Cutover, as an operator would: writes stop; the consumers, still connected, catch up and
+	// acknowledge; the gate opens with every copy exactly at its consumer's position; then the
+	// consumers disconnect (their offsets are what they acknowledged) and the gate is asked once
+	// more. A consumer that disconnects early can keep the gate closed: the primary slot's
+	// restart_lsn moves only on the consumer's confirmations (see the readiness rule 4).
+	start := time.Now()
+	stopWrites()
+	if err := <-writeDone; err != nil {
+		stopConsumers()
+		wg.Wait()
+		stopSync()
+		return fv, err
+	}
+	readyErr := waitReady(ctx, pair, gate, opts.ReadyTimeout, true)
 	stopConsumers()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		stopWrites()
 		stopSync()
 		return fv, err
 	}
-
-	// The gate: promote only when slotsync says every slot is ready.
-	start := time.Now()
-	if err := waitReady(ctx, pair, gate, opts.ReadyTimeout); err != nil {
-		stopWrites()
-		stopSync()
-		return fv, err
+	if readyErr == nil {
+		readyErr = waitReady(ctx, pair, gate, opts.ReadyTimeout, false)
 	}
-	stopWrites()
-	if err := <-writeDone; err != nil {
+	if readyErr != nil {
 		stopSync()
-		return fv, err
-	}
-	// The gate again after the last write, so the copies hold the consumers' final positions.
-	if err := waitReady(ctx, pair, gate, opts.ReadyTimeout); err != nil {
-		stopSync()
-		return fv, err
+		return fv, readyErr
 	}
 	fv.TimeToReady = time.Since(start)
 	stopSync()
@@ -318,8 +323,9 @@ func countIDs(m map[int]int) int {
 	return n
 }
 
-// waitReady waits until the standby has replayed everything and the gate says ready.
-func waitReady(ctx context.Context, pair *integration.Pair, gate *slotsync.Engine, timeout time.Duration) error {
+// waitReady waits until the standby has replayed everything and the gate says ready; with
+// exact, also until every copy is exactly at its consumer's confirmed position.
+func waitReady(ctx context.Context, pair *integration.Pair, gate *slotsync.Engine, timeout time.Duration, exact bool) error {
 	deadline := time.Now().Add(timeout)
 	var last string
 	for {
@@ -327,7 +333,7 @@ func waitReady(ctx context.Context, pair *integration.Pair, gate *slotsync.Engin
 			return err
 		}
 		rep, err := gate.Inspect(ctx)
-		if err == nil && rep.Ready() {
+		if err == nil && rep.Ready() && (!exact || inSync(rep)) {
 			return nil
 		}
 		if err != nil {
@@ -424,4 +430,14 @@ func (w *writer) run(ctx context.Context, n *integration.Node) error {
 			return fmt.Errorf("drill write: %w", err)
 		}
 	}
+}
+
+// inSync reports whether every gated copy is exactly at its consumer's confirmed position.
+func inSync(rep slotsync.Report) bool {
+	for _, s := range rep.Slots {
+		if s.Gate && s.Verdict.SyncLagBytes != 0 {
+			return false
+		}
+	}
+	return true
 }
