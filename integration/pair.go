@@ -50,6 +50,8 @@ type Pair struct {
 	cleanup []func(context.Context) error
 	// promoteCommand, for external pairs, promotes the standby (sh -c).
 	promoteCommand string
+	// standbyConf is re-applied when a node is rebuilt as the standby (Rejoin).
+	standbyConf []string
 }
 
 // baseConf applies to both nodes of every pair.
@@ -125,7 +127,7 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make pair directory: %w", err)
 	}
-	p := &Pair{Major: opts.Major, Dir: dir}
+	p := &Pair{Major: opts.Major, Dir: dir, standbyConf: opts.StandbyConf}
 	p.cleanup = append(p.cleanup, func(context.Context) error { return os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "sock")
 	if err := os.Mkdir(sock, 0o700); err != nil {
@@ -373,9 +375,11 @@ func (p *Pair) Promote(ctx context.Context) error {
 
 // Rejoin rebuilds the old primary as a streaming standby of the promoted one and swaps the
 // roles, so a pair can fail over again (switch back). Local pairs only. Like a fresh
-// pg_basebackup, the rebuilt standby has no replication slots of its own. The new primary is
-// stopped for a moment while its data directory is copied.
-func (p *Pair) Rejoin(ctx context.Context) error {
+// pg_basebackup, the rebuilt standby has no replication slots of its own, unless keepSlots:
+// then it keeps the logical slots it had as a primary, as after pg_rewind (the stale same-name
+// slots that stop PostgreSQL 17's slot sync). The new primary is stopped for a moment while its
+// data directory is copied.
+func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
 	oldPrim, ok1 := p.Primary.life.(*localServer)
 	newPrim, ok2 := p.Standby.life.(*localServer)
 	if !ok1 || !ok2 {
@@ -393,11 +397,31 @@ func (p *Pair) Rejoin(ctx context.Context) error {
 	if err := p.Standby.Stop(ctx); err != nil {
 		return err
 	}
+	var kept string
+	if keepSlots {
+		kept = oldPrim.dataDir + ".slots"
+		if err := os.Rename(filepath.Join(oldPrim.dataDir, "pg_replslot"), kept); err != nil {
+			return fmt.Errorf("rejoin: keep the old slots: %w", err)
+		}
+	}
 	if err := os.RemoveAll(oldPrim.dataDir); err != nil {
 		return fmt.Errorf("rejoin: remove the old data directory: %w", err)
 	}
 	if err := copyDataDir(newPrim.dataDir, oldPrim.dataDir); err != nil {
 		return fmt.Errorf("rejoin: copy the new primary: %w", err)
+	}
+	if kept != "" {
+		// Only the logical slots: the physical one belongs to the new topology.
+		entries, _ := os.ReadDir(kept)
+		for _, e := range entries {
+			if e.Name() == PhysicalSlot {
+				continue
+			}
+			if err := os.Rename(filepath.Join(kept, e.Name()), filepath.Join(oldPrim.dataDir, "pg_replslot", e.Name())); err != nil {
+				return err
+			}
+		}
+		_ = os.RemoveAll(kept)
 	}
 	if err := oldPrim.run.chownTree(oldPrim.dataDir); err != nil {
 		return err
@@ -406,11 +430,11 @@ func (p *Pair) Rejoin(ctx context.Context) error {
 		return err
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s", newPrim.port, Superuser, StandbyAppName)
-	if err := writeNodeConf(oldPrim.run, oldPrim, []string{
+	if err := writeNodeConf(oldPrim.run, oldPrim, append([]string{
 		"cluster_name = 'standby'",
 		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
 		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
-	}); err != nil {
+	}, p.standbyConf...)); err != nil {
 		return err
 	}
 	if err := writeOwned(oldPrim.run, filepath.Join(oldPrim.dataDir, "standby.signal"), nil); err != nil {

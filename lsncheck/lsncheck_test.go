@@ -186,3 +186,20 @@ func TestPositionJSONRoundTrip(t *testing.T) {
 		t.Fatal("bad LSN accepted")
 	}
 }
+
+func FuzzParseLSN(f *testing.F) {
+	for _, s := range []string{"0/0", "0/1504E50", "FFFFFFFF/FFFFFFFF", "1/", "/1", "x/y", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLSN(s)
+		if err != nil {
+			return
+		}
+		// What parses prints back to something that parses to the same position.
+		back, err := ParseLSN(l.String())
+		if err != nil || back != l {
+			t.Fatalf("%q -> %s -> %v, %v", s, l, back, err)
+		}
+	})
+}

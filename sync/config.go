@@ -31,6 +31,8 @@ type Config struct {
 	SlotTimeout time.Duration
 	// ObserveTimeout bounds one observation of both nodes; a timed-out observation changes nothing.
 	ObserveTimeout time.Duration
+	// Native configures what slotsync may do for PostgreSQL 17's own slot sync.
+	Native NativeConfig
 	// Statefile configures the state-file method.
 	Statefile StatefileConfig
 	// Workers is how many slots are worked on at once.
@@ -82,6 +84,18 @@ func (c *Config) Validate() error {
 		c.Logger = hclog.NewNullLogger()
 	}
 	return nil
+}
+
+// NativeConfig holds the opt-in actions for the native method (PostgreSQL 17+).
+type NativeConfig struct {
+	// SetFailover sets failover=true on primary slots that lack it, while they are idle.
+	SetFailover bool
+	// DropStale drops inactive same-name slots with synced=false on the standby (left by a
+	// demotion) that stop the server's slot sync.
+	DropStale bool
+	// Drive calls pg_sync_replication_slots() on the standby every pass, for a standby with
+	// sync_replication_slots off.
+	Drive bool
 }
 
 // Selection picks the slots slotsync manages. Empty lists select everything.

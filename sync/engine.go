@@ -79,6 +79,10 @@ func New(cfg Config) (*Engine, error) {
 				return nil, err
 			}
 			return newStatefileMethod(sqlm, cfg.Statefile, cfg.Logger), nil
+		case topology.MethodNative:
+			// The server syncs failover slots; slots that keep failover=false are copied as by
+			// the sql method, and the opt-in actions go through the same sessions.
+			return sqlm, nil
 		}
 		return nil, fmt.Errorf("%w: the %s method is not implemented yet; on PostgreSQL 16+ use --method sql", ErrUnsupportedMethod, m)
 	}
@@ -214,16 +218,25 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err := e.checkJournalCluster(snap.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
-	method, err := e.chooseMethod(rep.Major, apply)
+	method, err := e.chooseMethod(snap.Standby.Info, apply)
 	if err != nil {
 		return rep, err
 	}
 	rep.Method = method
-	if err := topology.VerifyMethod(snap.Standby.Info, method); err != nil {
+	standbyInfo := snap.Standby.Info
+	if method == topology.MethodNative && e.cfg.Native.Drive {
+		standbyInfo = topology.NativeDrive(standbyInfo)
+	}
+	if err := topology.VerifyMethod(standbyInfo, method); err != nil {
 		return rep, err
 	}
+	if method == topology.MethodNative || anyFailover(snap.Primary.Slots) {
+		snap.Warnings = append(snap.Warnings, topology.NativeWarnings(snap.Primary.Info, snap.Standby.Info, snap.SyncedStandbySlots)...)
+		rep.Warnings = snap.Warnings
+	}
 
-	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method, Recopy: e.recopy})
+	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
+		Recopy: e.recopy, Native: e.cfg.Native})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
@@ -239,7 +252,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		if err := e.recordResults(actions, results); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
-		if e.anyChanged(actions, results) {
+		if method == topology.MethodNative && e.cfg.Native.Drive {
+			if err := e.obs.SyncSlots(ctx); err != nil {
+				e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
+			}
+		}
+		if e.anyChanged(actions, results) || (method == topology.MethodNative && e.cfg.Native.Drive) {
 			if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
 				after = s
 			}
@@ -287,9 +305,10 @@ func waitsOnlyForPrimaryHorizon(v lsncheck.Verdict) bool {
 }
 
 // chooseMethod resolves the method once; applying also prepares the method's sessions.
-func (e *Engine) chooseMethod(major int, apply bool) (topology.Method, error) {
+func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.Method, error) {
+	major := standby.Major()
 	if e.method == "" {
-		m, err := topology.ChooseMethod(major, e.cfg.Method)
+		m, err := topology.ChooseMethod(standby, e.cfg.Method)
 		if err != nil {
 			return "", err
 		}
@@ -427,7 +446,7 @@ func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) 
 		}(e.sess[w])
 	}
 	for i, a := range actions {
-		if a.Kind == KindCreate || a.Kind == KindAdvance || a.Kind == KindRecreate || a.Kind == KindDrop {
+		if a.Kind == KindCreate || a.Kind == KindAdvance || a.Kind == KindRecreate || a.Kind == KindDrop || a.Kind == KindSetFailover {
 			work <- i
 		}
 	}
@@ -478,6 +497,14 @@ func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result 
 		return result{end: end, err: err}
 	case KindDrop:
 		return result{err: sess.Drop(ctx, a.Slot, a.Identity.Database)}
+	case KindSetFailover:
+		fs, ok := sess.(interface {
+			SetFailover(ctx context.Context, name, database string) error
+		})
+		if !ok {
+			return result{err: fmt.Errorf("set failover on slot %q: not supported by this method", a.Slot)}
+		}
+		return result{err: fs.SetFailover(ctx, a.Slot, a.Primary.Database)}
 	}
 	return result{}
 }
@@ -514,7 +541,7 @@ func (e *Engine) logOutcome(a Action, r result) {
 		delete(e.failures, a.Slot)
 	}
 	switch a.Kind {
-	case KindCreate, KindRecreate, KindDrop, KindForget:
+	case KindCreate, KindRecreate, KindDrop, KindForget, KindSetFailover:
 		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
 		delete(e.lastReason, a.Slot)
 	case KindAdvance:
@@ -607,7 +634,7 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
-				CopyTemporary: cp.Temporary, CopySynced: cp.Synced,
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
 				StandbyWALEnd:  snap.Standby.Info.WALEnd(),
 				RequireHorizon: e.method == topology.MethodStatefile,
 				StandbyHorizon: snap.Physical.CatalogHorizon(),
@@ -660,6 +687,15 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			}
 		}
 	}
+}
+
+func anyFailover(slots map[string]topology.Slot) bool {
+	for _, s := range slots {
+		if s.Failover {
+			return true
+		}
+	}
+	return false
 }
 
 // retained is the WAL a slot holds back on a node (0 when unknown).

@@ -28,6 +28,7 @@ func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.S
 }
 func (o *fakeObserver) Close()                                   {}
 func (o *fakeObserver) Reset()                                   {}
+func (o *fakeObserver) SyncSlots(context.Context) error          { return nil }
 func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
 
 // fakeApplier records calls; failing names fail with failErr.

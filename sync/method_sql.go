@@ -131,6 +131,21 @@ func (s *sqlSession) Drop(ctx context.Context, name, database string) error {
 	})
 }
 
+// SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
+// replication connection to the slot's database (17+). The server refuses an active slot.
+func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
+	conn, err := s.m.primary.ConnectReplication(ctx, database)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	cmd := "ALTER_REPLICATION_SLOT " + pgx.Identifier{name}.Sanitize() + " ( FAILOVER true )"
+	if _, err := conn.Exec(ctx, cmd).ReadAll(); err != nil {
+		return fmt.Errorf("set failover=true on slot %q: %w", name, err)
+	}
+	return nil
+}
+
 func (s *sqlSession) Close() {
 	for db, c := range s.conns {
 		c.Close(context.Background())

@@ -17,6 +17,8 @@ type Snapshot struct {
 	Physical         topology.PhysicalSlot
 	// Warnings are conditions that do not stop the pass (see topology.Warnings).
 	Warnings []topology.Problem
+	// SyncedStandbySlots: the physical slots the primary's synchronized_standby_slots lists (17+).
+	SyncedStandbySlots []topology.SyncedStandbySlot
 }
 
 // NodeError is a failed observation of one node ("primary" or "standby").
@@ -35,6 +37,8 @@ type observer interface {
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
 	// LogStandbySnapshot asks the primary to log a running-xacts record (16+).
 	LogStandbySnapshot(ctx context.Context) error
+	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
+	SyncSlots(ctx context.Context) error
 	// Reset drops the connections (the next call reconnects).
 	Reset()
 	Close()
@@ -101,6 +105,11 @@ func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
 		return Snapshot{}, err
 	}
 	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
+	if snap.Primary.Info.Major() >= 17 {
+		if snap.SyncedStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, pconn, snap.Primary.Info.SynchronizedStandbySlots); err != nil {
+			return Snapshot{}, &NodeError{"primary", err}
+		}
+	}
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
 		return Snapshot{}, &NodeError{"primary", err}
 	}
@@ -132,6 +141,15 @@ func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
 }
 
 func (o *pgObserver) Reset() { o.Close() }
+
+func (o *pgObserver) SyncSlots(ctx context.Context) error {
+	sconn, err := o.conn(ctx, o.standby, &o.sconn)
+	if err != nil {
+		return err
+	}
+	_, err = sconn.Exec(ctx, "SELECT pg_sync_replication_slots()")
+	return err
+}
 
 func (o *pgObserver) Close() {
 	o.reset(&o.sconn)

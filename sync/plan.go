@@ -20,6 +20,8 @@ const (
 	KindForget   Kind = "forget"   // remove a journal entry; the standby is not touched
 	KindNone     Kind = "none"     // nothing to do (up to date, or waiting: see Reason)
 	KindSkip     Kind = "skip"     // left alone on purpose: see Reason
+	// KindSetFailover sets failover=true on the primary slot (native method, opt-in).
+	KindSetFailover Kind = "set_failover"
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -40,7 +42,7 @@ type Action struct {
 // Changes reports whether the action changes the standby or the journal.
 func (a Action) Changes() bool {
 	switch a.Kind {
-	case KindCreate, KindAdvance, KindRecreate, KindDrop, KindForget:
+	case KindCreate, KindAdvance, KindRecreate, KindDrop, KindForget, KindSetFailover:
 		return true
 	}
 	return false
@@ -56,6 +58,8 @@ type PlanInput struct {
 	// Recopy names owned copies to make again, with the reason (the state-file method learns
 	// from a failed advance that the copy's WAL is gone).
 	Recopy map[string]string
+	// Native holds the opt-in actions for the server's own slot sync (17+).
+	Native NativeConfig
 }
 
 // NodeState is one node as observed in a pass.
@@ -83,8 +87,12 @@ func Plan(in PlanInput) []Action {
 		switch {
 		case ps.Temporary:
 			act(KindSkip, "temporary on the primary: it ends with its session and cannot survive a failover")
-		case in.Method == topology.MethodSQL && ps.Failover:
-			act(KindSkip, "failover=true: left to the server's own slot sync (method native)")
+		case ps.Failover:
+			actions = append(actions, planFailoverSlot(in, name, ps, cp, hasCopy, owned))
+		case in.Method == topology.MethodNative && in.Native.SetFailover && ps.Active:
+			act(KindSkip, "failover=false and in use (pid %d): failover=true is set only while the slot is idle", ps.ActivePID)
+		case in.Method == topology.MethodNative && in.Native.SetFailover:
+			act(KindSetFailover, "failover=false: setting failover=true so the server's slot sync keeps it (--set-failover)")
 		case ps.Invalidated:
 			act(KindSkip, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
 		case !ps.Known():
@@ -131,9 +139,40 @@ func Plan(in PlanInput) []Action {
 	return actions
 }
 
+// planFailoverSlot decides for a failover=true slot (17+): the server's slot sync keeps its
+// copy; slotsync only clears what blocks it. A same-name slot with synced=false on the standby
+// makes the server's worker stop syncing altogether (lesson 6).
+func planFailoverSlot(in PlanInput, name string, ps, cp topology.Slot, hasCopy, owned bool) Action {
+	a := Action{Slot: name, Primary: ps, Identity: ps.Identity}
+	switch {
+	case hasCopy && !cp.Synced && owned && !cp.Active:
+		a.Kind, a.Identity = KindDrop, cp.Identity
+		a.Reason = "failover=true now: dropping slotsync's own copy so the server's slot sync can make its own"
+	case hasCopy && !cp.Synced && in.Native.DropStale && !cp.Active:
+		a.Kind, a.Identity = KindDrop, cp.Identity
+		a.Reason = "a same-name slot with synced=false blocks the server's slot sync: dropping it (--drop-stale)"
+	case hasCopy && !cp.Synced && cp.Active:
+		a.Kind = KindSkip
+		a.Reason = fmt.Sprintf("a same-name slot with synced=false, in use (pid %d), blocks the server's slot sync of every slot: stop its user and drop it", cp.ActivePID)
+	case hasCopy && !cp.Synced:
+		a.Kind = KindSkip
+		a.Reason = "a same-name slot with synced=false blocks the server's slot sync of every slot: drop it on the standby (SELECT pg_drop_replication_slot('" + name + "')), or run with --drop-stale"
+	case hasCopy:
+		a.Kind, a.Reason = KindNone, "failover=true: kept by the server's slot sync"
+	default:
+		a.Kind, a.Reason = KindNone, "failover=true: waiting for the server's slot sync to create the copy"
+	}
+	return a
+}
+
 // planExisting decides for a slot that has a copy slotsync made.
 func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry, replay lsncheck.LSN) Action {
 	a := Action{Slot: name, Primary: ps, Identity: ps.Identity, CopyDatabase: cp.Database}
+	// A copy in use on the standby is never dropped or moved, whatever else is true of it.
+	if cp.Active {
+		a.Kind, a.Reason = KindSkip, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
+		return a
+	}
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
 	// copy is legitimately ahead of the primary).
 	if ch, why := lsncheck.CompareIncarnation(lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}, ps.Seen()); ch == lsncheck.NewIncarnation {
@@ -151,10 +190,6 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	}
 	if why, ok := in.Recopy[name]; ok {
 		a.Kind, a.Reason = KindRecreate, why
-		return a
-	}
-	if cp.Active {
-		a.Kind, a.Reason = KindSkip, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
 		return a
 	}
 	// Rule 1: never backwards, never past what the standby has replayed.

@@ -103,6 +103,14 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, a, KindRecreate, "confirmed_flush went backwards")
 	})
 
+	t.Run("recreated on the primary but the copy is in use: left alone", func(t *testing.T) {
+		// Dropping a copy someone reads on the standby would break them; it waits until idle.
+		cp := slot(idA, 0x1000000, 0x2000000, 700)
+		cp.Active, cp.ActivePID = true, 99
+		a := newScenario().primary(slot(idA, 0x1900000, 0x1900000, 705)).standby(cp).owned(idA, pos).only(t)
+		expect(t, a, KindSkip, "in use on the standby (pid 99)")
+	})
+
 	t.Run("recreated by pg_copy_logical_replication_slot", func(t *testing.T) {
 		// Copied from an older slot: restart_lsn and catalog_xmin older than before.
 		a := newScenario().primary(slot(idA, 0x0800000, 0x2000000, 600)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
@@ -176,11 +184,46 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, a, KindCreate, "missing")
 	})
 
-	t.Run("failover slots are the server's under the sql method", func(t *testing.T) {
+	t.Run("failover slots are the server's (17+)", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		ps.Failover = true
-		a := newScenario().primary(ps).only(t)
-		expect(t, a, KindSkip, "failover=true")
+		expect(t, newScenario().primary(ps).only(t), KindNone, "waiting for the server's slot sync")
+		synced := slot(idA, 0x1000000, 0x2000000, 700)
+		synced.Synced = true
+		expect(t, newScenario().primary(ps).standby(synced).only(t), KindNone, "kept by the server's slot sync")
+	})
+
+	t.Run("a stale unsynced same-name slot blocks the server's sync", func(t *testing.T) {
+		// Left by a demotion: reported, never dropped unless allowed (--drop-stale), never
+		// while in use. slotsync's own earlier copy (the flag was set later) is its to drop.
+		ps := slot(idA, 0x1000000, 0x2000000, 700)
+		ps.Failover = true
+		stale := slot(idA, 0x0800000, 0x0900000, 650)
+		expect(t, newScenario().primary(ps).standby(stale).only(t), KindSkip, "blocks the server's slot sync")
+		s := newScenario().primary(ps).standby(stale)
+		s.in.Native.DropStale = true
+		expect(t, s.only(t), KindDrop, "--drop-stale")
+		active := stale
+		active.Active, active.ActivePID = true, 77
+		s = newScenario().primary(ps).standby(active)
+		s.in.Native.DropStale = true
+		expect(t, s.only(t), KindSkip, "in use (pid 77)")
+		expect(t, newScenario().primary(ps).standby(stale).owned(idA, pos).only(t), KindDrop, "slotsync's own copy")
+	})
+
+	t.Run("set failover, only while idle", func(t *testing.T) {
+		ps := slot(idA, 0x1000000, 0x2000000, 700)
+		s := newScenario().primary(ps)
+		s.in.Method, s.in.Native.SetFailover = topology.MethodNative, true
+		expect(t, s.only(t), KindSetFailover, "--set-failover")
+		ps.Active, ps.ActivePID = true, 12
+		s = newScenario().primary(ps)
+		s.in.Method, s.in.Native.SetFailover = topology.MethodNative, true
+		expect(t, s.only(t), KindSkip, "in use (pid 12)")
+		// Without the opt-in, a failover=false slot is copied as by the sql method.
+		s = newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
+		s.in.Method = topology.MethodNative
+		expect(t, s.only(t), KindCreate, "new slot")
 	})
 
 	t.Run("synced copies are never touched", func(t *testing.T) {

@@ -45,6 +45,21 @@ func (e *Endpoint) DefaultDatabase(db string) {
 	}
 }
 
+// ConnectReplication opens a logical replication connection (replication=database) to
+// database db, for replication commands such as ALTER_REPLICATION_SLOT.
+func (e *Endpoint) ConnectReplication(ctx context.Context, db string) (*pgconn.PgConn, error) {
+	cfg := e.cfg.Copy()
+	if db != "" {
+		cfg.Database = db
+	}
+	cfg.RuntimeParams["replication"] = "database"
+	conn, err := pgconn.ConnectConfig(ctx, &cfg.Config)
+	if err != nil {
+		return nil, &ConnError{Role: e.Role, Database: cfg.Database, Err: err}
+	}
+	return conn, nil
+}
+
 // Database is the database named by the DSN (the one slotsync lists slots from).
 func (e *Endpoint) Database() string { return e.cfg.Database }
 

@@ -28,6 +28,9 @@ var doctorChecks = []struct{ name, node, severity string }{
 	{"privileges", "standby", "error"},
 	{"standby_snapshot", "primary", "warning"},
 	{"max_replication_slots", "standby", "error"},
+	{"sync_replication_slots", "standby", "error"},
+	{"primary_conninfo_dbname", "standby", "error"},
+	{"synchronized_standby_slots", "primary", "warning"},
 	{"state_files", "primary", "error"},
 	{"checkpoint", "primary", "warning"},
 	{"method", "pair", "error"},
@@ -35,8 +38,11 @@ var doctorChecks = []struct{ name, node, severity string }{
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
 // with its fix. primarySlots is how many logical slots slotsync would copy.
-func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int) []Check {
+func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int, synced []SyncedStandbySlot) []Check {
 	var probs []Problem
+	if method == MethodNative {
+		probs = append(probs, NativeWarnings(primary, standby, synced)...)
+	}
 	if err := Verify(primary, standby, phys, method); err != nil {
 		if pe, ok := err.(*PrereqError); ok {
 			probs = append(probs, pe.Problems...)
@@ -69,11 +75,7 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		probs = append(probs, Problem{Check: "checkpoint", Node: "primary",
 			Issue: "the role may not run CHECKPOINT before reading slot state", Fix: fix})
 	}
-	if method == MethodNative {
-		probs = append(probs, Problem{Check: "method", Node: "pair",
-			Issue: fmt.Sprintf("the %s method is not available in this version of slotsync", method),
-			Fix:   "on PostgreSQL 16+ use --method sql"})
-	}
+
 	var out []Check
 	for _, d := range doctorChecks {
 		c := Check{Name: d.name, Node: d.node, OK: true, Severity: d.severity}

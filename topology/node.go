@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -29,6 +30,10 @@ type NodeInfo struct {
 	CanReadStateFiles bool
 	// CanCheckpoint: superuser, or pg_checkpoint on 15+.
 	CanCheckpoint bool
+	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
+	SynchronizedStandbySlots string
+	// driveSync: slotsync calls pg_sync_replication_slots() itself (see NativeDrive).
+	driveSync bool
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
@@ -82,11 +87,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
-		coalesce((SELECT status FROM pg_stat_wal_receiver), '')`
+		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
+		` + setting("synchronized_standby_slots")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.SynchronizedStandbySlots)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}
@@ -99,4 +105,23 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		}
 	}
 	return n, nil
+}
+
+// ReadSyncedStandbySlots reads the state of each physical slot the primary's
+// synchronized_standby_slots lists ("*" and empty lists yield nothing).
+func ReadSyncedStandbySlots(ctx context.Context, conn *pgx.Conn, setting string) ([]SyncedStandbySlot, error) {
+	var out []SyncedStandbySlot
+	for _, name := range strings.Split(setting, ",") {
+		name = strings.Trim(strings.TrimSpace(name), `"`)
+		if name == "" || name == "*" {
+			continue
+		}
+		s := SyncedStandbySlot{Name: name}
+		err := conn.QueryRow(ctx, "SELECT true, active FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'", name).Scan(&s.Exists, &s.Active)
+		if err != nil && err != pgx.ErrNoRows {
+			return nil, fmt.Errorf("read synchronized_standby_slots entry %q: %w", name, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }

@@ -99,7 +99,7 @@ func TestChooseMethod(t *testing.T) {
 		{16, "bogus", "", "auto, statefile, sql or native"},
 	}
 	for _, c := range cases {
-		got, err := ChooseMethod(c.major, c.req)
+		got, err := ChooseMethod(NodeInfo{VersionNum: c.major * 10000}, c.req)
 		if c.wantErr != "" {
 			var ce *ConfigError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), c.wantErr) {
@@ -110,6 +110,34 @@ func TestChooseMethod(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("ChooseMethod(%d, %s) = %s, %v; want %s", c.major, c.req, got, err, c.want)
 		}
+	}
+	// On 17+ auto follows the standby: its own slot sync on means native.
+	if m, _ := ChooseMethod(NodeInfo{VersionNum: 170000, SyncReplicationSlots: true}, MethodAuto); m != MethodNative {
+		t.Errorf("17 with sync_replication_slots: %s", m)
+	}
+	if m, _ := ChooseMethod(NodeInfo{VersionNum: 160000, SyncReplicationSlots: true}, MethodAuto); m != MethodSQL {
+		t.Errorf("16: %s", m)
+	}
+}
+
+func TestNativeChecks(t *testing.T) {
+	p, s, _ := healthy()
+	p.VersionNum, s.VersionNum = 170004, 170004
+	probs := methodProblems(s, MethodNative)
+	if len(probs) != 2 || probs[0].Check != "sync_replication_slots" || probs[1].Check != "primary_conninfo_dbname" {
+		t.Fatalf("native on a bare standby: %+v", probs)
+	}
+	s.HasConninfoDBName = true
+	if probs := methodProblems(NativeDrive(s), MethodNative); len(probs) != 0 {
+		t.Fatalf("driven by slotsync with a dbname: %+v", probs)
+	}
+	// synchronized_standby_slots: this standby missing, another listed and down.
+	w := NativeWarnings(p, s, []SyncedStandbySlot{{Name: "other", Exists: true, Active: false}})
+	if len(w) != 2 || !strings.Contains(w[0].Issue, "inactive") || !strings.Contains(w[1].Fix, "'other,sb'") {
+		t.Fatalf("warnings: %+v", w)
+	}
+	if w := NativeWarnings(p, s, []SyncedStandbySlot{{Name: "sb", Exists: true, Active: true}}); len(w) != 0 {
+		t.Fatalf("a correct list warned: %+v", w)
 	}
 }
 
@@ -228,7 +256,7 @@ func TestReadRealPair(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	p, s, ph := healthy()
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0) {
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil) {
 		if !c.OK {
 			t.Errorf("healthy pair: %+v", c)
 		}
@@ -237,7 +265,7 @@ func TestDoctor(t *testing.T) {
 	p15, s15 := p, s
 	p15.VersionNum, s15.VersionNum = 150004, 150004
 	bad := map[string]Check{}
-	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0) {
+	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0, nil) {
 		if !c.OK {
 			bad[c.Name] = c
 		}
@@ -248,7 +276,7 @@ func TestDoctor(t *testing.T) {
 	}
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1) {
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1, nil) {
 		if !c.OK {
 			failed[c.Name] = c
 		}
@@ -265,4 +293,18 @@ func TestDoctor(t *testing.T) {
 	if c := failed["hot_standby_feedback"]; c.Severity != "error" || !strings.Contains(c.Fix, "hot_standby_feedback = on") {
 		t.Errorf("hot_standby_feedback: %+v", c)
 	}
+}
+
+func FuzzParseEndpoint(f *testing.F) {
+	for _, s := range []string{"host=h port=5432 password=pw1", "postgres://u:pw1@h:5432/db?sslmode=disable", "host='a b' password='p w'", "postgres://[::1", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, dsn string) {
+		_, err := ParseEndpoint("primary", dsn)
+		// An error is one of the fixed messages: it never quotes the DSN (it may hold a password).
+		if err != nil && err.Error() != "primary DSN cannot be parsed: use a libpq connection string, key=value or postgres:// URL form" &&
+			err.Error() != "primary DSN is empty: give the primary's connection string" {
+			t.Fatalf("unexpected error text: %v", err)
+		}
+	})
 }

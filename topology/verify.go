@@ -28,13 +28,19 @@ func ParseMethod(s string) (Method, error) {
 	return "", &ConfigError{Field: "method", Problem: fmt.Sprintf("%q is unknown", s), Fix: "use auto, statefile, sql or native"}
 }
 
-// ChooseMethod resolves a requested method for a major: auto is statefile up to 15 and sql from
-// 16 on; an explicit method the major cannot use is a configuration error.
-func ChooseMethod(major int, requested Method) (Method, error) {
+// ChooseMethod resolves a requested method for the standby: auto is statefile up to 15, sql
+// on 16, and on 17+ native when the standby already runs the server's slot sync
+// (sync_replication_slots = on), sql otherwise. An explicit method the major cannot use is a
+// configuration error.
+func ChooseMethod(standby NodeInfo, requested Method) (Method, error) {
+	major := standby.Major()
 	switch requested {
 	case MethodAuto, "":
-		if major <= 15 {
+		switch {
+		case major <= 15:
 			return MethodStatefile, nil
+		case major >= 17 && standby.SyncReplicationSlots:
+			return MethodNative, nil
 		}
 		return MethodSQL, nil
 	case MethodSQL:
@@ -140,8 +146,8 @@ func VerifyMethod(standby NodeInfo, method Method) error {
 
 func methodProblems(standby NodeInfo, method Method) []Problem {
 	var probs []Problem
-	if method != MethodSQL && method != MethodStatefile {
-		return nil
+	if method == MethodNative {
+		probs = append(probs, nativeProblems(standby)...)
 	}
 	if method == MethodSQL && standby.Major() < 16 {
 		probs = append(probs, Problem{Check: "method", Node: "pair", Issue: "the sql method needs PostgreSQL 16+", Fix: "use --method statefile"})
@@ -177,6 +183,66 @@ func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
 		probs = append(probs, Problem{Check: "physical_slot_active", Node: "primary",
 			Issue: fmt.Sprintf("the standby's physical slot %q is not active on this primary", standby.PrimarySlotName),
 			Fix:   "check that the standby's primary_conninfo points at this primary"})
+	}
+	return probs
+}
+
+// NativeDrive marks a NodeInfo as synced by slotsync's own pg_sync_replication_slots() calls.
+func NativeDrive(n NodeInfo) NodeInfo { n.driveSync = true; return n }
+
+// nativeProblems lists what PostgreSQL 17's slot sync needs on the standby.
+func nativeProblems(standby NodeInfo) []Problem {
+	var probs []Problem
+	if !standby.SyncReplicationSlots && !standby.driveSync {
+		probs = append(probs, Problem{Check: "sync_replication_slots", Node: "standby",
+			Issue: "sync_replication_slots is off: the server does not sync failover slots",
+			Fix:   "ALTER SYSTEM SET sync_replication_slots = on; SELECT pg_reload_conf() on the standby (or run slotsync with --native-drive)"})
+	}
+	if !standby.HasConninfoDBName {
+		probs = append(probs, Problem{Check: "primary_conninfo_dbname", Node: "standby",
+			Issue: "primary_conninfo names no dbname (or slotsync may not read it): the server's slot sync cannot connect",
+			Fix:   "add dbname=postgres to primary_conninfo on the standby (ALTER SYSTEM SET primary_conninfo = '… dbname=postgres'; SELECT pg_reload_conf()); slotsync needs pg_read_all_settings to read it"})
+	}
+	return probs
+}
+
+// SyncedStandbySlot is one entry of the primary's synchronized_standby_slots.
+type SyncedStandbySlot struct {
+	Name           string
+	Exists, Active bool
+}
+
+// NativeWarnings checks synchronized_standby_slots on the primary (17+): when it does not list
+// this standby's physical slot, consumers of failover slots can confirm changes this standby
+// has not received; when it lists a slot that is missing or inactive, logical decoding of
+// failover slots waits for it.
+func NativeWarnings(primary, standby NodeInfo, listed []SyncedStandbySlot) []Problem {
+	if primary.Major() < 17 || standby.PrimarySlotName == "" {
+		return nil
+	}
+	var probs []Problem
+	found := false
+	var names []string
+	for _, l := range listed {
+		names = append(names, l.Name)
+		if l.Name == standby.PrimarySlotName {
+			found = true
+		}
+		if !l.Exists || !l.Active {
+			state := "missing"
+			if l.Exists {
+				state = "inactive"
+			}
+			probs = append(probs, Problem{Check: "synchronized_standby_slots", Node: "primary",
+				Issue: fmt.Sprintf("synchronized_standby_slots lists %q, which is %s: logical decoding of failover slots waits for it", l.Name, state),
+				Fix:   "remove it from synchronized_standby_slots on the primary (ALTER SYSTEM SET synchronized_standby_slots = '…'; SELECT pg_reload_conf()) or bring that standby back"})
+		}
+	}
+	if !found {
+		list := strings.Join(append(names, standby.PrimarySlotName), ",")
+		probs = append(probs, Problem{Check: "synchronized_standby_slots", Node: "primary",
+			Issue: fmt.Sprintf("synchronized_standby_slots does not list this standby's slot %q: consumers of failover slots can get ahead of this standby", standby.PrimarySlotName),
+			Fix:   fmt.Sprintf("ALTER SYSTEM SET synchronized_standby_slots = '%s'; SELECT pg_reload_conf() on the primary", list)})
 	}
 	return probs
 }

@@ -27,6 +27,9 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "slots", Usage: "comma-separated globs of slot names to manage (default: all)", EnvVars: []string{"SLOTSYNC_SLOTS"}},
 		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
+		&cli.BoolFlag{Name: "set-failover", Usage: "native (17+): set failover=true on primary slots that lack it, while they are idle", EnvVars: []string{"SLOTSYNC_SET_FAILOVER"}},
+		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
+		&cli.BoolFlag{Name: "native-drive", Usage: "native (17+): call pg_sync_replication_slots() every pass instead of requiring sync_replication_slots = on", EnvVars: []string{"SLOTSYNC_NATIVE_DRIVE"}},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"SLOTSYNC_LOG_LEVEL"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SLOTSYNC_LOG_FORMAT"}},
@@ -70,6 +73,7 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
 			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},
 		Logger: log,
+		Native: slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")},
 	}
 	var err error
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {

@@ -91,9 +91,18 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 	if err != nil {
 		return fail(err)
 	}
-	method, err := topology.ChooseMethod(si.Major(), cfg.Method)
+	method, err := topology.ChooseMethod(si, cfg.Method)
 	if err != nil {
 		return fail(err)
+	}
+	if method == topology.MethodNative && cfg.Native.Drive {
+		si = topology.NativeDrive(si)
+	}
+	var synced []topology.SyncedStandbySlot
+	if pi.Major() >= 17 {
+		if synced, err = topology.ReadSyncedStandbySlots(ctx, pc, pi.SynchronizedStandbySlots); err != nil {
+			return fail(err)
+		}
 	}
 	var phys topology.PhysicalSlot
 	if si.PrimarySlotName != "" {
@@ -120,7 +129,7 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 			standbyOnly++
 		}
 	}
-	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly)}
+	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly, synced)}
 	for _, ch := range res.Checks {
 		if !ch.OK && ch.Severity == "error" {
 			res.OK, res.ExitCode = false, exitNotReady

@@ -109,7 +109,7 @@ func Run(ctx context.Context, pair *integration.Pair, opts Options) (Verdict, er
 	for n := 1; n <= opts.Failovers; n++ {
 		if n > 1 {
 			opts.Logger.Info("rebuilding the old primary as a standby of the new one")
-			if err := pair.Rejoin(ctx); err != nil {
+			if err := pair.Rejoin(ctx, false); err != nil {
 				return v, fmt.Errorf("drill: rejoin the old primary: %w", err)
 			}
 		}

@@ -1,0 +1,201 @@
+package sync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+var nativeMajors = []int{17, 18}
+
+var syncOn = integration.Options{StandbyConf: []string{"sync_replication_slots = on"}}
+
+// untilSynced runs passes until the slot's copy is READY and exactly at the consumer.
+func (f *fixture) untilSynced(slot string) SlotReport {
+	f.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		f.logRunningXacts()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()[slot]
+		if r.Verdict.Ready && r.Verdict.SyncLagBytes == 0 {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("slot %s never synced exactly: %+v", slot, r.Verdict)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestNativeFailoverSlotLosesNothing: a failover=true slot is synced by the server, judged
+// READY by slotsync only once synced, persistent and caught up, and after a promotion the
+// consumer resumes with exactly the changes after its confirmed position.
+func TestNativeFailoverSlotLosesNothing(t *testing.T) {
+	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		rep := f.passReport()
+		if rep.Method != topology.MethodNative || rep.Slots[0].Action != KindNone || rep.Slots[0].Verdict.Ready {
+			t.Fatalf("first pass: method %s, %+v", rep.Method, rep.Slots)
+		}
+		got := f.consume(p, "cdc")
+		f.insert(5)
+		f.untilReady("cdc", func() { got = append(got, f.consume(p, "cdc")...) })
+		f.insert(5)
+		got = append(got, f.consume(p, "cdc")...)
+		r := f.untilSynced("cdc")
+		if cp, _ := f.slotOn(f.pair.Standby, "cdc"); !cp.Synced || cp.Temporary {
+			t.Fatalf("ready copy is not a persistent synced slot: %+v (%+v)", cp, r)
+		}
+		rest := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, rest) {
+			t.Fatalf("after failover the consumer got %v, want exactly %v (before: %v)", after, rest, got)
+		}
+	})
+}
+
+// TestNativeSetFailoverAndWarnings: with --set-failover an idle slot gets failover=true and is
+// then synced; an active one is reported, not forced; synchronized_standby_slots problems are
+// warned about.
+func TestNativeSetFailoverAndWarnings(t *testing.T) {
+	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
+		f.eng.Close()
+		f.cfg.Native.SetFailover = true
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('idle', 'test_decoding')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('busy', 'test_decoding')"))
+		// Hold "busy" with a streaming client.
+		conn, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+		f.must(err)
+		defer conn.Close(context.Background())
+		f.must(pglogrepl.StartReplication(f.ctx, conn, "busy", 0, pglogrepl.StartReplicationOptions{}))
+		time.Sleep(300 * time.Millisecond)
+
+		got := f.pass()
+		if got["idle"].Action != KindSetFailover || got["busy"].Action != KindSkip || !strings.Contains(got["busy"].Reason, "in use") {
+			t.Fatalf("set-failover pass: idle %+v, busy %+v", got["idle"], got["busy"])
+		}
+		if ps, _ := f.slotOn(p, "idle"); !ps.Failover {
+			t.Fatal("failover not set on the idle slot")
+		}
+		if ps, _ := f.slotOn(p, "busy"); ps.Failover {
+			t.Fatal("failover forced on an active slot")
+		}
+		f.untilReady("idle", func() { f.consume(p, "idle") })
+
+		// synchronized_standby_slots naming a slot that does not exist, and not this standby.
+		f.must(p.Exec(f.ctx, "ALTER SYSTEM SET synchronized_standby_slots = 'ghost'"))
+		f.must(p.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		time.Sleep(300 * time.Millisecond)
+		rep := f.passReport()
+		var text []string
+		for _, w := range rep.Warnings {
+			text = append(text, w.Issue)
+		}
+		all := strings.Join(text, "\n")
+		if !strings.Contains(all, `lists "ghost", which is missing`) || !strings.Contains(all, "does not list this standby's slot") {
+			t.Fatalf("warnings: %s", all)
+		}
+		f.must(p.Exec(f.ctx, "ALTER SYSTEM RESET synchronized_standby_slots"))
+		f.must(p.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	})
+}
+
+// TestNativeSwitchoverAndBack: after a switchover the old primary rejoins as a standby with its
+// old same-name slot (synced=false), which stops the server's slot sync. slotsync reports it,
+// clears it when allowed (--drop-stale), the server syncs again, and a switch back loses nothing.
+func TestNativeSwitchoverAndBack(t *testing.T) {
+	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		f.consume(p, "cdc")
+		f.insert(3)
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		f.insert(2)
+		f.consume(p, "cdc")
+		f.untilSynced("cdc")
+
+		// Switchover: promote; the old primary rejoins keeping its slots (as after pg_rewind).
+		f.must(f.pair.Primary.Stop(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		f.must(f.pair.Rejoin(f.ctx, true))
+		p = f.pair.Primary
+		stale, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok || stale.Synced {
+			t.Fatalf("setup: the rejoined standby should hold a stale unsynced cdc: %+v %v", stale, ok)
+		}
+		f.eng.Close()
+		f.cfg.PrimaryDSN, f.cfg.StandbyDSN, f.cfg.StateDir = p.DSN("postgres"), f.pair.Standby.DSN("postgres"), t.TempDir()
+		f.startEngine()
+		r := f.pass()["cdc"]
+		if r.Action != KindSkip || !strings.Contains(r.Reason, "blocks the server's slot sync") || r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonNotSynced) {
+			t.Fatalf("stale slot: %+v", r)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); !ok {
+			t.Fatal("the stale slot was dropped without --drop-stale")
+		}
+		f.eng.Close()
+		f.cfg.Native.DropStale = true
+		f.startEngine()
+		if r := f.pass()["cdc"]; r.Action != KindDrop {
+			t.Fatalf("with --drop-stale: %+v", r)
+		}
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		f.untilSynced("cdc")
+
+		// And back: the consumer resumes on the rejoined node with exactly the rest.
+		rest := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, rest) {
+			t.Fatalf("after switching back the consumer got %v, want exactly %v", after, rest)
+		}
+	})
+}
+
+// TestNativeSlotOlderThanStandbyWaitsForConsumer: a failover slot whose restart_lsn predates the
+// standby's oldest WAL cannot be synced usefully: it stays NOT READY until the consumer moves on.
+func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
+	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		before := func(ctx context.Context, prim *integration.Node) error {
+			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
+				return err
+			}
+			return prim.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('early', 'test_decoding', false, false, true)")
+		}
+		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{BeforeStandby: before})
+		p := f.pair.Primary
+		// The standby recycles the WAL the slot still needs (as if made by pg_basebackup later).
+		for i := 0; i < 3; i++ {
+			f.insert(2)
+			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.must(p.Exec(f.ctx, "CHECKPOINT"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT"))
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET sync_replication_slots = on"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+			f.logRunningXacts()
+			if r := f.pass()["early"]; r.Verdict.Ready {
+				t.Fatalf("READY before the consumer moved past the standby's oldest WAL: %+v", r)
+			}
+		}
+		f.untilReady("early", func() { f.consume(p, "early") })
+	})
+}

@@ -1,0 +1,94 @@
+package sync
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// fuzzInput builds a plan input from bytes: a few slot names, each maybe on the primary, on the
+// standby, in the journal, with random positions, flags and identities.
+func fuzzInput(data []byte) PlanInput {
+	in := newScenario().in
+	next := func() uint32 {
+		if len(data) < 4 {
+			return 0
+		}
+		v := binary.LittleEndian.Uint32(data)
+		data = data[4:]
+		return v
+	}
+	in.Standby.Info.ReplayLSN = lsncheck.LSN(next())
+	if next()%5 == 0 {
+		in.Method = topology.MethodNative
+	}
+	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
+	plugins := []string{"pgoutput", "test_decoding"}
+	for i := 0; i < 4 && len(data) >= 4; i++ {
+		name := fmt.Sprintf("s%d", i)
+		bits := next()
+		id := lsncheck.Identity{Name: name, Database: "app", Plugin: plugins[bits>>8&1], TwoPhase: bits>>9&1 == 1}
+		pos := func() lsncheck.Position {
+			return lsncheck.Position{RestartLSN: lsncheck.LSN(next() % 4096), ConfirmedFlush: lsncheck.LSN(next() % 4096), CatalogXmin: lsncheck.XID(next() % 64)}
+		}
+		if bits&1 == 1 {
+			s := topology.Slot{Identity: id, Position: pos(), Active: bits&8 == 8, Failover: bits>>10&1 == 1, Invalidated: bits>>11&1 == 1, Temporary: bits>>12&1 == 1}
+			in.Primary.Slots[name] = s
+		}
+		if bits&2 == 2 {
+			cid := id
+			if bits>>13&1 == 1 {
+				cid.Plugin = "other"
+			}
+			in.Standby.Slots[name] = topology.Slot{Identity: cid, Position: pos(), Active: bits&16 == 16, Synced: bits>>14&1 == 1}
+		}
+		if bits&4 == 4 {
+			in.Journal.Slots[name] = &Entry{Incarnation: "01", Identity: id, Primary: pos()}
+		}
+	}
+	return in
+}
+
+// FuzzPlan checks the planner's safety on random snapshots and journals: it never advances a
+// copy backwards or past the replay LSN, never drops or advances an active copy, and never
+// drops a copy it does not own unless the stale-slot opt-in allows exactly that.
+func FuzzPlan(f *testing.F) {
+	f.Add([]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30})
+	f.Add(make([]byte, 64))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := fuzzInput(data)
+		for _, a := range Plan(in) {
+			cp, hasCopy := in.Standby.Slots[a.Slot]
+			_, owned := in.Journal.Slots[a.Slot]
+			ps := in.Primary.Slots[a.Slot]
+			switch a.Kind {
+			case KindAdvance:
+				if !hasCopy || cp.Active {
+					t.Fatalf("advance without an idle copy: %+v", a)
+				}
+				if a.Target < cp.ConfirmedFlush || a.Target > in.Standby.Info.ReplayLSN || a.Target > ps.ConfirmedFlush && a.Target != cp.ConfirmedFlush {
+					t.Fatalf("advance to %s: copy %s, replay %s, consumer %s", a.Target, cp.ConfirmedFlush, in.Standby.Info.ReplayLSN, ps.ConfirmedFlush)
+				}
+			case KindDrop, KindRecreate:
+				if !hasCopy || cp.Active {
+					t.Fatalf("%s of a copy that is absent or active: %+v", a.Kind, a)
+				}
+				staleOptIn := a.Kind == KindDrop && in.Native.DropStale && ps.Failover && !cp.Synced
+				if !owned && !staleOptIn {
+					t.Fatalf("%s of a copy slotsync does not own: %+v", a.Kind, a)
+				}
+			case KindCreate:
+				if hasCopy {
+					t.Fatalf("create over an existing copy: %+v", a)
+				}
+			case KindSetFailover:
+				if ps.Active || in.Method != topology.MethodNative || !in.Native.SetFailover {
+					t.Fatalf("set failover without the opt-in or on an active slot: %+v", a)
+				}
+			}
+		}
+	})
+}
