@@ -56,6 +56,21 @@ func (c Change) String() string {
 	return fmt.Sprintf("Change(%d)", int(c))
 }
 
+// OnlyConfirmedRegressed reports whether, between prev and cur, confirmed_flush went backwards
+// while the identity held and restart_lsn and catalog_xmin did not. PostgreSQL writes a slot's
+// confirmed_flush to disk only at checkpoints (restart_lsn and catalog_xmin at once), so after a
+// crash of the server confirmed_flush can go back to its last checkpointed value: that is this
+// shape, and not a new slot.
+func OnlyConfirmedRegressed(prev, cur Seen) bool {
+	if prev.Identity != cur.Identity || cur.ConfirmedFlush == 0 || cur.ConfirmedFlush >= prev.ConfirmedFlush {
+		return false
+	}
+	if prev.RestartLSN != 0 && cur.RestartLSN != 0 && cur.RestartLSN < prev.RestartLSN {
+		return false
+	}
+	return !(prev.CatalogXmin != 0 && cur.CatalogXmin != 0 && XIDPrecedes(cur.CatalogXmin, prev.CatalogXmin))
+}
+
 // Seen is a slot as observed at one moment.
 type Seen struct {
 	Identity

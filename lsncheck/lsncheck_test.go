@@ -95,6 +95,17 @@ func TestCompareIncarnation(t *testing.T) {
 			t.Errorf("%s: got %v (%s), want %v (%s)", c.name, got, why, c.want, c.why)
 		}
 	}
+	// After a crash only confirmed_flush can go back (it is saved at checkpoints only).
+	crashed := with(func(s *Seen) { s.ConfirmedFlush = 0x1F00 })
+	if !OnlyConfirmedRegressed(base, crashed) {
+		t.Error("a confirmed_flush-only regression was not recognised")
+	}
+	for _, other := range []Seen{with(func(s *Seen) { s.ConfirmedFlush, s.RestartLSN = 0x1F00, 0x0800 }),
+		with(func(s *Seen) { s.ConfirmedFlush, s.Plugin = 0x1F00, "x" }), base} {
+		if OnlyConfirmedRegressed(base, other) {
+			t.Errorf("%+v taken for a crash regression", other)
+		}
+	}
 	// Wraparound the other way: an XID just past 2^32 is newer, not older.
 	old := with(func(s *Seen) { s.CatalogXmin = 4294967000 })
 	cur := with(func(s *Seen) { s.CatalogXmin = 100 })

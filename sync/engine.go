@@ -235,8 +235,10 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		rep.Warnings = snap.Warnings
 	}
 
+	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
-		Recopy: e.recopy, Native: e.cfg.Native})
+		Recopy: e.recopy, Native: e.cfg.Native,
+		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
@@ -249,7 +251,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			return rep, err
 		}
 		results, rep.StandbyRestarts = e.execute(ctx, actions)
-		if err := e.recordResults(actions, results); err != nil {
+		if err := e.recordResults(actions, results, started); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if method == topology.MethodNative && e.cfg.Native.Drive {
@@ -562,10 +564,18 @@ func (e *Engine) logOutcome(a Action, r result) {
 }
 
 // recordResults updates the journal after the pass, in one atomic write.
-func (e *Engine) recordResults(actions []Action, results []result) error {
+func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string) error {
 	next := e.journal.clone()
 	changed := false
+	if primaryStartedAt != "" && next.PrimaryStartedAt != primaryStartedAt {
+		next.PrimaryStartedAt, changed = primaryStartedAt, true
+	}
 	for i, a := range actions {
+		if a.Rebase && a.Kind != KindAdvance {
+			if ent := next.Slots[a.Slot]; ent != nil {
+				ent.Primary, changed = a.Primary.Position, true
+			}
+		}
 		if results[i].err != nil {
 			continue
 		}

@@ -212,6 +212,8 @@ func TestClassify(t *testing.T) {
 		{&topology.ConnError{Err: errors.New("refused")}, Retry},
 		{&topology.ConnError{Err: &pgconn.PgError{Code: "28P01"}}, Stop},
 		{context.DeadlineExceeded, SkipSlot},
+		{&NodeError{Node: "primary", Err: context.DeadlineExceeded}, Retry},
+		{&NodeError{Node: "standby", Err: &pgconn.PgError{Code: "42501"}}, Stop},
 	}
 	for _, c := range cases {
 		if got := Classify(c.err); got != c.want {

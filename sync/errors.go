@@ -42,8 +42,15 @@ func Classify(err error) Class {
 		connErr   *topology.ConnError
 		pgErr     *pgconn.PgError
 	)
+	var nodeErr *NodeError
 	switch {
 	case err == nil:
+		return Retry
+	case errors.As(err, &nodeErr):
+		// A failed observation of a node: retry the pass, unless a human must act.
+		if c := Classify(nodeErr.Err); c == Stop {
+			return Stop
+		}
 		return Retry
 	case errors.Is(err, topology.ErrPromoted), errors.As(err, &cfgErr), errors.As(err, &prereqErr), errors.Is(err, ErrUnsupportedMethod):
 		return Stop

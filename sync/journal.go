@@ -23,9 +23,11 @@ const journalVersion = 1
 // Journal records the standby copies slotsync made, so that recreations (rule 2) and drops
 // (rule 3) are exact across restarts. It is written atomically.
 type Journal struct {
-	Version  int               `json:"version"`
-	SystemID string            `json:"system_identifier"`
-	Slots    map[string]*Entry `json:"slots"`
+	Version  int    `json:"version"`
+	SystemID string `json:"system_identifier"`
+	// PrimaryStartedAt is the primary's pg_postmaster_start_time() at the last pass.
+	PrimaryStartedAt string            `json:"primary_started_at,omitempty"`
+	Slots            map[string]*Entry `json:"slots"`
 }
 
 // Entry is one slot slotsync manages.
@@ -134,7 +136,7 @@ func (j *Journal) Save(dir string) error {
 
 // clone returns a deep copy, so a failed save can be rolled back.
 func (j *Journal) clone() *Journal {
-	c := &Journal{Version: j.Version, SystemID: j.SystemID, Slots: make(map[string]*Entry, len(j.Slots))}
+	c := &Journal{Version: j.Version, SystemID: j.SystemID, PrimaryStartedAt: j.PrimaryStartedAt, Slots: make(map[string]*Entry, len(j.Slots))}
 	for k, v := range j.Slots {
 		e := *v
 		c.Slots[k] = &e

@@ -2,11 +2,13 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -53,21 +55,37 @@ func (s *sqlSession) conn(ctx context.Context, db string) (*pgx.Conn, error) {
 	return c, nil
 }
 
-// exec runs fn on a standby connection to db and drops that connection if the statement
-// failed for a reason other than SQL (a timeout may leave it mid-query).
+// exec runs fn on a standby connection to db. A connection the server closed meanwhile (the
+// standby restarted) is replaced and fn tried once more; any connection left in doubt is dropped.
 func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) error) error {
-	c, err := s.conn(ctx, db)
-	if err != nil {
-		return err
-	}
-	if err := fn(c); err != nil {
-		if ctx.Err() != nil || c.IsClosed() {
+	for attempt := 0; ; attempt++ {
+		c, err := s.conn(ctx, db)
+		if err != nil {
+			return err
+		}
+		err = fn(c)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil || c.IsClosed() || staleConnection(err) {
 			c.Close(context.Background())
 			delete(s.conns, db)
 		}
+		if attempt == 0 && ctx.Err() == nil && staleConnection(err) {
+			continue
+		}
 		return err
 	}
-	return nil
+}
+
+// staleConnection reports an error that means the statement did not run because the session
+// was gone: nothing was sent, or the server had terminated the backend (shutdown, restart).
+func staleConnection(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03")
 }
 
 // Create makes the standby copy. On a standby the creation waits for a running-xacts record

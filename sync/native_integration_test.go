@@ -23,6 +23,7 @@ func (f *fixture) untilSynced(slot string) SlotReport {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		f.logRunningXacts()
+		f.consume(f.pair.Primary, slot) // the primary slot's restart_lsn moves on confirmations
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		r := f.pass()[slot]
 		if r.Verdict.Ready && r.Verdict.SyncLagBytes == 0 {

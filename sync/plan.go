@@ -37,6 +37,9 @@ type Action struct {
 	Target lsncheck.LSN
 	// CopyDatabase is the database of the standby copy that Recreate drops.
 	CopyDatabase string
+	// Rebase: record the primary slot's position as the new reference for rule 2 (its
+	// confirmed_flush went back in a crash of the primary).
+	Rebase bool
 }
 
 // Changes reports whether the action changes the standby or the journal.
@@ -60,6 +63,9 @@ type PlanInput struct {
 	Recopy map[string]string
 	// Native holds the opt-in actions for the server's own slot sync (17+).
 	Native NativeConfig
+	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
+	// confirmed_flush may have gone back to its last checkpointed value.
+	PrimaryRestarted bool
 }
 
 // NodeState is one node as observed in a pass.
@@ -175,9 +181,15 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	}
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
 	// copy is legitimately ahead of the primary).
-	if ch, why := lsncheck.CompareIncarnation(lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}, ps.Seen()); ch == lsncheck.NewIncarnation {
-		a.Kind, a.Reason = KindRecreate, "recreated on the primary: "+why
-		return a
+	prev := lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}
+	if ch, why := lsncheck.CompareIncarnation(prev, ps.Seen()); ch == lsncheck.NewIncarnation {
+		if !(in.PrimaryRestarted && lsncheck.OnlyConfirmedRegressed(prev, ps.Seen())) {
+			a.Kind, a.Reason = KindRecreate, "recreated on the primary: "+why
+			return a
+		}
+		// The primary restarted and only confirmed_flush went back: the same slot after a
+		// crash. The copy stays as it is (never backwards) until the consumer confirms again.
+		a.Rebase = true
 	}
 	if cp.Identity != ps.Identity {
 		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy (database %q, plugin %q, two_phase %v) differs from the primary slot",
@@ -211,6 +223,9 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Reason = fmt.Sprintf("the copy (%s) is ahead of the consumer (%s): waiting for the consumer to confirm past it", cp.ConfirmedFlush, ps.ConfirmedFlush)
 	default:
 		a.Kind, a.Reason = KindNone, "up to date"
+	}
+	if a.Rebase {
+		a.Reason = "the primary restarted and the slot's confirmed_flush went back to its last checkpoint (same slot): " + a.Reason
 	}
 	return a
 }

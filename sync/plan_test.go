@@ -111,6 +111,22 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, a, KindSkip, "in use on the standby (pid 99)")
 	})
 
+	t.Run("confirmed_flush went back in a crash of the primary: same slot", func(t *testing.T) {
+		// confirmed_flush is saved at checkpoints only; restart_lsn and catalog_xmin at once.
+		// After the primary restarted, a confirmed_flush-only regression is the same slot: the
+		// copy is neither recreated nor moved back, and the new position becomes the reference.
+		s := newScenario().primary(slot(idA, 0x1000000, 0x1F00000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
+		s.in.PrimaryRestarted = true
+		a := s.only(t)
+		expect(t, a, KindNone, "went back to its last checkpoint")
+		if !a.Rebase {
+			t.Fatal("the regressed position must become the reference")
+		}
+		// Without a restart of the primary the same shape is another slot.
+		s.in.PrimaryRestarted = false
+		expect(t, s.only(t), KindRecreate, "confirmed_flush went backwards")
+	})
+
 	t.Run("recreated by pg_copy_logical_replication_slot", func(t *testing.T) {
 		// Copied from an older slot: restart_lsn and catalog_xmin older than before.
 		a := newScenario().primary(slot(idA, 0x0800000, 0x2000000, 600)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)

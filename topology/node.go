@@ -34,6 +34,8 @@ type NodeInfo struct {
 	SynchronizedStandbySlots string
 	// driveSync: slotsync calls pg_sync_replication_slots() itself (see NativeDrive).
 	driveSync bool
+	// StartedAt is pg_postmaster_start_time(): it changes when the server restarts.
+	StartedAt string
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
@@ -88,11 +90,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
+		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.SynchronizedStandbySlots)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

@@ -1,0 +1,288 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// major is the PostgreSQL major the benchmarks run on (SLOTSYNC_BENCH_MAJOR, default 17).
+func major(b *testing.B) int {
+	m := 17
+	if s := os.Getenv("SLOTSYNC_BENCH_MAJOR"); s != "" {
+		m, _ = strconv.Atoi(s)
+	}
+	if _, err := integration.FindBinaries(m); err != nil {
+		b.Skipf("%v", err)
+	}
+	return m
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func startPair(b *testing.B, m int, standbyConf ...string) (*integration.Pair, context.Context) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	b.Cleanup(cancel)
+	conf := []string{"max_replication_slots = 2100", "max_connections = 200"}
+	p := integration.StartPair(b, integration.Options{Major: m, Conf: conf, StandbyConf: standbyConf})
+	must(b, p.Primary.Exec(ctx, "CREATE TABLE t (id serial PRIMARY KEY, v text)"))
+	must(b, p.WaitCaughtUp(ctx))
+	return p, ctx
+}
+
+func engine(b *testing.B, p *integration.Pair, readOnly bool, state string) *slotsync.Engine {
+	cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: state,
+		ReadOnly: readOnly, Interval: 100 * time.Millisecond, SlotTimeout: time.Minute, ObserveTimeout: time.Minute,
+		Logger: hclog.NewNullLogger(), Statefile: slotsync.StatefileConfig{DataDir: p.Standby.DataDir, Restarter: p.Standby}}
+	e, err := slotsync.New(cfg)
+	must(b, err)
+	b.Cleanup(e.Close)
+	return e
+}
+
+func createSlots(b *testing.B, ctx context.Context, p *integration.Pair, n int, failover bool) {
+	conn, err := p.Primary.Connect(ctx, "postgres")
+	must(b, err)
+	defer conn.Close(context.Background())
+	for i := 0; i < n; i++ {
+		q := "SELECT pg_create_logical_replication_slot($1, 'test_decoding')"
+		if failover {
+			q = "SELECT pg_create_logical_replication_slot($1, 'test_decoding', false, false, true)"
+		}
+		_, err := conn.Exec(ctx, q, fmt.Sprintf("s%04d", i))
+		must(b, err)
+	}
+}
+
+// BenchmarkPass: one pass over 1, 100 and 1000 slots of which at most 5 changed.
+func BenchmarkPass(b *testing.B) {
+	m := major(b)
+	for _, n := range []int{1, 100, 1000} {
+		b.Run(fmt.Sprintf("slots=%d", n), func(b *testing.B) {
+			p, ctx := startPair(b, m)
+			createSlots(b, ctx, p, n, false)
+			e := engine(b, p, false, b.TempDir())
+			for i := 0; i < 3; i++ { // make every copy
+				_, err := e.RunOnce(ctx)
+				must(b, err)
+			}
+			changed := min(n, 5)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('x')"))
+				for j := 0; j < changed; j++ {
+					must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", fmt.Sprintf("s%04d", j)))
+				}
+				must(b, p.WaitCaughtUp(ctx))
+				b.StartTimer()
+				_, err := e.RunOnce(ctx)
+				must(b, err)
+			}
+		})
+	}
+}
+
+// BenchmarkCheck: the promotion gate (Inspect, as slotsync check) over 1000 slots.
+func BenchmarkCheck(b *testing.B) {
+	m := major(b)
+	p, ctx := startPair(b, m)
+	createSlots(b, ctx, p, 1000, false)
+	state := b.TempDir()
+	e := engine(b, p, false, state)
+	for i := 0; i < 3; i++ {
+		_, err := e.RunOnce(ctx)
+		must(b, err)
+	}
+	gate := engine(b, p, true, state)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := gate.Inspect(ctx)
+		must(b, err)
+		if len(rep.Slots) != 1000 {
+			b.Fatalf("%d slots judged", len(rep.Slots))
+		}
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	return d[min(len(d)-1, int(float64(len(d))*p))]
+}
+
+// BenchmarkSyncLag: under steady writes and consumption, the time from the primary slot's
+// confirmed_flush moving until the standby copy reaches it, for a slot synced by slotsync (sql
+// method, 1 s and 100 ms intervals) and a failover slot synced by PostgreSQL 17's own worker, in
+// one run on one pair.
+func BenchmarkSyncLag(b *testing.B) {
+	m := major(b)
+	if m < 17 {
+		b.Skip("the comparison needs PostgreSQL 17+")
+	}
+	for _, interval := range []time.Duration{time.Second, 100 * time.Millisecond} {
+		b.Run("interval="+interval.String(), func(b *testing.B) {
+			p, ctx := startPair(b, m, "sync_replication_slots = on")
+			createSlots(b, ctx, p, 1, false) // s0000: slotsync
+			must(b, p.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('native', 'test_decoding', false, false, true)"))
+			e := engine(b, p, false, b.TempDir())
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			e2 := e
+			go func() { _ = e2.Run(runCtx, nil) }()
+			lags := map[string]*[]time.Duration{"slotsync": {}, "postgres": {}}
+			slots := map[string]string{"slotsync": "s0000", "postgres": "native"}
+			for i := 0; i < b.N; i++ {
+				// Write, consume, then time until each copy holds the consumer's position.
+				must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) SELECT 'x' FROM generate_series(1, 10)"))
+				var wg stdsync.WaitGroup
+				for who, slot := range slots {
+					var target string
+					must(b, p.Primary.QueryRow(ctx, "SELECT lsn::text FROM pg_logical_slot_get_changes($1, NULL, NULL) ORDER BY lsn DESC LIMIT 1", []any{slot}, &target))
+					must(b, p.Primary.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1", []any{slot}, &target))
+					want, _ := lsncheck.ParseLSN(target)
+					start := time.Now()
+					wg.Add(1)
+					go func(who, slot string) {
+						defer wg.Done()
+						for time.Since(start) < time.Minute {
+							var s string
+							if err := p.Standby.QueryRow(ctx, "SELECT coalesce(confirmed_flush_lsn, '0/0')::text FROM pg_replication_slots WHERE slot_name = $1", []any{slot}, &s); err == nil {
+								if got, _ := lsncheck.ParseLSN(s); got >= want {
+									*lags[who] = append(*lags[who], time.Since(start))
+									return
+								}
+							}
+							time.Sleep(5 * time.Millisecond)
+						}
+					}(who, slot)
+				}
+				wg.Wait()
+			}
+			for _, who := range []string{"slotsync", "postgres"} {
+				d := *lags[who]
+				b.ReportMetric(float64(percentile(d, 0.5).Milliseconds()), who+"-p50-ms")
+				b.ReportMetric(float64(percentile(d, 0.99).Milliseconds()), who+"-p99-ms")
+			}
+		})
+	}
+}
+
+// BenchmarkTimeToReady: from a new slot's creation on the primary, with an active consumer,
+// until its standby copy is READY: slotsync (which asks the primary for running-xacts records)
+// beside PostgreSQL 17's own sync.
+func BenchmarkTimeToReady(b *testing.B) {
+	m := major(b)
+	withNative := m >= 17
+	var conf []string
+	if withNative {
+		conf = []string{"sync_replication_slots = on"}
+	}
+	p, ctx := startPair(b, m, conf...)
+	state := b.TempDir()
+	e := engine(b, p, false, state)
+	gate := engine(b, p, true, state)
+	var ours, theirs []time.Duration
+	for i := 0; i < b.N; i++ {
+		for _, native := range []bool{false, true} {
+			if native && !withNative {
+				continue
+			}
+			name := fmt.Sprintf("ttr_%d_%v", i, native)
+			start := time.Now()
+			q := "SELECT pg_create_logical_replication_slot($1, 'test_decoding')"
+			if native {
+				q = "SELECT pg_create_logical_replication_slot($1, 'test_decoding', false, false, true)"
+			}
+			must(b, p.Primary.Exec(ctx, q, name))
+			for {
+				// The active consumer: writes and reads as it goes.
+				must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('x')"))
+				must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", name))
+				_, err := e.RunOnce(ctx)
+				must(b, err)
+				rep, err := gate.Inspect(ctx)
+				must(b, err)
+				ready := false
+				for _, s := range rep.Slots {
+					if s.Name == name && s.Verdict.Ready {
+						ready = true
+					}
+				}
+				if ready {
+					break
+				}
+				if time.Since(start) > 2*time.Minute {
+					b.Fatalf("%s never ready", name)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if native {
+				theirs = append(theirs, time.Since(start))
+			} else {
+				ours = append(ours, time.Since(start))
+			}
+		}
+	}
+	b.ReportMetric(float64(percentile(ours, 0.5).Milliseconds()), "slotsync-p50-ms")
+	b.ReportMetric(float64(percentile(ours, 0.99).Milliseconds()), "slotsync-max-ms")
+	if withNative {
+		b.ReportMetric(float64(percentile(theirs, 0.5).Milliseconds()), "postgres-p50-ms")
+		b.ReportMetric(float64(percentile(theirs, 0.99).Milliseconds()), "postgres-max-ms")
+	}
+}
+
+// BenchmarkSidecar: the real daemon over 1000 slots for 20 s of 1 s passes: resident memory and
+// CPU time, read from /proc.
+func BenchmarkSidecar(b *testing.B) {
+	m := major(b)
+	p, ctx := startPair(b, m)
+	createSlots(b, ctx, p, 1000, false)
+	bin := filepath.Join(b.TempDir(), "slotsync")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slotsync").CombinedOutput(); err != nil {
+		b.Fatalf("%v %s", err, out)
+	}
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin, "run", "--primary", p.Primary.DSN("postgres"), "--standby", p.Standby.DSN("postgres"),
+			"--state-dir", b.TempDir(), "--listen", "", "--log-level", "warn", "--method", string(topology.MethodSQL))
+		must(b, cmd.Start())
+		time.Sleep(20 * time.Second)
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		var rssKB float64
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				f := strings.Fields(line)
+				rssKB, _ = strconv.ParseFloat(f[1], 64)
+			}
+		}
+		fields := strings.Fields(string(stat))
+		utime, _ := strconv.ParseFloat(fields[13], 64)
+		stime, _ := strconv.ParseFloat(fields[14], 64)
+		b.ReportMetric(rssKB/1024, "peak-rss-MiB")
+		b.ReportMetric((utime+stime)/100/20*100, "cpu-%")
+	}
+}

@@ -1,0 +1,149 @@
+package integration
+
+import (
+	"errors"
+	"io"
+	"net"
+	stdsync "sync"
+)
+
+// Proxy is a TCP proxy on loopback for fault tests: it forwards to a server and can cut the
+// network (blackhole: connections hang, nothing flows) or reset every connection.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu        stdsync.Mutex
+	conns     map[net.Conn]bool
+	blackhole bool
+	closed    bool
+}
+
+// NewProxy starts a proxy to target (host:port). Close it when done.
+func NewProxy(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	go p.serve()
+	return p, nil
+}
+
+// Port is where the proxy listens on 127.0.0.1.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		go p.handle(c)
+	}
+}
+
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.conns[c] = true
+	return true
+}
+
+func (p *Proxy) handle(client net.Conn) {
+	if !p.track(client) {
+		client.Close()
+		return
+	}
+	p.mu.Lock()
+	hole := p.blackhole
+	p.mu.Unlock()
+	if hole {
+		return // accepted, never answered: the client hangs until its own timeout
+	}
+	server, err := net.Dial("tcp", p.target)
+	if err != nil {
+		p.drop(client)
+		return
+	}
+	if !p.track(server) {
+		server.Close()
+		p.drop(client)
+		return
+	}
+	go p.pipe(server, client)
+	p.pipe(client, server)
+}
+
+// pipe copies src to dst unless the network is cut; a cut stops the copy silently.
+func (p *Proxy) pipe(src, dst net.Conn) {
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			hole := p.blackhole
+			p.mu.Unlock()
+			if !hole {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				break
+			}
+			break
+		}
+	}
+	p.drop(src)
+	p.drop(dst)
+}
+
+func (p *Proxy) drop(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+	c.Close()
+}
+
+// Blackhole cuts the network: open connections stop moving data and new ones hang.
+func (p *Proxy) Blackhole() {
+	p.mu.Lock()
+	p.blackhole = true
+	p.mu.Unlock()
+}
+
+// Restore lets data flow again (connections cut meanwhile stay broken, as after a real cut).
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.blackhole = false
+	p.mu.Unlock()
+}
+
+// Reset closes every connection at once with a TCP reset.
+func (p *Proxy) Reset() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = map[net.Conn]bool{}
+	p.mu.Unlock()
+	for c := range conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+	}
+}
+
+// Close stops the proxy and closes every connection.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.Reset()
+	return p.ln.Close()
+}

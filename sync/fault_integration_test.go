@@ -1,0 +1,218 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/statefile"
+	"github.com/slotsync/slotsync/topology"
+)
+
+var faultMajors = []int{17}
+
+// watchCopies samples the standby's copies of names until stop is closed and fails the test if
+// any copy disappears or moves backwards (rules 1 and 3 under faults).
+func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.WaitGroup {
+	var wg stdsync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		last := map[string]lsncheck.Position{}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, n := range names {
+				s, ok, err := f.readSlot(f.pair.Standby, n)
+				if err != nil {
+					continue // the standby may be restarting: nothing to judge
+				}
+				prev, seen := last[n]
+				if !ok {
+					if seen {
+						f.t.Errorf("copy %s disappeared", n)
+					}
+					continue
+				}
+				if seen && (s.ConfirmedFlush < prev.ConfirmedFlush || s.RestartLSN < prev.RestartLSN) {
+					f.t.Errorf("copy %s moved backwards: %s -> %s", n, prev, s.Position)
+				}
+				last[n] = s.Position
+			}
+		}
+	}()
+	return &wg
+}
+
+// readyCopy makes a ready copy of slot "cdc".
+func (f *fixture) readyCopy() {
+	f.t.Helper()
+	f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	f.pass()
+	f.insert(2)
+	f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+}
+
+// TestFaultNetworkToPrimary: the network between slotsync and the primary is cut (blackhole)
+// and reset; passes fail, change nothing and say so; when it comes back syncing resumes.
+func TestFaultNetworkToPrimary(t *testing.T) {
+	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		addr, err := f.pair.Primary.Addr(f.ctx)
+		f.must(err)
+		proxy, err := integration.NewProxy(addr)
+		f.must(err)
+		defer proxy.Close()
+		f.eng.Close()
+		f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
+		f.cfg.ObserveTimeout, f.cfg.SlotTimeout = 2*time.Second, 3*time.Second
+		f.startEngine()
+		f.readyCopy()
+		stop := make(chan struct{})
+		wg := f.watchCopies([]string{"cdc"}, stop)
+
+		for n, cut := range []func(){proxy.Blackhole, proxy.Reset} {
+			before, _ := f.slotOn(f.pair.Standby, "cdc")
+			cut()
+			f.insert(3)
+			f.consume(f.pair.Primary, "cdc")
+			// A blackhole fails every pass until restored; a reset fails the pass that was using
+			// the connection, and the next one reconnects.
+			for i := 0; i < 2-n; i++ {
+				_, err := f.eng.RunOnce(f.ctx)
+				var ne *NodeError
+				if err == nil || Classify(err) != Retry || !errors.As(err, &ne) || ne.Node != "primary" {
+					t.Fatalf("a pass with the primary cut off: %v (class %v)", err, Classify(err))
+				}
+			}
+			if after, ok := f.slotOn(f.pair.Standby, "cdc"); !ok || after.Position != before.Position {
+				t.Fatalf("the copy changed while the primary was unreachable: %v -> %v", before.Position, after.Position)
+			}
+			proxy.Restore()
+			f.untilSynced("cdc")
+		}
+		close(stop)
+		wg.Wait()
+	})
+}
+
+// TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
+// daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
+func TestFaultNodesCrashMidPass(t *testing.T) {
+	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.eng.Close()
+		f.cfg.Interval, f.cfg.MaxBackoff, f.cfg.ObserveTimeout = 20*time.Millisecond, 200*time.Millisecond, 2*time.Second
+		f.startEngine()
+		f.readyCopy()
+		stop := make(chan struct{})
+		wg := f.watchCopies([]string{"cdc"}, stop)
+		runCtx, cancel := context.WithCancel(f.ctx)
+		done := make(chan error, 1)
+		go func() { done <- f.eng.Run(runCtx, nil) }()
+
+		for i := 0; i < 2; i++ {
+			f.insert(3)
+			f.consume(f.pair.Primary, "cdc")
+			f.must(f.pair.Primary.Kill(f.ctx))
+			time.Sleep(300 * time.Millisecond)
+			f.must(f.pair.Primary.Start(f.ctx))
+			f.must(f.pair.WaitStreaming(f.ctx))
+			f.insert(3)
+			f.consume(f.pair.Primary, "cdc")
+			f.must(f.pair.Standby.Restart(f.ctx))
+			f.must(f.pair.WaitStreaming(f.ctx))
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run stopped: %v", err)
+		}
+		close(stop)
+		wg.Wait()
+		f.untilSynced("cdc")
+		if !strings.Contains(f.logs.String(), "sync passes succeed again") {
+			t.Fatalf("no failed pass was seen, the faults did not bite:\n%s", f.logs.String())
+		}
+	})
+}
+
+// TestFaultRefusals: the wrong cluster is refused, a role without privileges gets the fix, and a
+// journal that cannot be written stops the pass before anything changes.
+func TestFaultRefusals(t *testing.T) {
+	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+
+		// Another cluster's standby (another system identifier): refused, nothing created.
+		other := integration.StartPair(t, integration.Options{Major: major})
+		cfg := f.cfg
+		cfg.StandbyDSN, cfg.StateDir = other.Standby.DSN("postgres"), t.TempDir()
+		eng, err := New(cfg)
+		f.must(err)
+		_, err = eng.RunOnce(f.ctx)
+		eng.Close()
+		var pe *topology.PrereqError
+		if !errors.As(err, &pe) || Classify(err) != Stop || !strings.Contains(err.Error(), "system identifiers differ") {
+			t.Fatalf("wrong cluster: %v", err)
+		}
+		if _, ok := f.slotOn(other.Standby, "cdc"); ok {
+			t.Fatal("a copy was made on another cluster's standby")
+		}
+
+		// A role that may not manage slots: a clear error that names the fix.
+		f.must(f.pair.Primary.Exec(f.ctx, "CREATE ROLE weak LOGIN"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		cfg = f.cfg
+		cfg.PrimaryDSN = strings.Replace(cfg.PrimaryDSN, "user=postgres", "user=weak", 1)
+		cfg.StandbyDSN = strings.Replace(cfg.StandbyDSN, "user=postgres", "user=weak", 1)
+		cfg.StateDir = t.TempDir()
+		eng, err = New(cfg)
+		f.must(err)
+		_, err = eng.RunOnce(f.ctx)
+		eng.Close()
+		if Classify(err) != Stop || !strings.Contains(err.Error(), "REPLICATION") {
+			t.Fatalf("unprivileged role: %v", err)
+		}
+
+		// The state directory cannot be written (as when its disk is full): the new copy is not
+		// made, and the error says nothing was changed.
+		f.must(os.RemoveAll(f.cfg.StateDir))
+		f.must(os.WriteFile(f.cfg.StateDir, nil, 0o600)) // a file where the directory was
+		_, err = f.eng.RunOnce(f.ctx)
+		if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+			t.Fatalf("journal write failure: %v", err)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); ok {
+			t.Fatal("a copy was made without a journal entry")
+		}
+	})
+}
+
+func TestHostileSlotNames(t *testing.T) {
+	in := statefile.Installer{DataDir: t.TempDir()}
+	for _, name := range []string{"", "../etc", "a/b", "UPPER", "x;drop", "sp ace", strings.Repeat("a", 64), "dot.dot", "é"} {
+		if statefile.ValidateSlotName(name) == nil {
+			t.Errorf("%q accepted", name)
+		}
+		if err := in.Remove(name); err == nil {
+			t.Errorf("Remove(%q) accepted", name)
+		}
+		if in.Staged(name) {
+			t.Errorf("Staged(%q)", name)
+		}
+	}
+	if err := statefile.ValidateSlotName("debezium_orders_2"); err != nil {
+		t.Fatal(err)
+	}
+}
