@@ -200,3 +200,24 @@ func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
 		f.untilReady("early", func() { f.consume(p, "early") })
 	})
 }
+
+// TestNativeDrive: with sync_replication_slots off, --native-drive has slotsync call
+// pg_sync_replication_slots() itself; without it the missing setting is a clear refusal.
+func TestNativeDrive(t *testing.T) {
+	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
+		_, err := f.eng.RunOnce(f.ctx)
+		if Classify(err) != Stop || !strings.Contains(err.Error(), "sync_replication_slots = on") {
+			t.Fatalf("native without the setting or --native-drive: %v", err)
+		}
+		f.eng.Close()
+		f.cfg.Native.Drive = true
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		if cp, _ := f.slotOn(f.pair.Standby, "cdc"); !cp.Synced {
+			t.Fatalf("the copy is not the server's synced slot: %+v", cp)
+		}
+	})
+}

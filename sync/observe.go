@@ -71,7 +71,17 @@ func (o *pgObserver) reset(c **pgx.Conn) {
 
 // Observe reads the standby first (a promoted standby stops everything, even with the old
 // primary gone), then the primary, checks that they are one pair, and lists both nodes' slots.
-func (o *pgObserver) Observe(ctx context.Context) (snap Snapshot, err error) {
+// A connection the server closed since the last pass (a restart) is replaced once.
+func (o *pgObserver) Observe(ctx context.Context) (Snapshot, error) {
+	snap, err := o.observe(ctx)
+	if err != nil && staleConnection(err) && ctx.Err() == nil {
+		o.Reset()
+		snap, err = o.observe(ctx)
+	}
+	return snap, err
+}
+
+func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	snap.Taken = time.Now()
 	sconn, err := o.conn(ctx, o.standby, &o.sconn)
 	if err != nil {

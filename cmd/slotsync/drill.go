@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"os/signal"
 	"slices"
@@ -37,7 +38,8 @@ func drillCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "drill on throwaway local pairs", EnvVars: []string{"SLOTSYNC_DRILL_LOCAL"}},
 			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major for --local (default: the newest installed)", EnvVars: []string{"SLOTSYNC_DRILL_MAJOR"}},
-			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9) or both (--local)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
+			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9), both, or random (--local: each iteration draws kill or clean, one or two failovers and the live phase's length from --seed)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
+			&cli.Int64Flag{Name: "seed", Usage: "seed for --mode random (default: from the clock; printed)", EnvVars: []string{"SLOTSYNC_DRILL_SEED"}},
 			&cli.BoolFlag{Name: "switch-back", Usage: "fail over twice: the old primary rejoins as a standby and the consumers survive a switch back (--local)", EnvVars: []string{"SLOTSYNC_DRILL_SWITCH_BACK"}},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "repeat the drill this many times (--local)", EnvVars: []string{"SLOTSYNC_DRILL_ITERATIONS"}},
 			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "live phase before each failover", EnvVars: []string{"SLOTSYNC_DRILL_DURATION"}},
@@ -69,6 +71,8 @@ func drillAction(c *cli.Context) error {
 		kills = []bool{true}
 	case "both":
 		kills = []bool{false, true}
+	case "random":
+		kills = []bool{false}
 	default:
 		return configError("--mode %q: use clean, kill or both", c.String("mode"))
 	}
@@ -121,9 +125,23 @@ func drillAction(c *cli.Context) error {
 		if !slices.Contains(integration.SupportedMajors, major) {
 			return configError("--major %d: use one of %v", major, integration.SupportedMajors)
 		}
+		random := c.String("mode") == "random"
+		seed := c.Int64("seed")
+		if seed == 0 {
+			seed = time.Now().UnixNano()
+		}
+		rng := rand.New(rand.NewSource(seed))
+		if random {
+			log.Info("random drill", "seed", seed)
+		}
 	loop:
 		for i := 0; i < c.Int("iterations"); i++ {
 			for _, kill := range kills {
+				fo := failovers
+				if random {
+					kill, fo = rng.Intn(2) == 1, 1+rng.Intn(2)
+					c.Set("duration", (time.Duration(500+rng.Intn(2500)) * time.Millisecond).String())
+				}
 				sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 				pair, err := integration.NewPair(sctx, integration.Options{Major: major})
 				cancel()
@@ -131,7 +149,7 @@ func drillAction(c *cli.Context) error {
 					runErr = err
 					break loop
 				}
-				err = runOne(pair, kill, failovers)
+				err = runOne(pair, kill, fo)
 				pair.Close()
 				if err != nil {
 					runErr = err

@@ -50,9 +50,13 @@ func startPair(b *testing.B, m int, standbyConf ...string) (*integration.Pair, c
 }
 
 func engine(b *testing.B, p *integration.Pair, readOnly bool, state string) *slotsync.Engine {
+	return engineEvery(b, p, readOnly, state, 100*time.Millisecond)
+}
+
+func engineEvery(b *testing.B, p *integration.Pair, readOnly bool, state string, interval time.Duration) *slotsync.Engine {
 	cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: state,
-		ReadOnly: readOnly, Interval: 100 * time.Millisecond, SlotTimeout: time.Minute, ObserveTimeout: time.Minute,
-		Logger: hclog.NewNullLogger(), Statefile: slotsync.StatefileConfig{DataDir: p.Standby.DataDir, Restarter: p.Standby}}
+		ReadOnly: readOnly, Interval: interval, SlotTimeout: time.Minute, ObserveTimeout: time.Minute,
+		Logger: hclog.NewNullLogger(), Statefile: slotsync.StatefileConfig{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
 	e, err := slotsync.New(cfg)
 	must(b, err)
 	b.Cleanup(e.Close)
@@ -146,11 +150,10 @@ func BenchmarkSyncLag(b *testing.B) {
 			p, ctx := startPair(b, m, "sync_replication_slots = on")
 			createSlots(b, ctx, p, 1, false) // s0000: slotsync
 			must(b, p.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('native', 'test_decoding', false, false, true)"))
-			e := engine(b, p, false, b.TempDir())
+			e := engineEvery(b, p, false, b.TempDir(), interval)
 			runCtx, stop := context.WithCancel(ctx)
 			defer stop()
-			e2 := e
-			go func() { _ = e2.Run(runCtx, nil) }()
+			go func() { _ = e.Run(runCtx, nil) }()
 			lags := map[string]*[]time.Duration{"slotsync": {}, "postgres": {}}
 			slots := map[string]string{"slotsync": "s0000", "postgres": "native"}
 			for i := 0; i < b.N; i++ {

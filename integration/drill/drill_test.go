@@ -2,6 +2,9 @@ package drill
 
 import (
 	"context"
+	"math/rand"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -64,4 +67,73 @@ func TestDrill(t *testing.T) {
 // TestCheckOnDocker is the helper users call from their own CI; here it skips without Docker.
 func TestCheckOnDocker(t *testing.T) {
 	Check(t, integration.Options{Major: 17, Backend: "docker"}, Options{Duration: time.Second, Kill: true})
+}
+
+// TestSoak runs randomized drills: kill or clean, one or two failovers, a random live phase, on
+// the requested majors. SLOTSYNC_SOAK_ITERATIONS sets how many (default 1; CI keeps it small,
+// slotsync drill --local --mode random --iterations N runs a big one).
+func TestSoak(t *testing.T) {
+	n := 1
+	if s := os.Getenv("SLOTSYNC_SOAK_ITERATIONS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	t.Logf("seed %d", seed)
+	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+		for i := 0; i < n; i++ {
+			opts := Options{Kill: rng.Intn(2) == 1, Failovers: 1 + rng.Intn(2),
+				Duration: time.Duration(300+rng.Intn(1500)) * time.Millisecond, StateDir: t.TempDir()}
+			pair := integration.StartPair(t, integration.Options{Major: major})
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			v, err := Run(ctx, pair, opts)
+			cancel()
+			if err != nil || !v.OK {
+				t.Fatalf("iteration %d (%+v): %v %+v", i, opts, err, v)
+			}
+			if err := pair.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestDrillExternal drills a pair given only by DSNs and a promote command, as against servers
+// slotsync did not start.
+func TestDrillExternal(t *testing.T) {
+	integration.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		local := integration.StartPair(t, integration.Options{Major: major})
+		bin, err := integration.FindBinaries(major)
+		if err != nil {
+			t.Fatal(err)
+		}
+		asUser := ""
+		if os.Geteuid() == 0 {
+			u := os.Getenv(integration.EnvRunUser)
+			if u == "" {
+				u = "postgres"
+			}
+			asUser = "runuser -u " + u + " -- "
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		ext, err := integration.ExternalPair(ctx, local.Primary.DSN("postgres"), local.Standby.DSN("postgres"),
+			asUser+bin.Path("pg_ctl")+" -D "+local.Standby.DataDir+" -w promote")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ext.External() || ext.Major != major {
+			t.Fatalf("external pair: %+v", ext)
+		}
+		if _, err := Run(ctx, ext, Options{Kill: true}); err == nil {
+			t.Fatal("kill -9 accepted on an external pair")
+		}
+		v, err := Run(ctx, ext, Options{Duration: time.Second, StateDir: t.TempDir()})
+		if err != nil || !v.OK {
+			t.Fatalf("external drill: %v %+v", err, v)
+		}
+		if rec, _ := local.Standby.InRecovery(ctx); rec {
+			t.Fatal("the promote command did not promote")
+		}
+	})
 }
