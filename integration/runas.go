@@ -114,3 +114,14 @@ func (r runAs) checkReachable(program string) error {
 		dir = parent
 	}
 }
+
+// ShellPrefix returns what to put before a shell command so that it runs as the user local
+// clusters run as ("runuser -u postgres -- " when the caller is root, "" otherwise): pg_ctl
+// refuses root, as an operator's stop and start commands would.
+func ShellPrefix() (string, error) {
+	r, err := currentRunAs()
+	if err != nil || !r.switched {
+		return "", err
+	}
+	return "runuser -u " + r.name + " -- ", nil
+}

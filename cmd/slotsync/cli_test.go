@@ -453,13 +453,9 @@ func TestStatefileCommandLine(t *testing.T) {
 			t.Fatal(err)
 		}
 		// pg_ctl refuses root: run it as the clusters' user, as an operator's command would.
-		asUser := ""
-		if os.Geteuid() == 0 {
-			u := os.Getenv(integration.EnvRunUser)
-			if u == "" {
-				u = "postgres"
-			}
-			asUser = "runuser -u " + u + " -- "
+		asUser, err := integration.ShellPrefix()
+		if err != nil {
+			t.Fatal(err)
 		}
 		dir := pair.Standby.DataDir
 		stop := fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir)

@@ -107,13 +107,9 @@ func TestDrillExternal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		asUser := ""
-		if os.Geteuid() == 0 {
-			u := os.Getenv(integration.EnvRunUser)
-			if u == "" {
-				u = "postgres"
-			}
-			asUser = "runuser -u " + u + " -- "
+		asUser, err := integration.ShellPrefix()
+		if err != nil {
+			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
