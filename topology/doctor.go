@@ -12,28 +12,32 @@ type Check struct {
 	Fix      string `json:"fix,omitempty"`
 }
 
-// doctorChecks is every prerequisite doctor reports, in order, with where it applies.
-var doctorChecks = []struct{ name, node, severity string }{
-	{"primary_role", "primary", "error"},
-	{"standby_role", "standby", "error"},
-	{"system_identifier", "pair", "error"},
-	{"major_version", "pair", "error"},
-	{"wal_level", "primary", "error"},
-	{"wal_level", "standby", "error"},
-	{"primary_slot_name", "standby", "error"},
-	{"physical_slot", "primary", "error"},
-	{"physical_slot_active", "primary", "warning"},
-	{"wal_receiver", "standby", "warning"},
-	{"hot_standby_feedback", "standby", "error"},
-	{"privileges", "standby", "error"},
-	{"standby_snapshot", "primary", "warning"},
-	{"max_replication_slots", "standby", "error"},
-	{"sync_replication_slots", "standby", "error"},
-	{"primary_conninfo_dbname", "standby", "error"},
-	{"synchronized_standby_slots", "primary", "warning"},
-	{"state_files", "primary", "error"},
-	{"checkpoint", "primary", "warning"},
-	{"method", "pair", "error"},
+// doctorChecks is every prerequisite doctor reports, in order, with where it applies; checks of
+// another method are left out.
+var doctorChecks = []struct {
+	name, node, severity string
+	only                 Method // "" for every method
+}{
+	{"primary_role", "primary", "error", ""},
+	{"standby_role", "standby", "error", ""},
+	{"system_identifier", "pair", "error", ""},
+	{"major_version", "pair", "error", ""},
+	{"wal_level", "primary", "error", ""},
+	{"wal_level", "standby", "error", ""},
+	{"primary_slot_name", "standby", "error", ""},
+	{"physical_slot", "primary", "error", ""},
+	{"physical_slot_active", "primary", "warning", ""},
+	{"wal_receiver", "standby", "warning", ""},
+	{"hot_standby_feedback", "standby", "error", ""},
+	{"privileges", "standby", "error", ""},
+	{"standby_snapshot", "primary", "warning", MethodSQL},
+	{"max_replication_slots", "standby", "error", ""},
+	{"sync_replication_slots", "standby", "error", MethodNative},
+	{"primary_conninfo_dbname", "standby", "error", MethodNative},
+	{"synchronized_standby_slots", "primary", "warning", MethodNative},
+	{"state_files", "primary", "error", MethodStatefile},
+	{"checkpoint", "primary", "warning", MethodStatefile},
+	{"method", "pair", "error", ""},
 }
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
@@ -78,6 +82,9 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 
 	var out []Check
 	for _, d := range doctorChecks {
+		if d.only != "" && d.only != method && !(d.only == MethodSQL && method == MethodNative) {
+			continue
+		}
 		c := Check{Name: d.name, Node: d.node, OK: true, Severity: d.severity}
 		for _, p := range probs {
 			if p.Check == d.name && p.Node == d.node {

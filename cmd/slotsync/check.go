@@ -218,7 +218,7 @@ func printStatus(w io.Writer, r checkResult) {
 	fmt.Fprintf(w, "primary: system %s, PostgreSQL %d, WAL at %s\n", r.Primary.SystemID, r.Primary.VersionNum, r.Primary.WALEnd)
 	fmt.Fprintf(w, "standby: replayed %s, holds WAL to %s; method %s\n\n", r.Standby.ReplayLSN, r.Standby.WALEnd, r.Method)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tPRIMARY CONFIRMED\tCOPY CONFIRMED\tSYNC LAG\tRETAINED P/S\tWAL P/S\tREADY\tNEXT\tWHY")
+	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tPRIMARY CONFIRMED\tCOPY CONFIRMED\tSYNC LAG\tRETAINED P/S\tWAL P/S\tREADY\tACTION\tWHY")
 	slots := append([]slotsync.SlotReport(nil), r.Slots...)
 	sort.Slice(slots, func(i, j int) bool { return slots[i].Name < slots[j].Name })
 	for _, s := range slots {
