@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	stdsync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -26,6 +27,10 @@ type Engine struct {
 	sess    []applySession
 	journal *Journal
 
+	// lastStop is the last error that stopped Run: a later Run stopping for the same reason
+	// (the daemon re-checks) does not log it again.
+	lastStop   string
+	restarting atomic.Bool
 	failures   map[string]*slotFailure
 	lastReason map[string]string
 	// recopy: owned state-file copies to make again, with why; copies: how many times each
@@ -78,7 +83,7 @@ func New(cfg Config) (*Engine, error) {
 			if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
 				return nil, err
 			}
-			return newStatefileMethod(sqlm, cfg.Statefile, cfg.Logger), nil
+			return newStatefileMethod(sqlm, cfg.Statefile, cfg.Logger, &e.restarting), nil
 		case topology.MethodNative:
 			// The server syncs failover slots; slots that keep failover=false are copied as by
 			// the sql method, and the opt-in actions go through the same sessions.
@@ -94,6 +99,10 @@ func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now,
 		recopy: map[string]string{}, copies: map[string]int{}}
 }
+
+// RestartInProgress reports whether the state-file method is restarting the standby now: a
+// process stopping must wait for it, or the standby could be left down.
+func (e *Engine) RestartInProgress() bool { return e.restarting.Load() }
 
 // Close releases every connection.
 func (e *Engine) Close() {
@@ -675,6 +684,10 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		}
 		switch {
 		case err == nil:
+			if e.lastStop != "" {
+				e.log.Info("the problem that stopped syncing is gone; syncing again")
+				e.lastStop = ""
+			}
 			if lastErr != "" {
 				e.log.Info("sync passes succeed again")
 				lastErr = ""
@@ -683,10 +696,13 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		case ctx.Err() != nil:
 			return nil
 		case Classify(err) == Stop:
-			if errors.Is(err, topology.ErrPromoted) {
-				e.log.Warn(err.Error())
-			} else {
-				e.log.Error("stopping: this needs a human", "error", err)
+			if msg := err.Error(); msg != e.lastStop {
+				e.lastStop = msg
+				if errors.Is(err, topology.ErrPromoted) {
+					e.log.Warn(msg)
+				} else {
+					e.log.Error("stopping: this needs a human", "error", msg)
+				}
 			}
 			return err
 		default:

@@ -331,3 +331,18 @@ func TestNudgeOnlyWhenWaitingForThePrimaryHorizon(t *testing.T) {
 		t.Fatalf("nudged %d times for a copy ahead of the consumer (%v)", obs.nudges, err)
 	}
 }
+
+func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
+	logs := &lockedBuffer{}
+	stop := &topology.PrereqError{Problems: []topology.Problem{{Check: "hot_standby_feedback", Node: "standby", Issue: "off", Fix: "on"}}}
+	e := testEngine(t, &fakeObserver{err: stop}, &fakeApplier{})
+	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
+	for i := 0; i < 3; i++ { // the daemon re-checks by calling Run again
+		if err := e.Run(context.Background(), nil); err == nil {
+			t.Fatal("Run did not stop")
+		}
+	}
+	if n := strings.Count(logs.String(), "this needs a human"); n != 1 {
+		t.Fatalf("logged %d times:\n%s", n, logs.String())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	stdsync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -110,13 +111,14 @@ type statefileMethod struct {
 	pending     []topology.Slot
 	lastRestart time.Time
 	restarts    int
+	restarting  *atomic.Bool // shared with the engine, read by a stopping process
 }
 
-func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger) *statefileMethod {
+func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger, restarting *atomic.Bool) *statefileMethod {
 	if cfg.MinRestartInterval <= 0 {
 		cfg.MinRestartInterval = 5 * time.Minute
 	}
-	return &statefileMethod{sql: sql, cfg: cfg, log: log}
+	return &statefileMethod{sql: sql, cfg: cfg, log: log, restarting: restarting}
 }
 
 func (m *statefileMethod) Session() applySession {
@@ -205,6 +207,12 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 		names = append(names, st.Name)
 	}
 	m.log.Info("restarting the standby to install slot copies", "slots", names)
+	// Once the standby is being stopped, the restart runs to its end even if slotsync is asked
+	// to stop meanwhile: a standby left down would be worse than a late exit.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
+	defer cancel()
+	m.restarting.Store(true)
+	defer m.restarting.Store(false)
 	if err := m.cfg.Restarter.Stop(ctx); err != nil {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}

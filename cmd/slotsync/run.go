@@ -118,7 +118,12 @@ func runAction(c *cli.Context) error {
 	select {
 	case <-loopDone:
 	case <-sctx.Done():
-		log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound", bound)
+		if eng.RestartInProgress() {
+			log.Warn("a standby restart is in progress; waiting for it to finish before exiting")
+			<-loopDone
+		} else {
+			log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound", bound)
+		}
 	}
 	if srv != nil {
 		_ = srv.Shutdown(sctx)
