@@ -16,7 +16,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-var faultMajors = []int{17}
+var faultMajors = []int{16, 17, 18}
 
 // watchCopies samples the standby's copies of names until stop is closed and fails the test if
 // any copy disappears or moves backwards (rules 1 and 3 under faults).
