@@ -258,6 +258,17 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		if c = parseCheck(t, slotsyncCmd(t, nil, args("status", "--json")...)); len(c.Slots) != 1 {
 			t.Fatalf("status --json: %+v", c)
 		}
+		// DSNs in URL form, and libpq's PG* variables filling what a DSN leaves out.
+		paddr, err := pair.Primary.Addr(ctx)
+		must(err)
+		saddr, err := pair.Standby.Addr(ctx)
+		must(err)
+		sport := saddr[strings.LastIndex(saddr, ":")+1:]
+		r = slotsyncCmd(t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
+			"check", "--primary", "postgres://postgres@"+paddr+"/postgres?sslmode=disable", "--standby", "host=127.0.0.1", "--json")
+		if c = parseCheck(t, r); r.code != 0 || !c.Ready {
+			t.Fatalf("URL and PG* variables: %d %+v %s", r.code, c, r.stderr)
+		}
 
 		// A broken prerequisite: doctor exits 1 and prints the line that fixes it.
 		must(pair.Standby.Exec(ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
