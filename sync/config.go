@@ -98,6 +98,17 @@ type NativeConfig struct {
 	Drive bool
 }
 
+// Endpoints parses both nodes' DSNs, with the passwords from secret files applied.
+func (c *Config) Endpoints() (primary, standby *topology.Endpoint, err error) {
+	if primary, err = topology.ParseEndpoint("primary", c.PrimaryDSN, c.PrimaryPassword); err != nil {
+		return nil, nil, err
+	}
+	if standby, err = topology.ParseEndpoint("standby", c.StandbyDSN, c.StandbyPassword); err != nil {
+		return nil, nil, err
+	}
+	return primary, standby, nil
+}
+
 // Selection picks the slots slotsync manages. Empty lists select everything.
 type Selection struct {
 	Patterns  []string // shell globs on the slot name (path.Match), e.g. "debezium_*"

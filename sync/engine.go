@@ -52,19 +52,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	primary, err := topology.ParseEndpoint("primary", cfg.PrimaryDSN)
+	primary, standby, err := cfg.Endpoints()
 	if err != nil {
 		return nil, err
-	}
-	standby, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.PrimaryPassword != "" {
-		primary.SetPassword(cfg.PrimaryPassword)
-	}
-	if cfg.StandbyPassword != "" {
-		standby.SetPassword(cfg.StandbyPassword)
 	}
 	j, warning, err := LoadJournal(cfg.StateDir, cfg.ReadOnly)
 	if err != nil {

@@ -85,12 +85,6 @@ func classifyPg(e *pgconn.PgError) Class {
 	return SkipSlot
 }
 
-// IsStandbyLagging reports the "minimum is" error of pg_replication_slot_advance.
-func IsStandbyLagging(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55000" && strings.Contains(pgErr.Message, "minimum is")
-}
-
 // isUndefinedObject reports "replication slot does not exist".
 func isUndefinedObject(err error) bool {
 	var pgErr *pgconn.PgError

@@ -110,7 +110,6 @@ type statefileMethod struct {
 	mu          stdsync.Mutex
 	pending     []topology.Slot
 	lastRestart time.Time
-	restarts    int
 	restarting  *atomic.Bool // shared with the engine, read by a stopping process
 }
 
@@ -243,14 +242,10 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 		}
 		return failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
 	}
-	m.restarts++
 	return out, true
 }
 
-// Restarts is how many times this method restarted the standby.
-func (m *statefileMethod) Restarts() int { return m.restarts }
-
-// statefileReady reports whether the data directory is usable by this process.
+// checkDataDir checks that dir is a data directory this process can see.
 func checkDataDir(dir string) error {
 	if dir == "" {
 		return &topology.ConfigError{Field: "standby data directory", Problem: "is empty",

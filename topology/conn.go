@@ -17,9 +17,9 @@ type Endpoint struct {
 	cfg  *pgx.ConnConfig
 }
 
-// ParseEndpoint parses dsn for the node in role. The error never contains the DSN (it may hold
-// a password).
-func ParseEndpoint(role, dsn string) (*Endpoint, error) {
+// ParseEndpoint parses dsn for the node in role; a non-empty password (read from a secret file)
+// overrides the DSN's own. The error never contains the DSN (it may hold a password).
+func ParseEndpoint(role, dsn, password string) (*Endpoint, error) {
 	if dsn == "" {
 		return nil, &ConfigError{Field: role + " DSN", Problem: "is empty", Fix: fmt.Sprintf("give the %s's connection string", role)}
 	}
@@ -28,14 +28,14 @@ func ParseEndpoint(role, dsn string) (*Endpoint, error) {
 		// pgx's parse errors can quote the input; keep only the kind of problem.
 		return nil, &ConfigError{Field: role + " DSN", Problem: "cannot be parsed", Fix: "use a libpq connection string, key=value or postgres:// URL form"}
 	}
+	if password != "" {
+		cfg.Password = password
+	}
 	if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = "slotsync"
 	}
 	return &Endpoint{Role: role, cfg: cfg}, nil
 }
-
-// SetPassword sets the password (read from a secret file), overriding any in the DSN.
-func (e *Endpoint) SetPassword(pw string) { e.cfg.Password = pw }
 
 // DefaultDatabase makes connections without a database name go to db (a DSN without dbname
 // would otherwise use the user's name as the database).

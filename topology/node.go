@@ -14,14 +14,12 @@ type NodeInfo struct {
 	SystemID             string // pg_control_system().system_identifier, as text (it is a uint64)
 	VersionNum           int    // server_version_num, e.g. 170004
 	InRecovery           bool
-	Timeline             int
 	WALLevel             string
 	HotStandbyFeedback   bool
 	PrimarySlotName      string // standby: the physical slot it streams through
 	HasConninfoDBName    bool   // standby: primary_conninfo names a dbname (PG17 native sync needs it)
 	SyncReplicationSlots bool   // PG17+: sync_replication_slots
-	IsSuperuser          bool
-	CanReplicate         bool // superuser or REPLICATION: may create and drop slots
+	CanReplicate         bool   // superuser or REPLICATION: may create and drop slots
 	MaxReplicationSlots  int
 	// CanLogStandbySnapshot: may call pg_log_standby_snapshot() (16+), which makes new standby
 	// copies consistent in milliseconds instead of up to 15 s.
@@ -72,13 +70,11 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	q := `SELECT (SELECT system_identifier::text FROM pg_control_system()),
 		current_setting('server_version_num')::int,
 		pg_is_in_recovery(),
-		(SELECT timeline_id FROM pg_control_checkpoint()),
 		current_setting('wal_level'),
 		current_setting('hot_standby_feedback') = 'on',
 		` + setting("primary_slot_name") + `,
 		` + setting("primary_conninfo") + ` ~ '(^|\s)dbname\s*=' OR ` + setting("primary_conninfo") + ` ~ '^postgres(ql)?://[^?]*/[^/?]+',
 		` + setting("sync_replication_slots") + ` = 'on',
-		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user),
 		(SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user),
 		current_setting('max_replication_slots')::int,
 		CASE WHEN current_setting('server_version_num')::int >= 160000
@@ -92,8 +88,8 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots")
-	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.Timeline, &n.WALLevel,
-		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots, &n.IsSuperuser,
+	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
+		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
 		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots)
 	if err != nil {

@@ -143,7 +143,7 @@ func TestNativeChecks(t *testing.T) {
 
 func TestParseEndpointNeverShowsPassword(t *testing.T) {
 	for _, dsn := range []string{"postgres://u:s3cret@host:notaport/db", "host=h password=s3cret port=x"} {
-		_, err := ParseEndpoint("primary", dsn)
+		_, err := ParseEndpoint("primary", dsn, "")
 		if err == nil {
 			t.Fatalf("%q parsed", dsn)
 		}
@@ -151,7 +151,7 @@ func TestParseEndpointNeverShowsPassword(t *testing.T) {
 			t.Fatalf("error shows the password: %v", err)
 		}
 	}
-	ep, err := ParseEndpoint("standby", "host=127.0.0.1 port=1 dbname=app password=s3cret")
+	ep, err := ParseEndpoint("standby", "host=127.0.0.1 port=1 dbname=app password=s3cret", "")
 	if err != nil || ep.Database() != "app" {
 		t.Fatalf("%v %v", ep, err)
 	}
@@ -200,8 +200,8 @@ func TestReadRealPair(t *testing.T) {
 		if err := pair.WaitCaughtUp(ctx); err != nil {
 			t.Fatal(err)
 		}
-		pep, _ := ParseEndpoint("primary", pair.Primary.DSN(""))
-		sep, _ := ParseEndpoint("standby", pair.Standby.DSN(""))
+		pep, _ := ParseEndpoint("primary", pair.Primary.DSN(""), "")
+		sep, _ := ParseEndpoint("standby", pair.Standby.DSN(""), "")
 		pc, err := pep.Connect(ctx, "")
 		if err != nil {
 			t.Fatal(err)
@@ -300,7 +300,7 @@ func FuzzParseEndpoint(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, dsn string) {
-		_, err := ParseEndpoint("primary", dsn)
+		_, err := ParseEndpoint("primary", dsn, "")
 		// An error is one of the fixed messages: it never quotes the DSN (it may hold a password).
 		if err != nil && err.Error() != "primary DSN cannot be parsed: use a libpq connection string, key=value or postgres:// URL form" &&
 			err.Error() != "primary DSN is empty: give the primary's connection string" {

@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/urfave/cli/v2"
 )
@@ -58,20 +57,16 @@ func newCheckResult(rep *slotsync.Report, err error) checkResult {
 }
 
 // inspector builds a read-only engine for check and status.
-func inspector(c *cli.Context) (*slotsync.Engine, hclog.Logger, error) {
-	log, err := newLogger(c, c.App.ErrWriter)
+func inspector(c *cli.Context) (*slotsync.Engine, error) {
+	cfg, _, err := configure(c, true)
 	if err != nil {
-		return nil, nil, err
-	}
-	cfg, err := buildConfig(c, log, true)
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	eng, err := slotsync.New(cfg)
 	if err != nil {
-		return nil, nil, classifyExit(err)
+		return nil, classifyExit(err)
 	}
-	return eng, log, nil
+	return eng, nil
 }
 
 func checkCommand() *cli.Command {
@@ -86,7 +81,7 @@ func checkCommand() *cli.Command {
 			&cli.DurationFlag{Name: "wait", Usage: "keep checking until ready or this long has passed", EnvVars: []string{"SLOTSYNC_WAIT"}},
 		),
 		Action: func(c *cli.Context) error {
-			eng, _, err := inspector(c)
+			eng, err := inspector(c)
 			if err != nil {
 				return err
 			}
@@ -192,7 +187,7 @@ func statusCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (the check schema)", EnvVars: []string{"SLOTSYNC_JSON"}},
 		),
 		Action: func(c *cli.Context) error {
-			eng, _, err := inspector(c)
+			eng, err := inspector(c)
 			if err != nil {
 				return err
 			}

@@ -86,12 +86,9 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		return cfg, configError("standby DSN is empty: give --standby (or SLOTSYNC_STANDBY)")
 	}
 	if cfg.PrimaryDSN == "" {
-		ep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
+		ep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN, cfg.StandbyPassword)
 		if err != nil {
 			return cfg, classifyExit(err)
-		}
-		if cfg.StandbyPassword != "" {
-			ep.SetPassword(cfg.StandbyPassword)
 		}
 		ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout+time.Second)
 		defer cancel()
@@ -110,6 +107,16 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		return cfg, classifyExit(err)
 	}
 	return cfg, nil
+}
+
+// configure makes the logger and the validated configuration every pair command starts from.
+func configure(c *cli.Context, readOnly bool) (slotsync.Config, hclog.Logger, error) {
+	log, err := newLogger(c, c.App.ErrWriter)
+	if err != nil {
+		return slotsync.Config{}, nil, err
+	}
+	cfg, err := buildConfig(c, log, readOnly)
+	return cfg, log, err
 }
 
 // classifyExit maps an error to the exit code contract: 3 for configuration and

@@ -30,11 +30,7 @@ func doctorCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
 		),
 		Action: func(c *cli.Context) error {
-			log, err := newLogger(c, c.App.ErrWriter)
-			if err != nil {
-				return err
-			}
-			cfg, err := buildConfig(c, log, true)
+			cfg, _, err := configure(c, true)
 			if err != nil {
 				return err
 			}
@@ -59,19 +55,9 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 	fail := func(err error) doctorResult {
 		return doctorResult{ExitCode: exitCodeOf(err), Error: err.Error(), Checks: []topology.Check{}}
 	}
-	pep, err := topology.ParseEndpoint("primary", cfg.PrimaryDSN)
+	pep, sep, err := cfg.Endpoints()
 	if err != nil {
 		return fail(err)
-	}
-	sep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN)
-	if err != nil {
-		return fail(err)
-	}
-	if cfg.PrimaryPassword != "" {
-		pep.SetPassword(cfg.PrimaryPassword)
-	}
-	if cfg.StandbyPassword != "" {
-		sep.SetPassword(cfg.StandbyPassword)
 	}
 	pc, err := pep.Connect(ctx, "")
 	if err != nil {

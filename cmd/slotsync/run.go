@@ -49,14 +49,10 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	log, err := newLogger(c, c.App.ErrWriter)
-	if err != nil {
-		return err
-	}
 	if c.String("state-dir") == "" {
 		return configError("state directory is empty: give --state-dir, a directory kept across restarts (one per cluster)")
 	}
-	cfg, err := buildConfig(c, log, false)
+	cfg, log, err := configure(c, false)
 	if err != nil {
 		return err
 	}

@@ -244,16 +244,6 @@ func (in Installer) Remove(name string) error {
 	return os.RemoveAll(tmp)
 }
 
-// Staged reports whether pg_replslot/<name> exists on disk (installed, or staged for the next
-// start of a running server).
-func (in Installer) Staged(name string) bool {
-	if ValidateSlotName(name) != nil {
-		return false
-	}
-	_, err := os.Stat(filepath.Join(in.replslot(), name, "state"))
-	return err == nil
-}
-
 func fsyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
