@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
@@ -446,6 +448,53 @@ func TestSQLMethodLeastPrivilege(t *testing.T) {
 		}
 		if strings.Contains(f.logs.String(), "cannot ask the primary") {
 			t.Fatalf("pg_log_standby_snapshot was refused:\n%s", f.logs.String())
+		}
+	})
+}
+
+// TestSQLMethodNeverDropsAnActiveCopy: rule 3 on a real pair. A copy someone streams from on
+// the standby is not dropped when its slot goes away on the primary; once idle, it is.
+func TestSQLMethodNeverDropsAnActiveCopy(t *testing.T) {
+	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+
+		// A reader on the standby holds the copy (logical decoding on a standby, 16+).
+		conn, err := pgconn.Connect(f.ctx, f.pair.Standby.ReplicationDSN("app", true))
+		f.must(err)
+		f.must(pglogrepl.StartReplication(f.ctx, conn, "cdc", 0, pglogrepl.StartReplicationOptions{}))
+		deadline := time.Now().Add(30 * time.Second)
+		for cp, _ := f.slotOn(f.pair.Standby, "cdc"); !cp.Active; cp, _ = f.slotOn(f.pair.Standby, "cdc") {
+			if time.Now().After(deadline) {
+				t.Fatal("the reader never became active on the standby")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		for i := 0; i < 2; i++ {
+			if r := f.pass()["cdc"]; r.Action != KindSkip || !strings.Contains(r.Reason, "in use on the standby") {
+				t.Fatalf("pass %d with the copy in use: %+v", i, r)
+			}
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); !ok {
+			t.Fatal("an active copy was dropped")
+		}
+		conn.Close(context.Background())
+		deadline = time.Now().Add(30 * time.Second)
+		for {
+			if r := f.pass()["cdc"]; r.Action == KindDrop {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the idle copy of a dropped slot was never dropped")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); ok {
+			t.Fatal("copy still there")
 		}
 	})
 }
