@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // JournalFile is the journal's name inside the state directory.
@@ -142,4 +143,84 @@ func (j *Journal) clone() *Journal {
 		c.Slots[k] = &e
 	}
 	return c
+}
+
+func (e *Engine) checkJournalCluster(systemID string) error {
+	switch e.journal.SystemID {
+	case systemID:
+		return nil
+	case "":
+		e.journal.SystemID = systemID
+		return nil
+	}
+	return &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s belongs to another cluster (system identifier %s, this pair is %s)",
+		e.cfg.StateDir, e.journal.SystemID, systemID), Fix: "give each cluster its own --state-dir"}
+}
+
+func (e *Engine) recordIntents(actions []Action) error {
+	var changed bool
+	next := e.journal.clone()
+	for _, a := range actions {
+		if a.Kind != KindCreate && a.Kind != KindRecreate {
+			continue
+		}
+		id, err := NewIncarnationID()
+		if err != nil {
+			return err
+		}
+		now := e.now().UTC()
+		if old := next.Slots[a.Slot]; old != nil && a.Kind == KindCreate && old.Identity == a.Primary.Identity {
+			// The copy vanished but the slot is the same incarnation: keep its ID.
+			id = old.Incarnation
+		}
+		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
+			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
+	}
+	e.journal = next
+	return nil
+}
+
+// recordResults updates the journal after the pass, in one atomic write.
+func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string) error {
+	next := e.journal.clone()
+	changed := false
+	if primaryStartedAt != "" && next.PrimaryStartedAt != primaryStartedAt {
+		next.PrimaryStartedAt, changed = primaryStartedAt, true
+	}
+	for i, a := range actions {
+		if a.Rebase && a.Kind != KindAdvance {
+			if ent := next.Slots[a.Slot]; ent != nil {
+				ent.Primary, changed = a.Primary.Position, true
+			}
+		}
+		if results[i].err != nil {
+			continue
+		}
+		switch a.Kind {
+		case KindAdvance:
+			if ent := next.Slots[a.Slot]; ent != nil {
+				ent.Primary, ent.UpdatedAt = a.Primary.Position, e.now().UTC()
+				ent.WALVerified = true // the advance read the WAL from the copy's restart_lsn
+				changed = true
+			}
+		case KindDrop, KindForget:
+			delete(next.Slots, a.Slot)
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		return err
+	}
+	e.journal = next
+	return nil
 }

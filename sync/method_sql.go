@@ -2,29 +2,14 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
-
-// applier carries out one action on the standby. Each worker has its own session.
-type applier interface {
-	// Session returns a per-worker handle holding that worker's connections.
-	Session() applySession
-}
-
-type applySession interface {
-	Create(ctx context.Context, ps topology.Slot) error
-	Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error)
-	Drop(ctx context.Context, name, database string) error
-	Close()
-}
 
 // sqlMethod makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
 // moves them with pg_replication_slot_advance, connected to each slot's database.
@@ -76,16 +61,6 @@ func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) err
 		}
 		return err
 	}
-}
-
-// staleConnection reports an error that means the statement did not run because the session
-// was gone: nothing was sent, or the server had terminated the backend (shutdown, restart).
-func staleConnection(err error) bool {
-	if pgconn.SafeToRetry(err) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03")
 }
 
 // Create makes the standby copy. On a standby the creation waits for a running-xacts record
@@ -147,21 +122,6 @@ func (s *sqlSession) Drop(ctx context.Context, name, database string) error {
 		}
 		return nil
 	})
-}
-
-// SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
-// replication connection to the slot's database (17+). The server refuses an active slot.
-func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
-	conn, err := s.m.primary.ConnectReplication(ctx, database)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	cmd := "ALTER_REPLICATION_SLOT " + pgx.Identifier{name}.Sanitize() + " ( FAILOVER true )"
-	if _, err := conn.Exec(ctx, cmd).ReadAll(); err != nil {
-		return fmt.Errorf("set failover=true on slot %q: %w", name, err)
-	}
-	return nil
 }
 
 func (s *sqlSession) Close() {

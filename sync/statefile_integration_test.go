@@ -16,19 +16,6 @@ import (
 
 var statefileMajors = []int{13, 14, 15, 16}
 
-// passReport runs a pass and returns the whole report (for the restart count).
-func (f *fixture) passReport() Report {
-	f.t.Helper()
-	rep, err := f.eng.RunOnce(f.ctx)
-	f.must(err)
-	for _, s := range rep.Slots {
-		if s.Error != "" {
-			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
-		}
-	}
-	return rep
-}
-
 // TestStatefileFailoverLosesNothing: on majors where a standby cannot create a logical slot,
 // the slot's state file is copied in one standby restart, advanced, judged, and after a
 // promotion the consumer gets exactly the changes after its confirmed position.
@@ -279,14 +266,4 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 			t.Fatalf("a missing WAL segment was taken for an invalidation:\n%s", f.logs.String())
 		}
 	})
-}
-
-// mustRunOnce is RunOnce for tests where slot errors are expected.
-func (e *Engine) mustRunOnce(t *testing.T, ctx context.Context) Report {
-	t.Helper()
-	rep, err := e.RunOnce(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep
 }

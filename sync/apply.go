@@ -1,0 +1,174 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdsync "sync"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// result is what happened to one action.
+type result struct {
+	err error
+	end lsncheck.LSN // Advance: where the copy is now
+}
+
+// flusher is a method that batches creations until the end of a pass (the state-file method
+// installs them in one standby restart).
+type flusher interface {
+	Flush(ctx context.Context) (map[string]error, bool)
+}
+
+// execute carries out the changing actions on Workers sessions, each slot under its own
+// timeout, so one slow or failing slot never blocks the others. It returns how many times the
+// standby was restarted.
+func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) {
+	results := make([]result, len(actions))
+	work := make(chan int)
+	var wg stdsync.WaitGroup
+	for w := 0; w < len(e.sess); w++ {
+		wg.Add(1)
+		go func(sess applySession) {
+			defer wg.Done()
+			for i := range work {
+				sctx, cancel := context.WithTimeout(ctx, e.cfg.SlotTimeout)
+				results[i] = e.apply(sctx, sess, actions[i])
+				cancel()
+			}
+		}(e.sess[w])
+	}
+	for i, a := range actions {
+		if a.Kind == KindCreate || a.Kind == KindAdvance || a.Kind == KindRecreate || a.Kind == KindDrop || a.Kind == KindSetFailover {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+	restarts := 0
+	if f, ok := e.app.(flusher); ok {
+		outcomes, restarted := f.Flush(ctx)
+		if restarted {
+			restarts++
+			// Every standby connection died with the restart: drop them all now rather than
+			// failing the next statement on each.
+			for _, s := range e.sess {
+				s.Close()
+			}
+			e.obs.Reset()
+		}
+		for i, a := range actions {
+			if results[i].err == errStaged {
+				results[i].err = outcomes[a.Slot]
+				if results[i].err == nil {
+					e.copies[a.Slot]++
+					delete(e.recopy, a.Slot)
+				}
+			}
+		}
+	}
+	for i, a := range actions {
+		if a.Kind == KindAdvance && isWALRemoved(results[i].err) && e.method == topology.MethodStatefile {
+			e.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
+		}
+		e.logOutcome(a, results[i])
+	}
+	return results, restarts
+}
+
+func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result {
+	switch a.Kind {
+	case KindCreate:
+		return result{err: sess.Create(ctx, a.Primary)}
+	case KindRecreate:
+		if err := sess.Drop(ctx, a.Slot, a.CopyDatabase); err != nil && !isUndefinedObject(err) {
+			return result{err: err}
+		}
+		return result{err: sess.Create(ctx, a.Primary)}
+	case KindAdvance:
+		end, err := sess.Advance(ctx, a.Slot, a.Primary.Database, a.Target)
+		return result{end: end, err: err}
+	case KindDrop:
+		return result{err: sess.Drop(ctx, a.Slot, a.Identity.Database)}
+	case KindSetFailover:
+		fs, ok := sess.(interface {
+			SetFailover(ctx context.Context, name, database string) error
+		})
+		if !ok {
+			return result{err: fmt.Errorf("set failover on slot %q: not supported by this method", a.Slot)}
+		}
+		return result{err: fs.SetFailover(ctx, a.Slot, a.Primary.Database)}
+	}
+	return result{}
+}
+
+// logOutcome logs what a pass did: changes once each, failures once per distinct error,
+// waiting states once per distinct reason; nothing repeats every pass.
+func (e *Engine) logOutcome(a Action, r result) {
+	var deferred *deferredError
+	if errors.As(r.err, &deferred) {
+		if e.lastReason[a.Slot] != deferred.why {
+			e.lastReason[a.Slot] = deferred.why
+			e.log.Info("slot copy waits", "slot", a.Slot, "reason", deferred.why)
+		}
+		return
+	}
+	if r.err != nil {
+		f := e.failures[a.Slot]
+		if f == nil {
+			f = &slotFailure{}
+			e.failures[a.Slot] = f
+		}
+		f.count++
+		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
+		f.retryAt = e.now().Add(backoff)
+		if msg := r.err.Error(); msg != f.lastErr {
+			f.lastErr = msg
+			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
+				"class", Classify(r.err), "retry_in", backoff)
+		}
+		return
+	}
+	if f := e.failures[a.Slot]; f != nil && a.Changes() {
+		e.log.Info("slot recovered", "slot", a.Slot, "after_failures", f.count)
+		delete(e.failures, a.Slot)
+	}
+	switch a.Kind {
+	case KindCreate, KindRecreate, KindDrop, KindForget, KindSetFailover:
+		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
+		delete(e.lastReason, a.Slot)
+	case KindAdvance:
+		e.log.Debug("slot advanced", "slot", a.Slot, "to", r.end)
+		delete(e.lastReason, a.Slot)
+	case KindNone:
+		// Waiting states carry moving LSNs: at debug level, or they would repeat every pass.
+		e.log.Debug("slot unchanged", "slot", a.Slot, "reason", a.Reason)
+	case KindSkip:
+		if e.failures[a.Slot] != nil {
+			return // held back after a failure that was logged already
+		}
+		if e.lastReason[a.Slot] != a.Reason {
+			e.lastReason[a.Slot] = a.Reason
+			e.log.Info("slot skipped", "slot", a.Slot, "reason", a.Reason)
+		}
+	}
+}
+
+func (e *Engine) anyChanged(actions []Action, results []result) bool {
+	for i, a := range actions {
+		if a.Kind != KindForget && a.Changes() && results[i].err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// errStaged: the copy waits for a batched restart at the end of the pass.
+var errStaged = errors.New("staged for the standby restart at the end of this pass")
+
+// deferredError: nothing failed, the copy waits (rate limit, or no restart configured).
+type deferredError struct{ why string }
+
+func (e *deferredError) Error() string { return e.why }

@@ -1,0 +1,236 @@
+package sync
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	stdsync "sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// lockedBuffer collects log output from several goroutines.
+type lockedBuffer struct {
+	mu  stdsync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// fixture is a real pair with an "app" database, a table, and an engine syncing it.
+type fixture struct {
+	t    *testing.T
+	ctx  context.Context
+	pair *integration.Pair
+	logs *lockedBuffer
+	cfg  Config
+	eng  *Engine
+	next int // next row id to insert
+}
+
+func newFixture(t *testing.T, major int) *fixture {
+	return newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+}
+
+// nodeRestarter restarts a test standby for the state-file method.
+type nodeRestarter struct{ n *integration.Node }
+
+func (r nodeRestarter) Stop(ctx context.Context) error { return r.n.Stop(ctx) }
+
+func (r nodeRestarter) Start(ctx context.Context) error { return r.n.Start(ctx) }
+
+func newFixtureWith(t *testing.T, major int, method topology.Method, opts integration.Options) *fixture {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	opts.Major = major
+	f := &fixture{t: t, ctx: ctx, pair: integration.StartPair(t, opts), logs: &lockedBuffer{}, next: 1}
+	var haveApp bool
+	f.must(f.pair.Primary.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'app')", nil, &haveApp))
+	if !haveApp {
+		f.must(f.pair.Primary.Exec(ctx, "CREATE DATABASE app"))
+	}
+	f.must(f.pair.Primary.ExecDB(ctx, "app", "CREATE TABLE t (id int PRIMARY KEY)"))
+	f.must(f.pair.Primary.ExecDB(ctx, "app", "CREATE PUBLICATION pub FOR TABLE t"))
+	f.must(f.pair.WaitCaughtUp(ctx))
+	f.cfg = Config{
+		PrimaryDSN: f.pair.Primary.DSN("postgres"), StandbyDSN: f.pair.Standby.DSN("postgres"),
+		StateDir: t.TempDir(), Method: method, Interval: 100 * time.Millisecond, SlotTimeout: 20 * time.Second,
+		Logger: hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
+		Statefile: StatefileConfig{DataDir: f.pair.Standby.DataDir, Restarter: nodeRestarter{f.pair.Standby},
+			MinRestartInterval: time.Millisecond},
+	}
+	f.startEngine()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("slotsync log:\n%s", f.logs.String())
+		}
+	})
+	return f
+}
+
+func (f *fixture) startEngine() {
+	eng, err := New(f.cfg)
+	f.must(err)
+	f.eng = eng
+	f.t.Cleanup(eng.Close)
+}
+
+func (f *fixture) must(err error) {
+	f.t.Helper()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// pass runs one sync pass and returns the report entry of each slot by name.
+func (f *fixture) pass() map[string]SlotReport {
+	f.t.Helper()
+	rep, err := f.eng.RunOnce(f.ctx)
+	f.must(err)
+	out := map[string]SlotReport{}
+	for _, s := range rep.Slots {
+		if s.Error != "" {
+			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
+		}
+		out[s.Name] = s
+	}
+	return out
+}
+
+// insert writes n rows on the primary and returns their ids.
+func (f *fixture) insert(n int) []int {
+	var ids []int
+	for i := 0; i < n; i++ {
+		ids = append(ids, f.next)
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "INSERT INTO t VALUES ($1)", f.next))
+		f.next++
+	}
+	return ids
+}
+
+// consume reads and confirms every change of a test_decoding slot on node n.
+func (f *fixture) consume(n *integration.Node, slotName string) []int {
+	f.t.Helper()
+	conn, err := n.Connect(f.ctx, "app")
+	f.must(err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(f.ctx, "SELECT data FROM pg_logical_slot_get_changes($1, NULL, NULL)", slotName)
+	f.must(err)
+	defer rows.Close()
+	var ids []int
+	for rows.Next() {
+		var data string
+		f.must(rows.Scan(&data))
+		if m := insertedID.FindStringSubmatch(data); m != nil {
+			id, _ := strconv.Atoi(m[1])
+			ids = append(ids, id)
+		}
+	}
+	f.must(rows.Err())
+	return ids
+}
+
+func (f *fixture) slotOn(n *integration.Node, name string) (topology.Slot, bool) {
+	f.t.Helper()
+	s, ok, err := f.readSlot(n, name)
+	f.must(err)
+	return s, ok
+}
+
+func (f *fixture) readSlot(n *integration.Node, name string) (topology.Slot, bool, error) {
+	conn, err := n.Connect(f.ctx, "postgres")
+	if err != nil {
+		return topology.Slot{}, false, err
+	}
+	defer conn.Close(context.Background())
+	var vnum int
+	if err := conn.QueryRow(f.ctx, "SELECT current_setting('server_version_num')::int").Scan(&vnum); err != nil {
+		return topology.Slot{}, false, err
+	}
+	slots, err := topology.LogicalSlots(f.ctx, conn, vnum)
+	if err != nil {
+		return topology.Slot{}, false, err
+	}
+	s, ok := slots[name]
+	return s, ok, nil
+}
+
+// untilReady runs passes, nudging the primary to log running-xacts records and the consumer
+// to confirm, until the slot's copy is READY.
+func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
+	f.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		f.logRunningXacts()
+		consumeFn()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()[slotName]
+		if r.Verdict.Ready {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("slot %s never became ready: %s", slotName, r.Verdict.Detail)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// logRunningXacts makes the primary log a running-xacts record: pg_log_standby_snapshot() on
+// 16+, a CHECKPOINT before.
+func (f *fixture) logRunningXacts() {
+	f.t.Helper()
+	if f.pair.Major >= 16 {
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+	} else {
+		f.must(f.pair.Primary.Exec(f.ctx, "CHECKPOINT"))
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// passReport runs a pass and returns the whole report (for the restart count).
+func (f *fixture) passReport() Report {
+	f.t.Helper()
+	rep, err := f.eng.RunOnce(f.ctx)
+	f.must(err)
+	for _, s := range rep.Slots {
+		if s.Error != "" {
+			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
+		}
+	}
+	return rep
+}
+
+// mustRunOnce is RunOnce for tests where slot errors are expected.
+func (e *Engine) mustRunOnce(t *testing.T, ctx context.Context) Report {
+	t.Helper()
+	rep, err := e.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}

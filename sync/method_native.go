@@ -1,0 +1,33 @@
+package sync
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
+// replication connection to the slot's database (17+). The server refuses an active slot.
+func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
+	conn, err := s.m.primary.ConnectReplication(ctx, database)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	cmd := "ALTER_REPLICATION_SLOT " + pgx.Identifier{name}.Sanitize() + " ( FAILOVER true )"
+	if _, err := conn.Exec(ctx, cmd).ReadAll(); err != nil {
+		return fmt.Errorf("set failover=true on slot %q: %w", name, err)
+	}
+	return nil
+}
+
+func anyFailover(slots map[string]topology.Slot) bool {
+	for _, s := range slots {
+		if s.Failover {
+			return true
+		}
+	}
+	return false
+}

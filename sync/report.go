@@ -1,0 +1,143 @@
+package sync
+
+import (
+	"errors"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// SlotReport is the outcome of one pass for one slot.
+type SlotReport struct {
+	Name        string             `json:"name"`
+	Database    string             `json:"database"`
+	Plugin      string             `json:"plugin"`
+	Action      Kind               `json:"action"`
+	Reason      string             `json:"reason"`
+	Error       string             `json:"error,omitempty"`
+	ErrorClass  string             `json:"error_class,omitempty"`
+	Incarnation string             `json:"incarnation,omitempty"`
+	Primary     *lsncheck.Position `json:"primary,omitempty"`
+	Copy        *lsncheck.Position `json:"copy,omitempty"`
+	// WAL each side keeps for the slot: from its restart_lsn to the node's WAL end.
+	PrimaryRetainedWALBytes int64  `json:"primary_retained_wal_bytes"`
+	CopyRetainedWALBytes    int64  `json:"copy_retained_wal_bytes"`
+	PrimaryWALStatus        string `json:"primary_wal_status,omitempty"`
+	CopyWALStatus           string `json:"copy_wal_status,omitempty"`
+	// Gate is false for slots the readiness gate ignores (temporary or unselected ones).
+	Gate    bool             `json:"gate"`
+	Verdict lsncheck.Verdict `json:"verdict"`
+}
+
+// Report is the outcome of one pass.
+type Report struct {
+	Started  time.Time       `json:"started"`
+	Duration time.Duration   `json:"duration_ns"`
+	Major    int             `json:"major"`
+	Method   topology.Method `json:"method"`
+	Slots    []SlotReport    `json:"slots"`
+	// StandbyRestarts is how many times this pass restarted the standby (state-file method).
+	StandbyRestarts int `json:"standby_restarts"`
+	// Warnings are conditions that did not stop the pass but need attention.
+	Warnings []topology.Problem `json:"warnings,omitempty"`
+	Primary  NodeSummary        `json:"primary"`
+	Standby  NodeSummary        `json:"standby"`
+	// StandbyOnly lists the standby's logical slots that slotsync neither copies nor made.
+	StandbyOnly []string `json:"standby_only_slots,omitempty"`
+}
+
+// NodeSummary is a node as the report shows it.
+type NodeSummary struct {
+	SystemID   string `json:"system_identifier"`
+	VersionNum int    `json:"server_version_num"`
+	InRecovery bool   `json:"in_recovery"`
+	// WALEnd: the primary's insert position, the standby's newest flushed or replayed WAL.
+	WALEnd    string `json:"wal_end"`
+	ReplayLSN string `json:"replay_lsn,omitempty"`
+}
+
+func summarize(n topology.NodeInfo) NodeSummary {
+	s := NodeSummary{SystemID: n.SystemID, VersionNum: n.VersionNum, InRecovery: n.InRecovery, WALEnd: n.WALEnd().String()}
+	if n.InRecovery {
+		s.ReplayLSN = n.ReplayLSN.String()
+	}
+	return s
+}
+
+// standbyOnly names standby slots that are neither on the primary nor in the journal.
+func standbyOnly(snap Snapshot, standby map[string]topology.Slot, j *Journal) []string {
+	var out []string
+	for _, name := range sortedKeys(standby) {
+		_, onPrimary := snap.Primary.Slots[name]
+		_, owned := j.Slots[name]
+		if !onPrimary && !owned {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Ready reports whether every gated slot is READY.
+func (r Report) Ready() bool {
+	for _, s := range r.Slots {
+		if s.Gate && !s.Verdict.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// judge builds the per-slot report with each slot's readiness verdict.
+func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
+	var out []SlotReport
+	for i, a := range actions {
+		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Reason: a.Reason}
+		var deferred *deferredError
+		if err := results[i].err; errors.As(err, &deferred) {
+			sr.Reason = deferred.why // waiting, not failing
+		} else if err != nil {
+			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
+		}
+		if ent := e.journal.Slots[a.Slot]; ent != nil {
+			sr.Incarnation = ent.Incarnation
+		}
+		ps, onPrimary := snap.Primary.Slots[a.Slot]
+		cp, hasCopy := standbySlots[a.Slot]
+		if hasCopy {
+			pos := cp.Position
+			sr.Copy = &pos
+			sr.CopyWALStatus = cp.WALStatus
+			sr.CopyRetainedWALBytes = retained(snap.Standby.Info.WALEnd(), cp.RestartLSN)
+		}
+		if onPrimary {
+			sr.PrimaryWALStatus = ps.WALStatus
+			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
+		}
+		if onPrimary && !ps.Temporary {
+			pos := ps.Position
+			sr.Primary = &pos
+			sr.Gate = true
+			ent := e.journal.Slots[a.Slot]
+			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
+				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
+				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
+				StandbyWALEnd:  snap.Standby.Info.WALEnd(),
+				RequireHorizon: e.method == topology.MethodStatefile,
+				StandbyHorizon: snap.Physical.CatalogHorizon(),
+				WALVerified:    ent != nil && ent.WALVerified,
+			})
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// retained is the WAL a slot holds back on a node (0 when unknown).
+func retained(end, restart lsncheck.LSN) int64 {
+	if restart == 0 || end < restart {
+		return 0
+	}
+	return lsncheck.Bytes(end, restart)
+}

@@ -1,0 +1,69 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+)
+
+// Restarter stops and starts the standby for the state-file method.
+type Restarter interface {
+	Stop(ctx context.Context) error
+	Start(ctx context.Context) error
+}
+
+// PgCtl restarts the standby with pg_ctl; slotsync must run as the data directory's owner.
+type PgCtl struct {
+	Path    string // pg_ctl; default: found on PATH
+	DataDir string
+	LogFile string // pg_ctl -l; empty: the server's own logging settings
+}
+
+func (p PgCtl) run(ctx context.Context, args ...string) error {
+	bin := p.Path
+	if bin == "" {
+		bin = "pg_ctl"
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"-D", p.DataDir}, args...)...)
+	out, err := cmd.Output() // stdin/stdout of the server go to /dev/null, never to our pipes
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("pg_ctl %s: %w: %s%s", args[len(args)-1], err, out, ee.Stderr)
+		}
+		return fmt.Errorf("pg_ctl %s: %w", args[len(args)-1], err)
+	}
+	return nil
+}
+
+// Stop stops the standby (fast mode) and waits.
+func (p PgCtl) Stop(ctx context.Context) error {
+	return p.run(ctx, "-m", "fast", "-w", "-t", "300", "stop")
+}
+
+// Start starts the standby and waits until it accepts connections.
+func (p PgCtl) Start(ctx context.Context) error {
+	args := []string{"-w", "-t", "600"}
+	if p.LogFile != "" {
+		args = append(args, "-l", p.LogFile)
+	}
+	return p.run(ctx, append(args, "start")...)
+}
+
+// Commands restarts the standby with the user's shell commands (e.g. systemctl).
+type Commands struct{ StopCommand, StartCommand string }
+
+func (c Commands) sh(ctx context.Context, command string) error {
+	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%q: %w: %s", command, err, out)
+	}
+	return nil
+}
+
+// Stop runs the stop command.
+func (c Commands) Stop(ctx context.Context) error { return c.sh(ctx, c.StopCommand) }
+
+// Start runs the start command.
+func (c Commands) Start(ctx context.Context) error { return c.sh(ctx, c.StartCommand) }
