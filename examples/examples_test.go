@@ -12,6 +12,7 @@ import (
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/drill"
+	"github.com/slotsync/slotsync/integration/drill/drilltest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -241,5 +242,5 @@ func TestDrillOnDocker(t *testing.T) {
 	if s := os.Getenv("SLOTSYNC_DRILL_MAJOR"); s != "" {
 		major, _ = strconv.Atoi(s)
 	}
-	drill.Check(t, integration.Options{Major: major, Backend: "docker"}, drill.Options{Kill: true})
+	drilltest.Check(t, integration.Options{Major: major, Backend: "docker"}, drill.Options{Kill: true})
 }

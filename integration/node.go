@@ -21,6 +21,30 @@ type lifecycle interface {
 	close(ctx context.Context) error // stop whatever still runs; idempotent
 }
 
+// Server is what a backend outside this package (containers, say) does to run one server.
+type Server interface {
+	Start(ctx context.Context) error
+	Stop(ctx context.Context) error // clean, fast shutdown
+	Kill(ctx context.Context) error // SIGKILL every server process, then wait until they are gone
+	Endpoint(ctx context.Context) (host string, port int, err error)
+	Close(ctx context.Context) error // stop whatever still runs; idempotent
+}
+
+type serverLife struct{ s Server }
+
+func (l serverLife) start(ctx context.Context) error { return l.s.Start(ctx) }
+func (l serverLife) stop(ctx context.Context) error  { return l.s.Stop(ctx) }
+func (l serverLife) kill(ctx context.Context) error  { return l.s.Kill(ctx) }
+func (l serverLife) close(ctx context.Context) error { return l.s.Close(ctx) }
+func (l serverLife) endpoint(ctx context.Context) (string, int, error) {
+	return l.s.Endpoint(ctx)
+}
+
+// NewNode makes a node run by s: name is "primary" or "standby", dataDir as the server sees it.
+func NewNode(name string, major int, dataDir string, s Server) *Node {
+	return &Node{Name: name, Major: major, DataDir: dataDir, life: serverLife{s}}
+}
+
 // Node is one PostgreSQL server of a pair.
 type Node struct {
 	Name    string // "primary" or "standby"

@@ -24,14 +24,17 @@ const EnvBackend = "SLOTSYNC_BACKEND"
 // Options describe the pair to start.
 type Options struct {
 	Major int
-	// Backend is "local" (binaries on this machine) or "docker" (testcontainers-go, official
-	// postgres image). Empty: $SLOTSYNC_BACKEND, else "local".
+	// Backend names where the servers run: "local" (binaries on this machine, the default) or
+	// "docker". Empty: $SLOTSYNC_BACKEND, else "local". Any backend but local needs Launch.
 	Backend string
+	// Launch starts the pair's servers for a backend other than local, e.g. docker.Launch from
+	// integration/docker (testcontainers-go), which this package does not link.
+	Launch func(ctx context.Context, opts Options) (*Pair, error)
 	// Conf lines are added to both nodes' postgresql.conf; PrimaryConf/StandbyConf to one only.
 	Conf, PrimaryConf, StandbyConf []string
 	// BaseDir is where the pair's temporary directory is made (default: the system temp dir).
 	BaseDir string
-	// Image overrides the Docker image (default postgres:<major>).
+	// Image is the container image for the Docker backend (default postgres:<major>).
 	Image string
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
@@ -53,6 +56,13 @@ type Pair struct {
 	// standbyConf is re-applied when a node is rebuilt as the standby (Rejoin).
 	standbyConf []string
 }
+
+// BaseConf returns the settings every pair's nodes start with (a new slice each call).
+func BaseConf() []string { return append([]string(nil), baseConf...) }
+
+// OnClose adds f to what Close runs; Close runs them in reverse order (stop servers, then
+// remove what they used). For backends outside this package.
+func (p *Pair) OnClose(f func(context.Context) error) { p.cleanup = append(p.cleanup, f) }
 
 // baseConf applies to both nodes of every pair.
 var baseConf = []string{
@@ -90,13 +100,13 @@ func NewPair(ctx context.Context, opts Options) (*Pair, error) {
 		p   *Pair
 		err error
 	)
-	switch backend {
-	case "", "local":
+	switch {
+	case opts.Launch != nil:
+		p, err = opts.Launch(ctx, opts)
+	case backend == "" || backend == "local":
 		p, err = newLocalPair(ctx, opts)
-	case "docker":
-		p, err = newDockerPair(ctx, opts)
 	default:
-		return nil, fmt.Errorf("%s=%q: use local or docker", EnvBackend, backend)
+		return nil, fmt.Errorf("backend %q (%s): set Options.Launch (docker.Launch from integration/docker), or use the local backend", backend, EnvBackend)
 	}
 	if err != nil {
 		if p != nil {

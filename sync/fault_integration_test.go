@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
@@ -66,7 +67,7 @@ func (f *fixture) readyCopy() {
 // TestFaultNetworkToPrimary: the network between slotsync and the primary is cut (blackhole)
 // and reset; passes fail, change nothing and say so; when it comes back syncing resumes.
 func TestFaultNetworkToPrimary(t *testing.T) {
-	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		addr, err := f.pair.Primary.Addr(f.ctx)
 		f.must(err)
@@ -116,7 +117,7 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 // TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
 // daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
 func TestFaultNodesCrashMidPass(t *testing.T) {
-	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.eng.Close()
 		f.cfg.Interval, f.cfg.MaxBackoff, f.cfg.ObserveTimeout = 20*time.Millisecond, 200*time.Millisecond, 2*time.Second
@@ -156,13 +157,13 @@ func TestFaultNodesCrashMidPass(t *testing.T) {
 // TestFaultRefusals: the wrong cluster is refused, a role without privileges gets the fix, and a
 // journal that cannot be written stops the pass before anything changes.
 func TestFaultRefusals(t *testing.T) {
-	integration.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 
 		// Another cluster's standby (another system identifier): refused, nothing created.
-		other := integration.StartPair(t, integration.Options{Major: major})
+		other := pgtest.StartPair(t, integration.Options{Major: major})
 		cfg := f.cfg
 		cfg.StandbyDSN, cfg.StateDir = other.Standby.DSN("postgres"), t.TempDir()
 		eng, err := New(cfg)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -57,7 +58,7 @@ func newFixtureWith(t *testing.T, major int, method topology.Method, opts integr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	opts.Major = major
-	f := &fixture{t: t, ctx: ctx, pair: integration.StartPair(t, opts), logs: &lockedBuffer{}, next: 1}
+	f := &fixture{t: t, ctx: ctx, pair: pgtest.StartPair(t, opts), logs: &lockedBuffer{}, next: 1}
 	var haveApp bool
 	f.must(f.pair.Primary.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'app')", nil, &haveApp))
 	if !haveApp {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -40,7 +41,7 @@ func (f *fixture) untilSynced(slot string) SlotReport {
 // READY by slotsync only once synced, persistent and caught up, and after a promotion the
 // consumer resumes with exactly the changes after its confirmed position.
 func TestNativeFailoverSlotLosesNothing(t *testing.T) {
-	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
@@ -70,7 +71,7 @@ func TestNativeFailoverSlotLosesNothing(t *testing.T) {
 // then synced; an active one is reported, not forced; synchronized_standby_slots problems are
 // warned about.
 func TestNativeSetFailoverAndWarnings(t *testing.T) {
-	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
 		f.eng.Close()
 		f.cfg.Native.SetFailover = true
@@ -119,7 +120,7 @@ func TestNativeSetFailoverAndWarnings(t *testing.T) {
 // old same-name slot (synced=false), which stops the server's slot sync. slotsync reports it,
 // clears it when allowed (--drop-stale), the server syncs again, and a switch back loses nothing.
 func TestNativeSwitchoverAndBack(t *testing.T) {
-	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
@@ -172,7 +173,7 @@ func TestNativeSwitchoverAndBack(t *testing.T) {
 // TestNativeSlotOlderThanStandbyWaitsForConsumer: a failover slot whose restart_lsn predates the
 // standby's oldest WAL cannot be synced usefully: it stays NOT READY until the consumer moves on.
 func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
-	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		before := func(ctx context.Context, prim *integration.Node) error {
 			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
 				return err
@@ -204,7 +205,7 @@ func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
 // TestNativeDrive: with sync_replication_slots off, --native-drive has slotsync call
 // pg_sync_replication_slots() itself; without it the missing setting is a clear refusal.
 func TestNativeDrive(t *testing.T) {
-	integration.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
 		_, err := f.eng.RunOnce(f.ctx)
 		if Classify(err) != Stop || !strings.Contains(err.Error(), "sync_replication_slots = on") {

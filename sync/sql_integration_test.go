@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 )
 
@@ -20,7 +20,7 @@ var sqlMajors = []int{16, 17, 18}
 // TestSQLMethodFailoverLosesNothing: sync, consume, sync, promote; the consumer resumes on the
 // new primary with exactly the changes after its confirmed position.
 func TestSQLMethodFailoverLosesNothing(t *testing.T) {
-	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc_pgoutput', 'pgoutput')"))
@@ -82,7 +82,7 @@ func TestSQLMethodFailoverLosesNothing(t *testing.T) {
 // stopped), rule 2 (recreated slots get a new copy and incarnation) and rule 1 (never past the
 // replay position), with rule 5 reported while replay is paused.
 func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
-	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
 		for _, s := range []string{"gone", "replugged", "copied", "paused", "src"} {
@@ -220,7 +220,7 @@ func waitNoReceiver(t *testing.T, f *fixture) {
 // TestSQLMethodLeastPrivilege runs the engine, check and doctor inputs as the role documented
 // in docs/PRIVILEGES.md: LOGIN REPLICATION, pg_monitor, EXECUTE on pg_log_standby_snapshot().
 func TestSQLMethodLeastPrivilege(t *testing.T) {
-	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
 		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
@@ -252,7 +252,7 @@ func TestSQLMethodLeastPrivilege(t *testing.T) {
 // TestSQLMethodNeverDropsAnActiveCopy: rule 3 on a real pair. A copy someone streams from on
 // the standby is not dropped when its slot goes away on the primary; once idle, it is.
 func TestSQLMethodNeverDropsAnActiveCopy(t *testing.T) {
-	integration.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.insert(2)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
@@ -20,7 +21,7 @@ var statefileMajors = []int{13, 14, 15, 16}
 // the slot's state file is copied in one standby restart, advanced, judged, and after a
 // promotion the consumer gets exactly the changes after its confirmed position.
 func TestStatefileFailoverLosesNothing(t *testing.T) {
-	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -62,7 +63,7 @@ func TestStatefileFailoverLosesNothing(t *testing.T) {
 // TestStatefileLifecycle: a slot older than the standby, many new slots in one restart, a
 // two_phase slot, a dropped and a recreated slot, and a crash in the middle of an install.
 func TestStatefileLifecycle(t *testing.T) {
-	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		before := func(ctx context.Context, prim *integration.Node) error {
 			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
 				return err
@@ -166,7 +167,7 @@ func TestStatefileLifecycle(t *testing.T) {
 // TestStatefileLeastPrivilege runs the method as a role with REPLICATION, EXECUTE on
 // pg_read_binary_file(text) and (15+) pg_checkpoint: no superuser.
 func TestStatefileLeastPrivilege(t *testing.T) {
-	integration.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
@@ -201,7 +202,7 @@ func TestStatefileLeastPrivilege(t *testing.T) {
 // TestStatefileNeverRestartStages: with no restarter the copy is staged and NOT READY until
 // the standby's next start, and nothing loops.
 func TestStatefileNeverRestartStages(t *testing.T) {
-	integration.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.eng.Close()
 		f.cfg.Statefile.Restarter = nil
@@ -232,7 +233,7 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 // predates the standby's oldest segment) is copied, fails its WAL read with 58P01, is copied
 // once more, and is then given up on and reported: never a restart loop, never READY.
 func TestStatefileWALGoneNoLoop(t *testing.T) {
-	integration.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
 func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
@@ -185,10 +186,10 @@ func TestSlotColumnsPerVersion(t *testing.T) {
 
 // TestReadRealPair reads node info and slots from a real pair of every requested major.
 func TestReadRealPair(t *testing.T) {
-	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		pair := integration.StartPair(t, integration.Options{Major: major})
+		pair := pgtest.StartPair(t, integration.Options{Major: major})
 		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('s1', 'test_decoding')"); err != nil {
 			t.Fatal(err)
 		}

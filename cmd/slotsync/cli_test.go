@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
 var binary string
@@ -188,10 +189,10 @@ func hasReason(c checkJSON, slot, reason string) bool {
 
 // TestCommandsAgainstARealPair drives check, run --once, status and doctor on real pairs.
 func TestCommandsAgainstARealPair(t *testing.T) {
-	integration.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		pair := integration.StartPair(t, integration.Options{Major: major})
+		pair := pgtest.StartPair(t, integration.Options{Major: major})
 		must := func(err error) {
 			t.Helper()
 			if err != nil {
@@ -317,10 +318,10 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 // TestDaemonAgainstARealPair runs the sidecar, scrapes its metrics and endpoints, cuts the
 // primary away and back, and stops it with SIGTERM.
 func TestDaemonAgainstARealPair(t *testing.T) {
-	integration.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		pair := integration.StartPair(t, integration.Options{Major: major})
+		pair := pgtest.StartPair(t, integration.Options{Major: major})
 		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"); err != nil {
 			t.Fatal(err)
 		}
@@ -434,7 +435,7 @@ func TestDrillCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	integration.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		r := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "kill", "--duration", "1s", "--json")
 		var rep struct {
 			OK     bool `json:"ok"`
@@ -455,10 +456,10 @@ func TestDrillCommand(t *testing.T) {
 // TestStatefileCommandLine drives the state-file method through the binary on 15 and older:
 // doctor, run --once with --restart command, and check with the daemon's --state-dir.
 func TestStatefileCommandLine(t *testing.T) {
-	integration.ForEachMajor(t, []int{13, 14, 15}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		pair := integration.StartPair(t, integration.Options{Major: major})
+		pair := pgtest.StartPair(t, integration.Options{Major: major})
 		bin, err := integration.FindBinaries(major)
 		if err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/topology"
@@ -43,7 +44,7 @@ func startPair(b *testing.B, m int, standbyConf ...string) (*integration.Pair, c
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	b.Cleanup(cancel)
 	conf := []string{"max_replication_slots = 2100", "max_connections = 200"}
-	p := integration.StartPair(b, integration.Options{Major: m, Conf: conf, StandbyConf: standbyConf})
+	p := pgtest.StartPair(b, integration.Options{Major: m, Conf: conf, StandbyConf: standbyConf})
 	must(b, p.Primary.Exec(ctx, "CREATE TABLE t (id serial PRIMARY KEY, v text)"))
 	must(b, p.WaitCaughtUp(ctx))
 	return p, ctx

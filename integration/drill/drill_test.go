@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
 func TestJudge(t *testing.T) {
@@ -37,11 +38,11 @@ func TestJudge(t *testing.T) {
 // TestDrill fails over a real pair with live consumers, cleanly and with kill -9, and switches
 // back; every change must arrive exactly once.
 func TestDrill(t *testing.T) {
-	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		for _, kill := range []bool{false, true} {
-			pair := integration.StartPair(t, integration.Options{Major: major})
+			pair := pgtest.StartPair(t, integration.Options{Major: major})
 			v, err := Run(ctx, pair, Options{Duration: 1500 * time.Millisecond, Kill: kill, Failovers: 2, StateDir: t.TempDir()})
 			if err != nil {
 				t.Fatalf("kill=%v: %v", kill, err)
@@ -64,11 +65,6 @@ func TestDrill(t *testing.T) {
 	})
 }
 
-// TestCheckOnDocker is the helper users call from their own CI; here it skips without Docker.
-func TestCheckOnDocker(t *testing.T) {
-	Check(t, integration.Options{Major: 17, Backend: "docker"}, Options{Duration: time.Second, Kill: true})
-}
-
 // TestSoak runs randomized drills: kill or clean, one or two failovers, a random live phase, on
 // the requested majors. SLOTSYNC_SOAK_ITERATIONS sets how many (default 1; CI keeps it small,
 // slotsync drill --local --mode random --iterations N runs a big one).
@@ -80,11 +76,11 @@ func TestSoak(t *testing.T) {
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
-	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		for i := 0; i < n; i++ {
 			opts := Options{Kill: rng.Intn(2) == 1, Failovers: 1 + rng.Intn(2),
 				Duration: time.Duration(300+rng.Intn(1500)) * time.Millisecond, StateDir: t.TempDir()}
-			pair := integration.StartPair(t, integration.Options{Major: major})
+			pair := pgtest.StartPair(t, integration.Options{Major: major})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			v, err := Run(ctx, pair, opts)
 			cancel()
@@ -101,8 +97,8 @@ func TestSoak(t *testing.T) {
 // TestDrillExternal drills a pair given only by DSNs and a promote command, as against servers
 // slotsync did not start.
 func TestDrillExternal(t *testing.T) {
-	integration.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
-		local := integration.StartPair(t, integration.Options{Major: major})
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		local := pgtest.StartPair(t, integration.Options{Major: major})
 		bin, err := integration.FindBinaries(major)
 		if err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 )
 
@@ -32,10 +33,10 @@ func TestUpdateGolden(t *testing.T) {
 	if os.Getenv("SLOTSYNC_UPDATE_GOLDEN") == "" {
 		t.Skip("set SLOTSYNC_UPDATE_GOLDEN=1 to refresh testdata from real servers")
 	}
-	integration.ForEachMajor(t, nil, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		p := integration.StartPair(t, integration.Options{Major: major}).Primary
+		p := pgtest.StartPair(t, integration.Options{Major: major}).Primary
 		args := "'golden', 'pgoutput'"
 		if major >= 14 {
 			args += ", false, true" // two_phase

@@ -1,4 +1,6 @@
-package integration
+// Package docker runs slotsync's test pairs as containers through testcontainers-go: a primary
+// and a standby made with pg_basebackup, from the official postgres image or one you name.
+package docker
 
 import (
 	"context"
@@ -7,16 +9,17 @@ import (
 	"time"
 
 	"github.com/moby/moby/client"
+	"github.com/slotsync/slotsync/integration"
 	"github.com/testcontainers/testcontainers-go"
 	"github.com/testcontainers/testcontainers-go/network"
 	"github.com/testcontainers/testcontainers-go/wait"
 )
 
-// dockerDataDir is PGDATA inside the containers (set explicitly: images of 18+ moved the default).
-const dockerDataDir = "/var/lib/postgresql/pgdata"
+// dataDir is PGDATA inside the containers (set explicitly: images of 18+ moved the default).
+const dataDir = "/var/lib/postgresql/pgdata"
 
-// DockerAvailable reports whether a Docker engine answers, and why not when it does not.
-func DockerAvailable(ctx context.Context) error {
+// Available reports whether a Docker engine answers, and why not when it does not.
+func Available(ctx context.Context) error {
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return fmt.Errorf("docker client: %w", err)
@@ -28,12 +31,14 @@ func DockerAvailable(ctx context.Context) error {
 	return nil
 }
 
-// dockerServer runs one node as a container of the official postgres image.
-type dockerServer struct {
-	ctr testcontainers.Container
+// server runs one node as a container.
+type server struct {
+	ctr   testcontainers.Container
+	major int
 }
 
-func (s *dockerServer) endpoint(ctx context.Context) (string, int, error) {
+// Endpoint is the container's port 5432 as mapped on the host.
+func (s *server) Endpoint(ctx context.Context) (string, int, error) {
 	host, err := s.ctr.Host(ctx)
 	if err != nil {
 		return "", 0, err
@@ -45,23 +50,35 @@ func (s *dockerServer) endpoint(ctx context.Context) (string, int, error) {
 	return host, int(port.Num()), nil
 }
 
-func (s *dockerServer) start(ctx context.Context) error {
+// Start starts the container and waits until its server accepts connections.
+func (s *server) Start(ctx context.Context) error {
 	if err := s.ctr.Start(ctx); err != nil {
 		return err
 	}
-	return poll(ctx, 2*time.Minute, "the container's server to accept connections", func(ctx context.Context) (bool, error) {
-		n := &Node{life: s}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	n := integration.NewNode("", s.major, dataDir, s)
+	for {
 		_, err := n.InRecovery(ctx)
-		return err == nil, nil
-	})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the container's server to accept connections: %w (last error: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
-func (s *dockerServer) stop(ctx context.Context) error {
+// Stop stops the container; SIGTERM is a smart shutdown in the image, which waits.
+func (s *server) Stop(ctx context.Context) error {
 	timeout := time.Minute
-	return s.ctr.Stop(ctx, &timeout) // SIGTERM is a smart shutdown in the image; it waits
+	return s.ctr.Stop(ctx, &timeout)
 }
 
-func (s *dockerServer) kill(ctx context.Context) error {
+// Kill sends SIGKILL to the container: a crash of that server.
+func (s *server) Kill(ctx context.Context) error {
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return err
@@ -71,26 +88,31 @@ func (s *dockerServer) kill(ctx context.Context) error {
 	return err
 }
 
-func (s *dockerServer) close(ctx context.Context) error { return s.ctr.Terminate(ctx) }
+// Close removes the container.
+func (s *server) Close(ctx context.Context) error { return s.ctr.Terminate(ctx) }
 
-func newDockerPair(ctx context.Context, opts Options) (*Pair, error) {
-	if err := DockerAvailable(ctx); err != nil {
+// Launch starts a pair in containers: use it as integration.Options.Launch. The image is
+// opts.Image (default postgres:<major>, the official image); it must hold the server, initdb,
+// pg_basebackup and pg_isready on PATH and the official image's docker-entrypoint.sh (or a
+// script of that name with the same contract: initdb on first start, then exec "$@").
+func Launch(ctx context.Context, opts integration.Options) (*integration.Pair, error) {
+	if err := Available(ctx); err != nil {
 		return nil, err
 	}
 	image := opts.Image
 	if image == "" {
 		image = fmt.Sprintf("postgres:%d", opts.Major)
 	}
-	p := &Pair{Major: opts.Major}
+	p := &integration.Pair{Major: opts.Major}
 	nw, err := network.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("docker network: %w", err)
 	}
-	p.cleanup = append(p.cleanup, nw.Remove)
+	p.OnClose(nw.Remove)
 
 	settings := func(extra []string) []string {
 		var args []string
-		for _, line := range append(append([]string{}, baseConf...), append(opts.Conf, extra...)...) {
+		for _, line := range append(integration.BaseConf(), append(opts.Conf, extra...)...) {
 			k, v, ok := strings.Cut(line, "=")
 			if !ok || strings.TrimSpace(k) == "listen_addresses" {
 				continue
@@ -99,10 +121,15 @@ func newDockerPair(ctx context.Context, opts Options) (*Pair, error) {
 		}
 		return args
 	}
-	env := map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "PGDATA": dockerDataDir}
+	env := map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "PGDATA": dataDir}
 	hba := "#!/bin/sh\necho 'host replication all all trust' >> \"$PGDATA/pg_hba.conf\"\n"
 
-	opts.logf("pg%d: starting primary container %s", opts.Major, image)
+	logf := func(format string, args ...any) {
+		if opts.Logf != nil {
+			opts.Logf(format, args...)
+		}
+	}
+	logf("pg%d: starting primary container %s", opts.Major, image)
 	primary, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:          image,
@@ -120,14 +147,14 @@ func newDockerPair(ctx context.Context, opts Options) (*Pair, error) {
 		Started: true,
 	})
 	if primary != nil {
-		ps := &dockerServer{ctr: primary}
-		p.cleanup = append(p.cleanup, ps.close)
-		p.Primary = &Node{Name: "primary", Major: opts.Major, DataDir: dockerDataDir, life: ps}
+		ps := &server{ctr: primary, major: opts.Major}
+		p.OnClose(ps.Close)
+		p.Primary = integration.NewNode("primary", opts.Major, dataDir, ps)
 	}
 	if err != nil {
 		return p, fmt.Errorf("start primary container: %w", err)
 	}
-	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", PhysicalSlot); err != nil {
+	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", integration.PhysicalSlot); err != nil {
 		return p, err
 	}
 
@@ -137,7 +164,7 @@ func newDockerPair(ctx context.Context, opts Options) (*Pair, error) {
 		}
 	}
 	// The standby is made once with pg_basebackup; later starts (after a stop or kill) reuse it.
-	conninfo := fmt.Sprintf("host=primary port=5432 user=%s dbname=postgres application_name=%s", Superuser, StandbyAppName)
+	conninfo := fmt.Sprintf("host=primary port=5432 user=%s dbname=postgres application_name=%s", integration.Superuser, integration.StandbyAppName)
 	script := fmt.Sprintf(`set -e
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   until pg_isready -h primary -U %[1]s -q; do sleep 0.5; done
@@ -145,10 +172,10 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   pg_basebackup -h primary -U %[1]s -D "$PGDATA" -X stream -S %[2]s -R -d '%[3]s'
   chown -R postgres:postgres "$PGDATA"; chmod 700 "$PGDATA"
 fi
-exec docker-entrypoint.sh "$@"`, Superuser, PhysicalSlot, conninfo)
+exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot, conninfo)
 	standbyArgs := append([]string{"postgres", "-c", "cluster_name=standby",
-		"-c", "primary_conninfo=" + conninfo, "-c", "primary_slot_name=" + PhysicalSlot}, settings(opts.StandbyConf)...)
-	opts.logf("pg%d: starting standby container (pg_basebackup)", opts.Major)
+		"-c", "primary_conninfo=" + conninfo, "-c", "primary_slot_name=" + integration.PhysicalSlot}, settings(opts.StandbyConf)...)
+	logf("pg%d: starting standby container (pg_basebackup)", opts.Major)
 	standby, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:        image,
@@ -162,9 +189,9 @@ exec docker-entrypoint.sh "$@"`, Superuser, PhysicalSlot, conninfo)
 		Started: true,
 	})
 	if standby != nil {
-		ss := &dockerServer{ctr: standby}
-		p.cleanup = append(p.cleanup, ss.close)
-		p.Standby = &Node{Name: "standby", Major: opts.Major, DataDir: dockerDataDir, life: ss}
+		ss := &server{ctr: standby, major: opts.Major}
+		p.OnClose(ss.Close)
+		p.Standby = integration.NewNode("standby", opts.Major, dataDir, ss)
 	}
 	if err != nil {
 		return p, fmt.Errorf("start standby container: %w", err)

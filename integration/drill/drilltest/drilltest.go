@@ -1,4 +1,5 @@
-package drill
+// Package drilltest runs slotsync's failover drill inside a Go test, for users' own CI.
+package drilltest
 
 import (
 	"context"
@@ -6,25 +7,28 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
+	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
 // Check runs a drill in a Go test: it starts a pair as pairOpts say (set Backend "docker" to use
-// testcontainers-go with the official postgres image, or leave it to SLOTSYNC_BACKEND), fails
+// testcontainers-go with the official postgres image or pairOpts.Image, or leave it to
+// SLOTSYNC_BACKEND), fails
 // over with live consumers, and fails the test when any change is lost or repeated. Without a
 // reachable Docker engine a Docker drill is skipped, saying why. Use it from your own CI:
 //
 //	func TestFailoverKeepsOurSlots(t *testing.T) {
-//		drill.Check(t, integration.Options{Major: 17, Backend: "docker"}, drill.Options{Kill: true})
+//		drilltest.Check(t, integration.Options{Major: 17, Backend: "docker"}, drill.Options{Kill: true})
 //	}
-func Check(t testing.TB, pairOpts integration.Options, opts Options) Verdict {
+func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill.Verdict {
 	t.Helper()
-	pair := integration.StartPair(t, pairOpts)
+	pair := pgtest.StartPair(t, pairOpts)
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	v, err := Run(ctx, pair, opts)
+	v, err := drill.Run(ctx, pair, opts)
 	if err != nil {
 		t.Fatalf("drill on PostgreSQL %d could not run: %v", pairOpts.Major, err)
 	}

@@ -1,0 +1,82 @@
+// Package pgtest ties real PostgreSQL pairs to Go tests: one subtest per requested major, and a
+// pair stopped when its test ends, also on failure; it links the Docker backend for
+// SLOTSYNC_BACKEND=docker.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/docker"
+)
+
+// ForEachMajor runs fn as a subtest "pgNN" for every major in majors (nil: all supported)
+// that the environment asks for. With SLOTSYNC_PG_MAJORS set, a requested major whose binaries
+// are missing fails with the command that gets them, and an unrequested one is skipped; unset,
+// every major whose binaries are present runs and the others are skipped with that command.
+func ForEachMajor(t *testing.T, majors []int, fn func(t *testing.T, major int)) {
+	t.Helper()
+	requested, explicit, err := integration.RequestedMajors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if majors == nil {
+		majors = integration.SupportedMajors
+	}
+	for _, m := range majors {
+		t.Run(fmt.Sprintf("pg%d", m), func(t *testing.T) {
+			if explicit && !slices.Contains(requested, m) {
+				t.Skipf("PostgreSQL %d not requested (%s=%s)", m, integration.EnvMajors, os.Getenv(integration.EnvMajors))
+			}
+			if os.Getenv(integration.EnvBackend) != "docker" {
+				if _, err := integration.FindBinaries(m); err != nil {
+					if explicit {
+						t.Fatalf("PostgreSQL %d was requested in %s: %v", m, integration.EnvMajors, err)
+					}
+					t.Skipf("%v (or set %s to choose majors)", err, integration.EnvMajors)
+				}
+			}
+			fn(t, m)
+		})
+	}
+}
+
+// StartPair starts a pair for a test and stops it when the test ends, also when it fails or
+// panics. On failure the servers' logs are printed. The Docker backend (Backend "docker", or
+// SLOTSYNC_BACKEND=docker) runs docker.Launch; without a reachable engine the test is skipped,
+// saying why.
+func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
+	t.Helper()
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	if opts.Backend == "" {
+		opts.Backend = os.Getenv(integration.EnvBackend)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if opts.Backend == "docker" && opts.Launch == nil {
+		if err := docker.Available(ctx); err != nil {
+			t.Skipf("%s=docker: %v", integration.EnvBackend, err)
+		}
+		opts.Launch = docker.Launch
+	}
+	p, err := integration.NewPair(ctx, opts)
+	if err != nil {
+		t.Fatalf("start PostgreSQL %d pair: %v", opts.Major, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(p.LogTails())
+		}
+		if err := p.Close(); err != nil {
+			t.Errorf("stop pair: %v", err)
+		}
+	})
+	return p
+}
