@@ -11,6 +11,6 @@ FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/slotsync /slotsync
 USER 65532:65532
-EXPOSE 9187
+EXPOSE 7461
 ENTRYPOINT ["/slotsync"]
 CMD ["run"]

@@ -12,10 +12,23 @@ import (
 
 // Config is everything the sync engine needs; the command line fills it, Validate checks it.
 type Config struct {
+	// PrimaryDSN pins the primary. Empty: the primary is the standby's primary_conninfo, read
+	// again on every pass, so the engine follows an HA manager that re-points the standby.
 	PrimaryDSN string
 	StandbyDSN string
 	// Passwords read from secret files; they override the DSNs' own.
 	PrimaryPassword, StandbyPassword string
+	// PrimaryUser logs in to the primary as this role instead of the DSN's (primary_conninfo
+	// names the standby's replication role, which may not be allowed to read slot state).
+	PrimaryUser string
+	// PrimaryConnectTimeout bounds connecting to the primary (default 2 s): when it is gone, the
+	// gate answers from the standby and the journal instead of waiting (rule 8).
+	PrimaryConnectTimeout time.Duration
+	// Strict: the gate refuses to judge without the primary (CANNOT TELL instead).
+	Strict bool
+	// GateRecordInterval: how often a pass refreshes, in the journal, the observation the gate
+	// judges from when the primary is gone (default 5 s; sooner when a verdict changes).
+	GateRecordInterval time.Duration
 	// ReadOnly engines only Inspect (check, status): the state directory is optional and the
 	// journal is never written.
 	ReadOnly bool
@@ -45,9 +58,6 @@ func (c *Config) Validate() error {
 	if c.StandbyDSN == "" {
 		return &topology.ConfigError{Field: "standby DSN", Problem: "is empty", Fix: "give --standby (or SLOTSYNC_STANDBY)"}
 	}
-	if c.PrimaryDSN == "" {
-		return &topology.ConfigError{Field: "primary DSN", Problem: "is empty", Fix: "give --primary (or SLOTSYNC_PRIMARY)"}
-	}
 	if c.StateDir == "" && !c.ReadOnly {
 		return &topology.ConfigError{Field: "state directory", Problem: "is empty", Fix: "give --state-dir, a directory kept across restarts (one per cluster)"}
 	}
@@ -74,6 +84,12 @@ func (c *Config) Validate() error {
 	if c.ObserveTimeout <= 0 {
 		c.ObserveTimeout = 10 * time.Second
 	}
+	if c.PrimaryConnectTimeout <= 0 {
+		c.PrimaryConnectTimeout = 2 * time.Second
+	}
+	if c.GateRecordInterval <= 0 {
+		c.GateRecordInterval = 5 * time.Second
+	}
 	if c.Workers <= 0 {
 		c.Workers = 4
 	}
@@ -98,15 +114,27 @@ type NativeConfig struct {
 	Drive bool
 }
 
-// Endpoints parses both nodes' DSNs, with the passwords from secret files applied.
+// Endpoints parses both nodes' DSNs, with the passwords from secret files applied. The
+// primary is nil when it is to be found from the standby's primary_conninfo.
 func (c *Config) Endpoints() (primary, standby *topology.Endpoint, err error) {
-	if primary, err = topology.ParseEndpoint("primary", c.PrimaryDSN, c.PrimaryPassword); err != nil {
-		return nil, nil, err
+	if c.PrimaryDSN != "" {
+		if primary, err = topology.ParseEndpoint("primary", c.PrimaryDSN, c.PrimaryPassword); err != nil {
+			return nil, nil, err
+		}
+		primary.SetUser(c.PrimaryUser, c.PrimaryPassword)
 	}
 	if standby, err = topology.ParseEndpoint("standby", c.StandbyDSN, c.StandbyPassword); err != nil {
 		return nil, nil, err
 	}
 	return primary, standby, nil
+}
+
+// primaryLink makes the engine's link to the primary: pinned, or discovered on every pass.
+func (c *Config) primaryLink(pinned *topology.Endpoint) *primaryLink {
+	if pinned != nil {
+		return pinnedPrimary(pinned)
+	}
+	return discoveredPrimary(c.PrimaryUser, c.PrimaryPassword)
 }
 
 // Selection picks the slots slotsync manages. Empty lists select everything.

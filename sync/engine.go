@@ -37,7 +37,9 @@ type Engine struct {
 	recopy       map[string]string
 	copies       map[string]int
 	lastWarnings string
-	now          func() time.Time
+	// role is the local node's role at the last pass that could tell.
+	role Role
+	now  func() time.Time
 }
 
 type slotFailure struct {
@@ -62,9 +64,10 @@ func New(cfg Config) (*Engine, error) {
 	if warning != nil {
 		cfg.Logger.Error(warning.Error())
 	}
-	e := newEngine(cfg, &pgObserver{primary: primary, standby: standby}, j)
+	link := cfg.primaryLink(primary)
+	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout}, j)
 	e.newApp = func(m topology.Method) (applier, error) {
-		sqlm := &sqlMethod{primary: primary, standby: standby, log: cfg.Logger}
+		sqlm := &sqlMethod{primary: link, standby: standby, log: cfg.Logger}
 		switch m {
 		case topology.MethodSQL:
 			return sqlm, nil
@@ -121,15 +124,25 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
 	cancel()
-	if err != nil {
-		return rep, err
-	}
 	if e.cfg.ReadOnly {
 		// A read-only engine (check, status) follows the journal the daemon writes.
 		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
 			e.journal = j
 		}
 	}
+	switch {
+	case err != nil && primaryGone(err) && snap.Standby.Info.VersionNum != 0:
+		return e.judgeWithoutPrimary(rep, snap, err, apply)
+	case err != nil:
+		return rep, err
+	case !snap.Standby.Info.InRecovery:
+		return e.asPrimary(rep, snap, apply)
+	}
+	e.noteRole(RoleStandby)
+	if snap.PrimaryChanged && apply {
+		e.log.Info("following the standby's primary_conninfo to its primary", "logs_in_as", snap.PrimaryUser)
+	}
+	rep.Role = RoleStandby
 	rep.Warnings = snap.Warnings
 	rep.Major = snap.Standby.Info.Major()
 	rep.Primary, rep.Standby = summarize(snap.Primary.Info), summarize(snap.Standby.Info)
@@ -185,6 +198,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
+	if apply {
+		e.recordGate(snap, method, rep.Slots)
+	}
 	for _, sr := range rep.Slots {
 		if sr.Verdict.Ready {
 			delete(e.copies, sr.Name)

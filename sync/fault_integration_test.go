@@ -88,10 +88,15 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 		f.insert(3)
 		f.consume(f.pair.Primary, "cdc")
 		for i := 0; i < 2; i++ {
-			_, err := f.eng.RunOnce(f.ctx)
+			rep, err := f.eng.RunOnce(f.ctx)
 			var ne *NodeError
 			if err == nil || Classify(err) != Retry || !errors.As(err, &ne) || ne.Node != "primary" {
 				t.Fatalf("a pass with the primary cut off: %v (class %v)", err, Classify(err))
+			}
+			// Rule 8: the failed pass still carries the gate's verdict, judged from the standby
+			// and the journal: the copy was READY at the last observation and still is.
+			if rep.WithoutPrimary == nil || !rep.Ready() || len(rep.Slots) != 1 {
+				t.Fatalf("the gate without the primary: %+v, slots %+v", rep.WithoutPrimary, rep.Slots)
 			}
 		}
 		if after, ok := f.slotOn(f.pair.Standby, "cdc"); !ok || after.Position != before.Position {

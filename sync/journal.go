@@ -29,6 +29,10 @@ type Journal struct {
 	// PrimaryStartedAt is the primary's pg_postmaster_start_time() at the last pass.
 	PrimaryStartedAt string            `json:"primary_started_at,omitempty"`
 	Slots            map[string]*Entry `json:"slots"`
+	// Gate is the last judgement made with the primary reachable (rule 8).
+	Gate *GateRecord `json:"gate,omitempty"`
+	// OwnSlotsAt: when the node's own slots were last recorded while it was the primary (rule 9).
+	OwnSlotsAt time.Time `json:"own_slots_at,omitempty"`
 }
 
 // Entry is one slot slotsync manages.
@@ -137,7 +141,8 @@ func (j *Journal) Save(dir string) error {
 
 // clone returns a deep copy, so a failed save can be rolled back.
 func (j *Journal) clone() *Journal {
-	c := &Journal{Version: j.Version, SystemID: j.SystemID, PrimaryStartedAt: j.PrimaryStartedAt, Slots: make(map[string]*Entry, len(j.Slots))}
+	c := &Journal{Version: j.Version, SystemID: j.SystemID, PrimaryStartedAt: j.PrimaryStartedAt, Slots: make(map[string]*Entry, len(j.Slots)),
+		Gate: j.Gate, OwnSlotsAt: j.OwnSlotsAt} // a GateRecord is replaced whole, never changed in place
 	for k, v := range j.Slots {
 		e := *v
 		c.Slots[k] = &e

@@ -11,7 +11,11 @@ import (
 // SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
 // replication connection to the slot's database (17+). The server refuses an active slot.
 func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
-	conn, err := s.m.primary.ConnectReplication(ctx, database)
+	ep := s.m.primary.endpoint()
+	if ep == nil {
+		return errNoPrimary
+	}
+	conn, err := ep.ConnectReplication(ctx, database)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,9 @@ import (
 // sqlMethod makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
 // moves them with pg_replication_slot_advance, connected to each slot's database.
 type sqlMethod struct {
-	primary, standby *topology.Endpoint
-	log              hclog.Logger
+	primary *primaryLink
+	standby *topology.Endpoint
+	log     hclog.Logger
 }
 
 func (m *sqlMethod) Session() applySession {
@@ -81,7 +82,11 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 
 // nudge asks the primary for running-xacts records until ctx ends.
 func (s *sqlSession) nudge(ctx context.Context) {
-	pc, err := s.m.primary.Connect(ctx, "")
+	ep := s.m.primary.endpoint()
+	if ep == nil {
+		return
+	}
+	pc, err := ep.Connect(ctx, "")
 	if err != nil {
 		return
 	}

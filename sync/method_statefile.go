@@ -94,7 +94,11 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 			next.Format(time.RFC3339), m.cfg.MinRestartInterval)})
 	}
 
-	conn, err := m.sql.primary.Connect(ctx, "")
+	ep := m.sql.primary.endpoint()
+	if ep == nil {
+		return failAll(errNoPrimary)
+	}
+	conn, err := ep.Connect(ctx, "")
 	if err != nil {
 		return failAll(err)
 	}

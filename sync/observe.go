@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,9 +11,16 @@ import (
 )
 
 // Snapshot is one complete observation of both nodes. A failed or partial observation yields
-// no snapshot, hence no action.
+// no snapshot, hence no action. Two partial snapshots come with their reasons: when the local
+// node is not in recovery (it is the primary now) only Standby is filled, with no error; when
+// the primary cannot be reached, Standby is filled and the error is a primary NodeError, so the
+// gate can judge without the primary (rule 8).
 type Snapshot struct {
-	Taken            time.Time
+	Taken time.Time
+	// PrimaryChanged: the standby's primary_conninfo points elsewhere than at the last pass.
+	PrimaryChanged bool
+	// PrimaryUser is the role slotsync logs in to the primary as.
+	PrimaryUser      string
 	Primary, Standby NodeState
 	Physical         topology.PhysicalSlot
 	// Warnings are conditions that do not stop the pass (see topology.Warnings).
@@ -46,8 +54,39 @@ type observer interface {
 
 // pgObserver keeps one connection to each node and drops it on any error.
 type pgObserver struct {
-	primary, standby *topology.Endpoint
-	pconn, sconn     *pgx.Conn
+	primary        *primaryLink
+	standby        *topology.Endpoint
+	pconn, sconn   *pgx.Conn
+	connectTimeout time.Duration // bound on connecting to the primary
+	// noVerify: take the observation even when topology.Verify refuses the pair (doctor lists
+	// every failed check with its fix instead).
+	noVerify bool
+}
+
+// errNoPrimary: no primary is known (no --primary, and primary_conninfo is empty).
+var errNoPrimary = topology.ErrNoPrimaryConninfo
+
+// primaryConn returns the connection to the current primary, connecting within the connect
+// bound: an unreachable primary must not stall the gate.
+func (o *pgObserver) primaryConn(ctx context.Context) (*pgx.Conn, error) {
+	if o.pconn != nil && !o.pconn.IsClosed() {
+		return o.pconn, nil
+	}
+	ep := o.primary.endpoint()
+	if ep == nil {
+		return nil, errNoPrimary
+	}
+	if o.connectTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.connectTimeout)
+		defer cancel()
+	}
+	conn, err := ep.Connect(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	o.pconn = conn
+	return conn, nil
 }
 
 func (o *pgObserver) conn(ctx context.Context, ep *topology.Endpoint, c **pgx.Conn) (*pgx.Conn, error) {
@@ -69,8 +108,8 @@ func (o *pgObserver) reset(c **pgx.Conn) {
 	}
 }
 
-// Observe reads the standby first (a promoted standby stops everything, even with the old
-// primary gone), then the primary, checks that they are one pair, and lists both nodes' slots.
+// Observe reads the standby first (its role, and where its primary_conninfo points now), then
+// the primary, checks that they are one pair, and lists both nodes' slots.
 // A connection the server closed since the last pass (a restart) is replaced once.
 func (o *pgObserver) Observe(ctx context.Context) (Snapshot, error) {
 	snap, err := o.observe(ctx)
@@ -89,42 +128,64 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	}
 	defer func() {
 		if err != nil && Classify(err) == Retry {
-			o.reset(&o.sconn)
+			if ne := (*NodeError)(nil); !errors.As(err, &ne) || ne.Node == "standby" {
+				o.reset(&o.sconn)
+			}
 			o.reset(&o.pconn)
 		}
 	}()
 	if snap.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
 		return Snapshot{}, &NodeError{"standby", err}
 	}
-	if !snap.Standby.Info.InRecovery {
-		return Snapshot{}, topology.ErrPromoted
+	// The standby's slots are listed before the primary is asked: when the primary does not
+	// answer, the gate still judges from them (rule 8).
+	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
+		return Snapshot{}, &NodeError{"standby", err}
 	}
-	pconn, err := o.conn(ctx, o.primary, &o.pconn)
+	standbyOnly := func(perr error) (Snapshot, error) {
+		if perr != nil {
+			return snap, &NodeError{"primary", perr}
+		}
+		return snap, nil
+	}
+	if !snap.Standby.Info.InRecovery {
+		return standbyOnly(nil) // this node is a primary now: nothing to sync (rule 9)
+	}
+	changed, err := o.primary.follow(snap.Standby.Info.PrimaryConninfo)
 	if err != nil {
-		return Snapshot{}, &NodeError{"primary", err}
+		return Snapshot{}, err
+	}
+	if changed {
+		o.reset(&o.pconn)
+		snap.PrimaryChanged = true
+	}
+	if ep := o.primary.endpoint(); ep != nil {
+		snap.PrimaryUser = ep.User()
+	}
+	pconn, err := o.primaryConn(ctx)
+	if err != nil {
+		return standbyOnly(err)
 	}
 	if snap.Primary.Info, err = topology.ReadNodeInfo(ctx, pconn); err != nil {
-		return Snapshot{}, &NodeError{"primary", err}
+		o.reset(&o.pconn)
+		return standbyOnly(err)
 	}
 	if name := snap.Standby.Info.PrimarySlotName; name != "" {
 		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
-			return Snapshot{}, &NodeError{"primary", err}
+			return standbyOnly(err)
 		}
 	}
-	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil {
+	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil && !o.noVerify {
 		return Snapshot{}, err
 	}
 	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
 	if snap.Primary.Info.Major() >= 17 {
 		if snap.SyncedStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, pconn, snap.Primary.Info.SynchronizedStandbySlots); err != nil {
-			return Snapshot{}, &NodeError{"primary", err}
+			return standbyOnly(err)
 		}
 	}
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
-		return Snapshot{}, &NodeError{"primary", err}
-	}
-	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
-		return Snapshot{}, &NodeError{"standby", err}
+		return standbyOnly(err)
 	}
 	return snap, nil
 }
@@ -142,7 +203,7 @@ func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[stri
 }
 
 func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
-	pconn, err := o.conn(ctx, o.primary, &o.pconn)
+	pconn, err := o.primaryConn(ctx)
 	if err != nil {
 		return err
 	}
@@ -164,4 +225,22 @@ func (o *pgObserver) SyncSlots(ctx context.Context) error {
 func (o *pgObserver) Close() {
 	o.reset(&o.sconn)
 	o.reset(&o.pconn)
+}
+
+// Observe takes one observation of the pair cfg names, as a pass would (the primary found from
+// the standby's primary_conninfo unless pinned), and changes nothing. Unlike a pass it does not
+// refuse a pair that fails topology.Verify: doctor judges every prerequisite itself.
+func Observe(ctx context.Context, cfg Config) (Snapshot, error) {
+	if err := cfg.Validate(); err != nil {
+		return Snapshot{}, err
+	}
+	primary, standby, err := cfg.Endpoints()
+	if err != nil {
+		return Snapshot{}, err
+	}
+	o := &pgObserver{primary: cfg.primaryLink(primary), standby: standby, connectTimeout: cfg.PrimaryConnectTimeout, noVerify: true}
+	defer o.Close()
+	ctx, cancel := context.WithTimeout(ctx, cfg.ObserveTimeout)
+	defer cancel()
+	return o.Observe(ctx)
 }

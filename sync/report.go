@@ -28,15 +28,23 @@ type SlotReport struct {
 	// Gate is false for slots the readiness gate ignores (temporary or unselected ones).
 	Gate    bool             `json:"gate"`
 	Verdict lsncheck.Verdict `json:"verdict"`
+
+	// For the gate record: the copy must stay server-synced (native), and its two_phase.
+	requireSynced, copyTwoPhase bool
 }
 
 // Report is the outcome of one pass.
 type Report struct {
-	Started  time.Time       `json:"started"`
-	Duration time.Duration   `json:"duration_ns"`
-	Major    int             `json:"major"`
-	Method   topology.Method `json:"method"`
-	Slots    []SlotReport    `json:"slots"`
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"duration_ns"`
+	Major    int           `json:"major"`
+	// Role is the local node's: "standby" (slots are synced to it) or "primary" (nothing to do).
+	Role Role `json:"role"`
+	// WithoutPrimary is set when the primary could not be asked and the verdicts come from the
+	// standby and the last observation of the primary (rule 8).
+	WithoutPrimary *WithoutPrimary `json:"without_primary,omitempty"`
+	Method         topology.Method `json:"method"`
+	Slots          []SlotReport    `json:"slots"`
 	// StandbyRestarts is how many times this pass restarted the standby (state-file method).
 	StandbyRestarts int `json:"standby_restarts"`
 	// Warnings are conditions that did not stop the pass but need attention.
@@ -78,8 +86,11 @@ func standbyOnly(snap Snapshot, standby map[string]topology.Slot, j *Journal) []
 	return out
 }
 
-// Ready reports whether every gated slot is READY.
+// Ready reports whether every gated slot is READY (never on a node that is the primary).
 func (r Report) Ready() bool {
+	if r.Role == RolePrimary {
+		return false
+	}
 	for _, s := range r.Slots {
 		if s.Gate && !s.Verdict.Ready {
 			return false
@@ -128,6 +139,7 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 				StandbyHorizon: snap.Physical.CatalogHorizon(),
 				WALVerified:    ent != nil && ent.WALVerified,
 			})
+			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
 		}
 		out = append(out, sr)
 	}

@@ -60,8 +60,10 @@ func TestSQLMethodFailoverLosesNothing(t *testing.T) {
 		rest := f.insert(4)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.must(f.pair.Promote(f.ctx))
-		if _, err := f.eng.RunOnce(f.ctx); Classify(err) != Stop || !strings.Contains(err.Error(), "promoted") {
-			t.Fatalf("a pass after promotion must stop: %v", err)
+		// Rule 9: a pass on the promoted node syncs nothing, says the node is the primary, and
+		// records the promoted copy as slotsync's to manage.
+		if rep, err := f.eng.RunOnce(f.ctx); err != nil || rep.Role != RolePrimary || rep.Ready() || len(rep.Slots) != 0 {
+			t.Fatalf("a pass after promotion: role %q, ready %v, %d slots, %v; want the primary role and nothing done", rep.Role, rep.Ready(), len(rep.Slots), err)
 		}
 
 		// The consumer resumes on the new primary: exactly the rows after its confirmed position.

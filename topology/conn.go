@@ -28,6 +28,10 @@ func ParseEndpoint(role, dsn, password string) (*Endpoint, error) {
 		// pgx's parse errors can quote the input; keep only the kind of problem.
 		return nil, &ConfigError{Field: role + " DSN", Problem: "cannot be parsed", Fix: "use a libpq connection string, key=value or postgres:// URL form"}
 	}
+	if err := clientOnlyParams(cfg); err != nil {
+		err.Field = role + " DSN"
+		return nil, err
+	}
 	if password != "" {
 		cfg.Password = password
 	}
@@ -35,6 +39,62 @@ func ParseEndpoint(role, dsn, password string) (*Endpoint, error) {
 		cfg.RuntimeParams["application_name"] = "slotsync"
 	}
 	return &Endpoint{Role: role, cfg: cfg}, nil
+}
+
+// clientOnlyParams takes out of cfg's startup parameters the libpq connection keywords that
+// pgx does not know and would otherwise send to the server as settings, which the server
+// refuses (FATAL: unrecognized configuration parameter). Patroni, for one, writes
+// gssencmode=prefer into every primary_conninfo. Keywords that only tune the client's own
+// socket are dropped; one that asks for a protection slotsync cannot give is refused, naming
+// the key, rather than silently weakened.
+func clientOnlyParams(cfg *pgx.ConnConfig) *ConfigError {
+	rp := cfg.RuntimeParams
+	for _, k := range []string{"keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
+		"tcp_user_timeout", "sslcompression", "gsslib", "gssdelegation", "load_balance_hosts", "hostaddr"} {
+		delete(rp, k)
+	}
+	if v, ok := rp["fallback_application_name"]; ok {
+		if rp["application_name"] == "" {
+			rp["application_name"] = v
+		}
+		delete(rp, "fallback_application_name")
+	}
+	if v, ok := rp["gssencmode"]; ok {
+		if v == "require" {
+			return &ConfigError{Problem: "asks for gssencmode=require, which slotsync cannot provide (no GSSAPI encryption)",
+				Fix: "use sslmode=verify-full for an encrypted connection, or gssencmode=prefer"}
+		}
+		delete(rp, "gssencmode") // disable or prefer: a plain or TLS connection is what libpq falls back to
+	}
+	for k, fix := range map[string]string{
+		"requirepeer":              "drop requirepeer (slotsync cannot check the server process's user)",
+		"sslcrl":                   "drop sslcrl (certificate revocation lists are not supported)",
+		"sslcrldir":                "drop sslcrldir (certificate revocation lists are not supported)",
+		"ssl_min_protocol_version": "drop ssl_min_protocol_version (slotsync uses TLS 1.2 or newer)",
+		"ssl_max_protocol_version": "drop ssl_max_protocol_version",
+	} {
+		if _, ok := rp[k]; ok {
+			if k == "ssl_min_protocol_version" && (rp[k] == "TLSv1.2" || rp[k] == "TLSv1" || rp[k] == "TLSv1.1") {
+				delete(rp, k) // Go's TLS client never goes below 1.2
+				continue
+			}
+			return &ConfigError{Problem: fmt.Sprintf("has %s, which slotsync cannot honour", k), Fix: fix}
+		}
+	}
+	return nil
+}
+
+// User is the role this endpoint logs in as.
+func (e *Endpoint) User() string { return e.cfg.User }
+
+// SetUser makes the endpoint log in as user (with password, when not empty) instead of the
+// DSN's own: a primary found from primary_conninfo would otherwise log in as the standby's
+// replication role.
+func (e *Endpoint) SetUser(user, password string) {
+	if user != "" {
+		e.cfg.User = user
+		e.cfg.Password = password
+	}
 }
 
 // DefaultDatabase makes connections without a database name go to db (a DSN without dbname
@@ -124,8 +184,12 @@ func DiscoverPrimary(ctx context.Context, standby *Endpoint) (string, error) {
 		return "", fmt.Errorf("read primary_conninfo on the standby: %w", err)
 	}
 	if conninfo == "" {
-		return "", &ConfigError{Field: "primary DSN", Problem: "is not given and the standby's primary_conninfo is empty or not readable",
-			Fix: "give --primary, or GRANT pg_read_all_settings TO <slotsync role> on the primary so it can be read from the standby"}
+		return "", ErrNoPrimaryConninfo
 	}
 	return conninfo, nil
 }
+
+// ErrNoPrimaryConninfo: the standby's primary_conninfo is empty, as an HA manager leaves it
+// while there is no leader, or it cannot be read by this role.
+var ErrNoPrimaryConninfo = errors.New("no primary given and the standby's primary_conninfo is empty (no leader right now, or an HA manager re-pointing the standby); " +
+	"if it is set, this role cannot read it: GRANT pg_read_all_settings, or give --primary")

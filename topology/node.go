@@ -30,6 +30,9 @@ type NodeInfo struct {
 	CanCheckpoint bool
 	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
 	SynchronizedStandbySlots string
+	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
+	// hold a password: never log or print it.
+	PrimaryConninfo string `json:"-"`
 	// driveSync: slotsync calls pg_sync_replication_slots() itself (see NativeDrive).
 	driveSync bool
 	// StartedAt is pg_postmaster_start_time(): it changes when the server restarts.
@@ -87,11 +90,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
 		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
-		` + setting("synchronized_standby_slots")
+		` + setting("synchronized_standby_slots") + `,
+		` + setting("primary_conninfo")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

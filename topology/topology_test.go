@@ -309,3 +309,44 @@ func FuzzParseEndpoint(f *testing.F) {
 		}
 	})
 }
+
+// TestClientOnlyKeywordsNeverReachTheServer: libpq keywords pgx does not know (Patroni writes
+// gssencmode=prefer into every primary_conninfo) are dropped or refused, never sent to the
+// server as settings, which it would refuse with FATAL.
+func TestClientOnlyKeywordsNeverReachTheServer(t *testing.T) {
+	patroni := "dbname=postgres user=replicator passfile=/tmp/pgpass host=10.0.0.1 port=5432 sslmode=prefer application_name=n2 " +
+		"gssencmode=prefer channel_binding=prefer target_session_attrs=read-write keepalives=1 keepalives_idle=5 " +
+		"keepalives_interval=2 keepalives_count=3 tcp_user_timeout=1000 fallback_application_name=x"
+	ep, err := ParseEndpoint("primary", patroni, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range ep.cfg.RuntimeParams {
+		if k != "application_name" {
+			t.Errorf("%s would be sent to the server as a setting", k)
+		}
+	}
+	if ep.cfg.RuntimeParams["application_name"] != "n2" || ep.User() != "replicator" {
+		t.Errorf("application_name %q, user %q", ep.cfg.RuntimeParams["application_name"], ep.User())
+	}
+	for dsn, key := range map[string]string{
+		"host=h gssencmode=require":               "gssencmode",
+		"host=h requirepeer=postgres":             "requirepeer",
+		"host=h sslcrl=/x.crl":                    "sslcrl",
+		"host=h ssl_min_protocol_version=TLSv1.3": "ssl_min_protocol_version",
+	} {
+		_, err := ParseEndpoint("primary", dsn, "")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), key) || ce.Field != "primary DSN" {
+			t.Errorf("%q: want a configuration error naming %s, got %v", dsn, key, err)
+		}
+	}
+	ep, err = ParseEndpoint("primary", "host=h ssl_min_protocol_version=TLSv1.2", "")
+	if err != nil || len(ep.cfg.RuntimeParams) != 1 {
+		t.Errorf("TLSv1.2 minimum is what Go gives anyway: %v %v", err, ep.cfg.RuntimeParams)
+	}
+	ep.SetUser("slotsync", "pw")
+	if ep.User() != "slotsync" || ep.cfg.Password != "pw" {
+		t.Errorf("SetUser: %q", ep.User())
+	}
+}

@@ -31,13 +31,20 @@ type consumerAhead struct {
 	Bytes int64  `json:"bytes"`
 }
 
+// newCheckResult is the gate's answer from a pass. A pass that failed only because the primary
+// is gone still answers when it carries a verdict judged without the primary (rule 8).
 func newCheckResult(rep *slotsync.Report, err error) checkResult {
 	r := checkResult{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []consumerAhead{}}
-	if err != nil {
+	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
 		r.ExitCode, r.Error = exitCodeOf(err), err.Error()
 		return r
 	}
 	r.Report = rep
+	if rep.Role == slotsync.RolePrimary {
+		r.ExitCode = exitNotReady
+		r.Error = "this node is the primary (not in recovery): there is nothing to promote and slotsync syncs nothing here"
+		return r
+	}
 	for _, s := range rep.Slots {
 		if !s.Gate {
 			continue
@@ -118,9 +125,17 @@ func writeJSON(w io.Writer, v any) {
 }
 
 func printCheck(w io.Writer, r checkResult) {
+	if r.Report != nil && r.Role == slotsync.RolePrimary {
+		fmt.Fprintf(w, "PRIMARY: %s\n", r.Error)
+		return
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "CANNOT TELL: %s\n", r.Error)
 		return
+	}
+	if wp := r.WithoutPrimary; wp != nil {
+		fmt.Fprintf(w, "JUDGED WITHOUT THE PRIMARY (%s), from its last observation at %s (%.1f s old)\n%s\n\n",
+			wp.Why, wp.ObservedAt.Format(time.RFC3339), wp.AgeSeconds, wp.Meaning)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tREADY\tSYNC LAG\tWHY")
@@ -196,12 +211,12 @@ func statusCommand() *cli.Command {
 			res := newCheckResult(&rep, err)
 			if c.Bool("json") {
 				writeJSON(c.App.Writer, res)
-			} else if err != nil {
+			} else if res.Error != "" || res.WithoutPrimary != nil {
 				printCheck(c.App.Writer, res)
 			} else {
 				printStatus(c.App.Writer, res)
 			}
-			if err != nil {
+			if res.Error != "" {
 				return cli.Exit("", res.ExitCode)
 			}
 			return nil

@@ -136,9 +136,17 @@ type checkJSON struct {
 		Slot  string `json:"slot"`
 		Bytes int64  `json:"bytes"`
 	} `json:"consumers_ahead"`
-	Method string `json:"method"`
-	Major  int    `json:"major"`
-	Slots  []struct {
+	Method         string `json:"method"`
+	Major          int    `json:"major"`
+	Role           string `json:"role"`
+	WithoutPrimary *struct {
+		Why                 string  `json:"why"`
+		ObservedAt          string  `json:"observed_at"`
+		AgeSeconds          float64 `json:"age_seconds"`
+		SynchronizedStandby bool    `json:"synchronized_standby"`
+		Meaning             string  `json:"meaning"`
+	} `json:"without_primary"`
+	Slots []struct {
 		Name     string `json:"name"`
 		Database string `json:"database"`
 		Plugin   string `json:"plugin"`
@@ -283,6 +291,48 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		}
 		must(pair.Standby.Exec(ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
 		must(pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
+		time.Sleep(300 * time.Millisecond)
+
+		// Rule 8, the gate without the primary. A second slot whose copy is not ready yet.
+		must(pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
+		must(pair.WaitCaughtUp(ctx))
+		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 {
+			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if c = parseCheck(t, slotsyncCmd(t, nil, args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
+			t.Fatalf("check with a new copy: %+v", c)
+		}
+		must(pair.Primary.Kill(ctx)) // as pg_ctl stop -m immediate, or a crash
+		discovered := []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres"), "SLOTSYNC_STATE_DIR=" + state}
+		for _, env := range [][]string{nil, discovered} {
+			a := args("check", "--json", "--state-dir", state)
+			if env != nil {
+				a = []string{"check", "--json"}
+			}
+			start := time.Now()
+			r = slotsyncCmd(t, env, a...)
+			c = parseCheck(t, r)
+			t.Logf("check without the primary answered in %s", time.Since(start).Round(time.Millisecond))
+			if r.code != exitNotReady || c.WithoutPrimary == nil || len(c.NotReady) != 1 || c.NotReady[0] != "late" || len(c.Slots) != 2 {
+				t.Fatalf("check without the primary: %d %+v\n%s", r.code, c, r.stderr)
+			}
+			if c.WithoutPrimary.AgeSeconds <= 0 || c.WithoutPrimary.Meaning == "" || c.WithoutPrimary.Why == "" {
+				t.Fatalf("the answer must say it was judged without the primary, from what and how old: %+v", c.WithoutPrimary)
+			}
+		}
+		// The READY copy alone: the gate opens, and the table says on what it judged.
+		r = slotsyncCmd(t, nil, args("check", "--state-dir", state, "--slots", "cdc")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "JUDGED WITHOUT THE PRIMARY") || !strings.Contains(r.stdout, "READY: promoting") {
+			t.Fatalf("check --slots cdc without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// Strict: no judgement without the primary.
+		if r := slotsyncCmd(t, nil, args("check", "--state-dir", state, "--slots", "cdc", "--strict")...); r.code != exitConnect || !strings.Contains(r.stdout, "CANNOT TELL") {
+			t.Fatalf("check --strict without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// Without the daemon's journal there is nothing to judge from.
+		if r := slotsyncCmd(t, nil, args("check", "--slots", "cdc")...); r.code != exitConnect || !strings.Contains(r.stdout, "no earlier observation") {
+			t.Fatalf("check without the primary and without a journal: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 	})
 }
 
@@ -375,17 +425,26 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Error("no sync runs counted")
 		}
 
-		// The primary goes away: the sidecar says so in health and metrics, then recovers.
+		// The primary goes away: the sidecar itself still works (/readyz), the gate judges
+		// without the primary from its last observation (rule 8), and metrics say so.
 		if err := pair.Primary.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "/readyz to fail", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 503 })
-		_, metricsText = get(base + "/metrics")
-		if !strings.Contains(metricsText, `slotsync_node_up{node="primary"} 0`) || strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry"} 0`) {
-			t.Errorf("metrics with the primary down:\n%s", grepLines(metricsText, "slotsync_node_up", "slotsync_sync_errors_total"))
+		waitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
+			code, body := get(base + "/promotion-ready")
+			return code == 200 && strings.Contains(body, `"without_primary"`)
+		})
+		if code, body := get(base + "/readyz"); code != 200 {
+			t.Errorf("/readyz with the primary down: %d %s", code, body)
 		}
-		if code, _ := get(base + "/promotion-ready"); code != 503 {
-			t.Errorf("/promotion-ready with the primary down: %d", code)
+		_, metricsText = get(base + "/metrics")
+		for _, want := range []string{`slotsync_node_up{node="primary"} 0`, "slotsync_gate_without_primary 1", "slotsync_promotion_ready 1"} {
+			if !strings.Contains(metricsText, want) {
+				t.Errorf("metrics with the primary down lack %s:\n%s", want, grepLines(metricsText, "slotsync_node_up", "slotsync_gate", "slotsync_promotion"))
+			}
+		}
+		if strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry"} 0`) {
+			t.Error("failed passes not counted while the primary was down")
 		}
 		if err := pair.Primary.Start(ctx); err != nil {
 			t.Fatal(err)

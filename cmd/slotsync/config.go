@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,9 @@ func pairFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "primary", Usage: "primary DSN (URL or key=value; PG* variables, passfile and sslmode apply). Default: the standby's primary_conninfo", EnvVars: []string{"SLOTSYNC_PRIMARY"}},
 		&cli.StringFlag{Name: "primary-password-file", Usage: "read the primary's password from this file", EnvVars: []string{"SLOTSYNC_PRIMARY_PASSWORD_FILE"}},
+		&cli.StringFlag{Name: "primary-user", Usage: "log in to the primary as this role (default: the DSN's; primary_conninfo names the standby's replication role)", EnvVars: []string{"SLOTSYNC_PRIMARY_USER"}},
+		&cli.DurationFlag{Name: "primary-connect-timeout", Value: 2 * time.Second, Usage: "bound on connecting to the primary; past it the gate judges without the primary", EnvVars: []string{"SLOTSYNC_PRIMARY_CONNECT_TIMEOUT"}},
+		&cli.BoolFlag{Name: "strict", Usage: "the gate refuses to judge without the primary (CANNOT TELL, exit 2)", EnvVars: []string{"SLOTSYNC_STRICT"}},
 		&cli.StringFlag{Name: "standby", Usage: "standby DSN (required)", EnvVars: []string{"SLOTSYNC_STANDBY"}},
 		&cli.StringFlag{Name: "standby-password-file", Usage: "read the standby's password from this file", EnvVars: []string{"SLOTSYNC_STANDBY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "state-dir", Usage: "directory for slotsync's journal, kept across restarts, one per cluster", EnvVars: []string{"SLOTSYNC_STATE_DIR"}},
@@ -64,11 +66,12 @@ func readSecret(path string) (string, error) {
 	return strings.TrimRight(string(data), "\r\n"), nil
 }
 
-// buildConfig turns flags into a validated sync.Config; with no --primary the primary is
-// discovered from the standby's primary_conninfo.
+// buildConfig turns flags into a validated sync.Config; with no --primary the engine finds the
+// primary from the standby's primary_conninfo on every pass.
 func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Config, error) {
 	cfg := slotsync.Config{
 		PrimaryDSN: c.String("primary"), StandbyDSN: c.String("standby"), StateDir: c.String("state-dir"),
+		PrimaryUser: c.String("primary-user"), PrimaryConnectTimeout: c.Duration("primary-connect-timeout"), Strict: c.Bool("strict"),
 		Method: topology.Method(c.String("method")), ReadOnly: readOnly, ObserveTimeout: c.Duration("timeout"),
 		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
 			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},
@@ -85,23 +88,8 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	if cfg.StandbyDSN == "" {
 		return cfg, configError("standby DSN is empty: give --standby (or SLOTSYNC_STANDBY)")
 	}
-	if cfg.PrimaryDSN == "" {
-		ep, err := topology.ParseEndpoint("standby", cfg.StandbyDSN, cfg.StandbyPassword)
-		if err != nil {
-			return cfg, classifyExit(err)
-		}
-		ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout+time.Second)
-		defer cancel()
-		dsn, err := topology.DiscoverPrimary(ctx, ep)
-		if err != nil {
-			return cfg, classifyExit(err)
-		}
-		log.Info("primary discovered from the standby's primary_conninfo")
-		// primary_conninfo often has no dbname: use postgres rather than the user's name.
-		if !strings.Contains(dsn, "dbname") && !strings.Contains(dsn, "://") {
-			dsn += " dbname=postgres"
-		}
-		cfg.PrimaryDSN = dsn
+	if c.Duration("primary-connect-timeout") < 0 {
+		return cfg, configError("--primary-connect-timeout %s: give a positive duration such as 2s", c.Duration("primary-connect-timeout"))
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, classifyExit(err)

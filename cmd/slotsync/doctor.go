@@ -55,28 +55,14 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 	fail := func(err error) doctorResult {
 		return doctorResult{ExitCode: exitCodeOf(err), Error: err.Error(), Checks: []topology.Check{}}
 	}
-	pep, sep, err := cfg.Endpoints()
+	snap, err := slotsync.Observe(ctx, cfg)
+	if err == nil && !snap.Standby.Info.InRecovery {
+		err = topology.ErrPromoted
+	}
 	if err != nil {
 		return fail(err)
 	}
-	pc, err := pep.Connect(ctx, "")
-	if err != nil {
-		return fail(err)
-	}
-	defer pc.Close(context.Background())
-	sc, err := sep.Connect(ctx, "")
-	if err != nil {
-		return fail(err)
-	}
-	defer sc.Close(context.Background())
-	pi, err := topology.ReadNodeInfo(ctx, pc)
-	if err != nil {
-		return fail(err)
-	}
-	si, err := topology.ReadNodeInfo(ctx, sc)
-	if err != nil {
-		return fail(err)
-	}
+	pi, si := snap.Primary.Info, snap.Standby.Info
 	method, err := topology.ChooseMethod(si, cfg.Method)
 	if err != nil {
 		return fail(err)
@@ -84,26 +70,7 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 	if method == topology.MethodNative && cfg.Native.Drive {
 		si = topology.NativeDrive(si)
 	}
-	var synced []topology.SyncedStandbySlot
-	if pi.Major() >= 17 {
-		if synced, err = topology.ReadSyncedStandbySlots(ctx, pc, pi.SynchronizedStandbySlots); err != nil {
-			return fail(err)
-		}
-	}
-	var phys topology.PhysicalSlot
-	if si.PrimarySlotName != "" {
-		if phys, err = topology.ReadPhysicalSlot(ctx, pc, si.PrimarySlotName); err != nil {
-			return fail(err)
-		}
-	}
-	pslots, err := topology.LogicalSlots(ctx, pc, pi.VersionNum)
-	if err != nil {
-		return fail(err)
-	}
-	sslots, err := topology.LogicalSlots(ctx, sc, si.VersionNum)
-	if err != nil {
-		return fail(err)
-	}
+	synced, phys, pslots, sslots := snap.SyncedStandbySlots, snap.Physical, snap.Primary.Slots, snap.Standby.Slots
 	selected, standbyOnly := 0, 0
 	for _, s := range pslots {
 		if cfg.Select.Matches(s.Name, s.Database, s.Plugin) && !s.Temporary {

@@ -24,6 +24,8 @@ type metrics struct {
 	standbyRestarts prometheus.Counter
 	nodeUp          *prometheus.GaugeVec
 	promotionReady  prometheus.Gauge
+	nodeIsPrimary   prometheus.Gauge
+	withoutPrimary  prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -41,10 +43,12 @@ func newMetrics() *metrics {
 	m.standbyRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_standby_restarts_total", Help: "Standby restarts made by slotsync (state-file method)."})
 	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node."}, []string{"node"})
 	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
+	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
+	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "goversion"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, build,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -63,9 +67,12 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		if errors.As(err, &ne) {
 			m.nodeUp.WithLabelValues(ne.Node).Set(0)
 		}
-		m.promotionReady.Set(0)
+		m.withoutPrimary.Set(boolFloat(rep.WithoutPrimary != nil))
+		m.promotionReady.Set(boolFloat(rep.WithoutPrimary != nil && rep.Ready()))
 		return
 	}
+	m.withoutPrimary.Set(0)
+	m.nodeIsPrimary.Set(boolFloat(rep.Role == slotsync.RolePrimary))
 	m.duration.Observe(rep.Duration.Seconds())
 	m.standbyRestarts.Add(float64(rep.StandbyRestarts))
 	m.lastSuccess.Set(float64(time.Now().Unix()))
@@ -89,7 +96,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 			m.retainedWAL.WithLabelValues(s.Name, "standby").Set(float64(s.CopyRetainedWALBytes))
 		}
 	}
-	m.promotionReady.Set(boolFloat(rep.Ready()))
+	m.promotionReady.Set(boolFloat(rep.Role == slotsync.RoleStandby && rep.Ready()))
 }
 
 func boolFloat(b bool) float64 {

@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	slotsync "github.com/slotsync/slotsync/sync"
-	"github.com/slotsync/slotsync/topology"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,7 +30,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "max-backoff", Value: 30 * time.Second, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
 			&cli.DurationFlag{Name: "slot-timeout", Value: 30 * time.Second, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
-			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:9187", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7461", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
 			&cli.DurationFlag{Name: "recheck", Value: time.Minute, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
 			// The state-file method (PostgreSQL 11-15).
@@ -89,7 +88,7 @@ func runAction(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout}
+	d := &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout, strict: cfg.Strict}
 	var srv *http.Server
 	if addr := c.String("listen"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -129,6 +128,7 @@ func runAction(c *cli.Context) error {
 
 // daemon holds what the health endpoints answer from.
 type daemon struct {
+	strict     bool // the gate does not judge without the primary
 	log        hclog.Logger
 	m          *metrics
 	staleAfter time.Duration
@@ -137,11 +137,16 @@ type daemon struct {
 	last        *slotsync.Report
 	lastErr     error
 	lastSuccess time.Time
-	stopped     string // why syncing stopped (promotion, or an error that needs a human)
+	lastAttempt time.Time
+	// degraded is the latest pass's verdict judged without the primary (rule 8), if it had one.
+	degraded *slotsync.Report
+	stopped  string // why syncing stopped (an error that needs a human)
 }
 
 // loop runs the engine; after an error that needs a human it keeps the endpoints up and checks
-// again every recheck, logging only when the error changes. A promotion ends syncing for good.
+// again every recheck, logging only when the error changes. Roles move (rule 9): on a node that
+// is the primary the engine's passes succeed and sync nothing, and it syncs again once the node
+// is a standby.
 func (d *daemon) loop(ctx context.Context, eng *slotsync.Engine, recheck time.Duration) {
 	for {
 		err := eng.Run(ctx, d.record)
@@ -151,10 +156,6 @@ func (d *daemon) loop(ctx context.Context, eng *slotsync.Engine, recheck time.Du
 		d.mu.Lock()
 		d.stopped = err.Error()
 		d.mu.Unlock()
-		if errors.Is(err, topology.ErrPromoted) {
-			<-ctx.Done()
-			return
-		}
 		select {
 		case <-ctx.Done():
 			return
@@ -167,10 +168,13 @@ func (d *daemon) record(rep slotsync.Report, err error) {
 	d.m.observe(rep, err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.lastErr = err
+	d.lastErr, d.lastAttempt, d.degraded = err, time.Now(), nil
 	if err == nil {
 		r := rep
 		d.last, d.lastSuccess, d.stopped = &r, time.Now(), ""
+	} else if rep.WithoutPrimary != nil {
+		r := rep
+		d.degraded = &r
 	}
 }
 
@@ -180,18 +184,19 @@ func (d *daemon) handler() http.Handler {
 	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
+	// /readyz: the sidecar works — it makes passes and its configuration is usable. A primary
+	// that is down, or this node being the primary, is not the sidecar failing: the promotion
+	// gate (/promotion-ready) says what those mean.
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		switch {
 		case d.stopped != "":
-			http.Error(w, "syncing stopped: "+d.stopped, http.StatusServiceUnavailable)
-		case d.lastErr != nil:
-			http.Error(w, "last pass failed: "+d.lastErr.Error(), http.StatusServiceUnavailable)
-		case d.last == nil:
-			http.Error(w, "no pass has succeeded yet", http.StatusServiceUnavailable)
-		case time.Since(d.lastSuccess) > d.staleAfter:
-			http.Error(w, fmt.Sprintf("no successful pass for %s", time.Since(d.lastSuccess).Round(time.Second)), http.StatusServiceUnavailable)
+			http.Error(w, "stopped until a human acts: "+d.stopped, http.StatusServiceUnavailable)
+		case d.lastAttempt.IsZero():
+			http.Error(w, "no pass has run yet", http.StatusServiceUnavailable)
+		case time.Since(d.lastAttempt) > d.staleAfter:
+			http.Error(w, fmt.Sprintf("no pass for %s: the loop is stuck", time.Since(d.lastAttempt).Round(time.Second)), http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")
 		}
@@ -202,6 +207,8 @@ func (d *daemon) handler() http.Handler {
 		d.mu.Lock()
 		var res checkResult
 		switch {
+		case d.degraded != nil && !d.strict:
+			res = newCheckResult(d.degraded, d.lastErr)
 		case d.last == nil || d.lastErr != nil || time.Since(d.lastSuccess) > d.staleAfter:
 			err := d.lastErr
 			if err == nil {

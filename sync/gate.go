@@ -1,0 +1,216 @@
+package sync
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// GateRecord is the last judgement made with the primary reachable: what the gate answers
+// from when the primary is gone (docs/RULES.md rule 8). The daemon keeps it in the journal.
+type GateRecord struct {
+	ObservedAt time.Time `json:"observed_at"`
+	Method     string    `json:"method"`
+	// SynchronizedStandby: the primary's synchronized_standby_slots lists this standby's
+	// physical slot (17+), so no consumer can be ahead of this standby.
+	SynchronizedStandby bool                `json:"synchronized_standby"`
+	Slots               map[string]GateSlot `json:"slots"`
+}
+
+// GateSlot is one gated slot as last judged with the primary.
+type GateSlot struct {
+	Identity lsncheck.Identity `json:"identity"`
+	Ready    bool              `json:"ready"`
+	Reasons  []lsncheck.Reason `json:"reasons,omitempty"`
+	Detail   string            `json:"detail"`
+	Primary  lsncheck.Position `json:"primary"`
+	Copy     lsncheck.Position `json:"copy"`
+	// ConsumerAheadBytes is what rule 5 last saw: how far the consumer was beyond the standby.
+	ConsumerAheadBytes int64 `json:"consumer_ahead_bytes"`
+	RequireSynced      bool  `json:"require_synced,omitempty"`
+}
+
+// WithoutPrimary says that a report was judged without the primary, from what and how old.
+type WithoutPrimary struct {
+	// Why the primary could not be asked.
+	Why string `json:"why"`
+	// ObservedAt: the last observation made with the primary; AgeSeconds: how old it was.
+	ObservedAt time.Time `json:"observed_at"`
+	AgeSeconds float64   `json:"age_seconds"`
+	// SynchronizedStandby: consumers could not get ahead of this standby (17+,
+	// synchronized_standby_slots lists it).
+	SynchronizedStandby bool `json:"synchronized_standby"`
+	// Meaning is what the verdict does and does not promise, for people.
+	Meaning string `json:"meaning"`
+}
+
+// newGateRecord builds the record from a pass judged with the primary.
+func newGateRecord(at time.Time, method topology.Method, synced bool, slots []SlotReport) *GateRecord {
+	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{}}
+	for _, s := range slots {
+		if !s.Gate || s.Primary == nil {
+			continue
+		}
+		gs := GateSlot{Identity: lsncheck.Identity{Name: s.Name, Database: s.Database, Plugin: s.Plugin},
+			Ready: s.Verdict.Ready, Reasons: s.Verdict.Reasons, Detail: s.Verdict.Detail, Primary: *s.Primary,
+			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced}
+		if s.Copy != nil {
+			gs.Copy = *s.Copy
+			gs.Identity.TwoPhase = s.copyTwoPhase
+		}
+		r.Slots[s.Name] = gs
+	}
+	return r
+}
+
+// sameVerdicts reports whether two records say the same thing of the same slots (positions
+// and time aside): a change is written at once, the rest on the record's own rhythm.
+func (r *GateRecord) sameVerdicts(o *GateRecord) bool {
+	if r == nil || o == nil || len(r.Slots) != len(o.Slots) || r.SynchronizedStandby != o.SynchronizedStandby {
+		return false
+	}
+	for name, a := range r.Slots {
+		b, ok := o.Slots[name]
+		if !ok || a.Ready != b.Ready || a.Identity != b.Identity || fmt.Sprint(a.Reasons) != fmt.Sprint(b.Reasons) {
+			return false
+		}
+	}
+	return true
+}
+
+// JudgeWithoutPrimary judges every slot of the record from the standby alone (rule 8): a copy
+// READY then is READY now if it is still there, the same slot, valid, not moved back and its
+// WAL still on the standby; a copy NOT READY then stays NOT READY. It is pure.
+func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection) []SlotReport {
+	var out []SlotReport
+	for _, name := range sortedKeys(rec.Slots) {
+		gs := rec.Slots[name]
+		if !sel.Matches(name, gs.Identity.Database, gs.Identity.Plugin) {
+			continue
+		}
+		primary := gs.Primary
+		sr := SlotReport{Name: name, Database: gs.Identity.Database, Plugin: gs.Identity.Plugin, Action: KindNone,
+			Reason: "judged without the primary", Gate: true, Primary: &primary}
+		v := lsncheck.Verdict{Ready: gs.Ready, Reasons: gs.Reasons, Detail: gs.Detail, ConsumerAheadBytes: gs.ConsumerAheadBytes}
+		cp, hasCopy := standby.Slots[name]
+		if hasCopy {
+			pos := cp.Position
+			sr.Copy = &pos
+			sr.CopyWALStatus = cp.WALStatus
+			sr.CopyRetainedWALBytes = retained(standby.Info.WALEnd(), cp.RestartLSN)
+			if gs.Copy.ConfirmedFlush != 0 && gs.Primary.ConfirmedFlush >= cp.ConfirmedFlush {
+				v.SyncLagBytes = lsncheck.Bytes(gs.Primary.ConfirmedFlush, cp.ConfirmedFlush)
+			}
+		}
+		notReady := func(r lsncheck.Reason, detail string) {
+			v.Ready, v.Reasons, v.Detail = false, []lsncheck.Reason{r}, detail
+		}
+		switch {
+		case !gs.Ready:
+			v.Detail = "not ready at the last observation with the primary: " + gs.Detail
+		case !hasCopy:
+			notReady(lsncheck.ReasonMissing, "the copy is gone from the standby since the last observation")
+		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin:
+			notReady(lsncheck.ReasonIdentityMismatch, "the standby slot of this name is not the copy last judged")
+		case cp.Invalidated:
+			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
+		case !cp.WALAvailable():
+			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
+		case cp.Temporary:
+			notReady(lsncheck.ReasonTemporary, "the copy is temporary")
+		case gs.RequireSynced && !cp.Synced:
+			notReady(lsncheck.ReasonNotSynced, "the copy is no longer kept by the server's slot sync")
+		case cp.ConfirmedFlush < gs.Copy.ConfirmedFlush:
+			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the copy went back from %s to %s since the last observation: it is another slot",
+				gs.Copy.ConfirmedFlush, cp.ConfirmedFlush))
+		default:
+			v.Detail = "ready at the last observation with the primary, and the copy is still there, valid, with its WAL"
+		}
+		sr.Verdict = v
+		out = append(out, sr)
+	}
+	return out
+}
+
+// withoutPrimaryMeaning says what a verdict without the primary promises.
+func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
+	s := fmt.Sprintf("judged from the standby and the last observation of the primary, %s old: consumers may have confirmed more since; "+
+		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. ",
+		age.Round(time.Millisecond))
+	switch {
+	case synced:
+		return s + "The primary's synchronized_standby_slots lists this standby: no consumer could be ahead of it."
+	case major >= 17:
+		return s + "The primary's synchronized_standby_slots does not list this standby: a consumer could have been a few bytes ahead of it (set it to prevent that)."
+	}
+	return s + "Before PostgreSQL 17 nothing keeps consumers behind this standby: one could have been a few bytes ahead of it (see consumer_ahead_bytes of the last observation)."
+}
+
+// primaryGone reports an observation that failed only because the primary could not be asked
+// (unreachable, shutting down, or unknown while an HA manager re-points the standby).
+func primaryGone(err error) bool {
+	var ne *NodeError
+	return errors.As(err, &ne) && ne.Node == "primary" && Classify(err) == Retry
+}
+
+// judgeWithoutPrimary answers for a pass whose primary is gone, from the standby and the
+// journal's gate record (rule 8). Inspect returns the verdict (unless Strict); a pass that would
+// apply still fails (nothing was changed) but carries the verdict for /promotion-ready.
+func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, apply bool) (Report, error) {
+	rec := e.journal.Gate
+	switch {
+	case !snap.Standby.Info.InRecovery:
+		return e.asPrimary(rep, snap, apply)
+	case e.cfg.Strict && !apply:
+		return rep, fmt.Errorf("%w (strict: the gate does not judge without the primary)", perr)
+	case rec == nil:
+		return rep, fmt.Errorf("%w; no earlier observation of the primary is recorded in the state directory (give check the daemon's --state-dir)", perr)
+	}
+	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
+		return rep, err
+	}
+	age := e.now().Sub(rec.ObservedAt)
+	rep.Role = RoleStandby
+	rep.Major = snap.Standby.Info.Major()
+	rep.Method = topology.Method(rec.Method)
+	rep.Standby = summarize(snap.Standby.Info)
+	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select)
+	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
+		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
+	rep.Duration = e.now().Sub(rep.Started)
+	if apply {
+		return rep, perr
+	}
+	return rep, nil
+}
+
+// recordGate keeps the journal's gate record fresh: at once when a verdict changed, otherwise
+// every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
+func (e *Engine) recordGate(snap Snapshot, method topology.Method, slots []SlotReport) {
+	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), slots)
+	old := e.journal.Gate
+	if old != nil && rec.sameVerdicts(old) && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
+		return
+	}
+	next := e.journal.clone()
+	next.Gate = rec
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		e.log.Warn("could not record the gate's last observation; without the primary the gate answers from an older one", "error", err)
+		return
+	}
+	e.journal = next
+}
+
+// synchronizedStandby reports whether the primary's synchronized_standby_slots lists this
+// standby's physical slot (17+).
+func synchronizedStandby(snap Snapshot) bool {
+	for _, s := range snap.SyncedStandbySlots {
+		if s.Name == snap.Standby.Info.PrimarySlotName && s.Name != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,113 @@
+package sync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+func TestJudgeWithoutPrimary(t *testing.T) {
+	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
+	copyPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
+	primPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2100000, CatalogXmin: 700}
+	rec := func(ready bool) *GateRecord {
+		return &GateRecord{ObservedAt: time.Unix(100, 0), Slots: map[string]GateSlot{
+			"a": {Identity: idA, Ready: ready, Reasons: nil, Detail: "x", Primary: primPos, Copy: copyPos},
+		}}
+	}
+	standby := func(mod func(*topology.Slot)) NodeState {
+		s := slot(idA, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
+		if mod != nil {
+			mod(&s)
+		}
+		return NodeState{Info: topology.NodeInfo{InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{"a": s}}
+	}
+	cases := []struct {
+		name   string
+		rec    *GateRecord
+		node   NodeState
+		ready  bool
+		reason lsncheck.Reason
+	}{
+		{"ready then, still there", rec(true), standby(nil), true, ""},
+		{"ready then, advanced since", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x2080000 }), true, ""},
+		{"not ready then stays not ready", rec(false), standby(nil), false, ""},
+		{"copy gone", rec(true), NodeState{Slots: map[string]topology.Slot{}}, false, lsncheck.ReasonMissing},
+		{"copy invalidated", rec(true), standby(func(s *topology.Slot) { s.Invalidated = true }), false, lsncheck.ReasonCopyInvalidated},
+		{"WAL lost", rec(true), standby(func(s *topology.Slot) { s.WALStatus = "lost" }), false, lsncheck.ReasonCopyWALMissing},
+		{"another plugin", rec(true), standby(func(s *topology.Slot) { s.Plugin = "wal2json" }), false, lsncheck.ReasonIdentityMismatch},
+		{"moved back: another slot", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x1800000 }), false, lsncheck.ReasonIdentityMismatch},
+		{"temporary", rec(true), standby(func(s *topology.Slot) { s.Temporary = true }), false, lsncheck.ReasonTemporary},
+	}
+	for _, c := range cases {
+		got := JudgeWithoutPrimary(c.rec, c.node, Selection{})
+		if len(got) != 1 || got[0].Name != "a" || !got[0].Gate || got[0].Verdict.Ready != c.ready {
+			t.Errorf("%s: %+v", c.name, got)
+			continue
+		}
+		if c.reason != "" && (len(got[0].Verdict.Reasons) != 1 || got[0].Verdict.Reasons[0] != c.reason) {
+			t.Errorf("%s: reasons %v, want %s", c.name, got[0].Verdict.Reasons, c.reason)
+		}
+	}
+	// A slot not selected is not judged; a native copy must still be server-synced.
+	r := rec(true)
+	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: primPos, RequireSynced: true}
+	node := standby(nil)
+	node.Slots["b"] = slot(idB, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
+	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}})
+	if len(got) != 1 || got[0].Name != "b" || got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonNotSynced {
+		t.Errorf("selection and synced: %+v", got)
+	}
+}
+
+func TestGateRecordChangesAreWrittenAtOnce(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}
+	reports := func(ready bool, cf lsncheck.LSN) []SlotReport {
+		p := pos
+		p.ConfirmedFlush = cf
+		return []SlotReport{{Name: "a", Database: "app", Plugin: "pgoutput", Gate: true, Primary: &p, Copy: &p, Verdict: lsncheck.Verdict{Ready: ready}},
+			{Name: "tmp", Gate: false}}
+	}
+	a := newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, reports(true, 2))
+	if len(a.Slots) != 1 {
+		t.Fatalf("ungated slots recorded: %+v", a.Slots)
+	}
+	if !a.sameVerdicts(newGateRecord(time.Unix(9, 0), topology.MethodSQL, false, reports(true, 9))) {
+		t.Error("a move of positions alone is not a change of verdict")
+	}
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, reports(false, 2))) {
+		t.Error("READY to NOT READY must be written at once")
+	}
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, true, reports(true, 2))) {
+		t.Error("a change of synchronized_standby_slots must be written at once")
+	}
+}
+
+func TestOwnSlotsWhileThePrimary(t *testing.T) {
+	now := time.Unix(1000, 0)
+	j := &Journal{Version: journalVersion, Slots: map[string]*Entry{
+		"gone": {Incarnation: "01", Identity: lsncheck.Identity{Name: "gone", Database: "app", Plugin: "pgoutput"}},
+	}}
+	node := NodeState{Slots: map[string]topology.Slot{
+		"a":   slot(idA, 0x100, 0x200, 5),
+		"tmp": func() topology.Slot { s := slot(lsncheck.Identity{Name: "tmp"}, 1, 2, 3); s.Temporary = true; return s }(),
+	}}
+	next, changed := ownSlots(j, node, Selection{}, now, 5*time.Second)
+	if !changed || next.Slots["a"] == nil || next.Slots["gone"] != nil || next.Slots["tmp"] != nil || next.Slots["a"].Primary.ConfirmedFlush != 0x200 {
+		t.Fatalf("own slots: changed %v, %+v", changed, next.Slots)
+	}
+	if j.Slots["gone"] == nil {
+		t.Fatal("the input journal was changed")
+	}
+	// Positions alone: written at most every interval.
+	node.Slots["a"] = slot(idA, 0x100, 0x300, 5)
+	if _, changed := ownSlots(next, node, Selection{}, now.Add(time.Second), 5*time.Second); changed {
+		t.Error("a move of positions was written before the interval")
+	}
+	later, changed := ownSlots(next, node, Selection{}, now.Add(6*time.Second), 5*time.Second)
+	if !changed || later.Slots["a"].Primary.ConfirmedFlush != 0x300 || later.Slots["a"].Incarnation != next.Slots["a"].Incarnation {
+		t.Errorf("after the interval: %v %+v", changed, later.Slots["a"])
+	}
+}

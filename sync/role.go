@@ -1,0 +1,97 @@
+package sync
+
+import "time"
+
+// Role is what the local node (the one the standby DSN names) is right now.
+type Role string
+
+// The roles.
+const (
+	RoleStandby Role = "standby"
+	RolePrimary Role = "primary"
+)
+
+// noteRole logs a change of the local node's role, once.
+func (e *Engine) noteRole(r Role) {
+	if e.role == r {
+		return
+	}
+	if e.role != "" || r == RolePrimary {
+		switch r {
+		case RolePrimary:
+			e.log.Warn("this node is the primary now (not in recovery): syncing nothing until it is a standby again; its slots are recorded as slotsync's to manage")
+		case RoleStandby:
+			e.log.Info("this node is a standby: syncing slots from its primary")
+		}
+	}
+	e.role = r
+}
+
+// asPrimary is a pass on a node that is the primary (rule 9): nothing is synced; applying
+// passes record the node's own logical slots in the journal, so that when the node is a
+// standby again its slots (copies promoted with it, or a demoted primary's own, now stale)
+// are managed like any other copy: never moved back, recreated when the new primary's slot
+// is another incarnation, never judged READY while stale.
+func (e *Engine) asPrimary(rep Report, snap Snapshot, apply bool) (Report, error) {
+	e.noteRole(RolePrimary)
+	rep.Role = RolePrimary
+	rep.Major = snap.Standby.Info.Major()
+	rep.Standby = summarize(snap.Standby.Info)
+	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
+		return rep, err
+	}
+	if apply {
+		next, changed := ownSlots(e.journal, snap.Standby, e.cfg.Select, e.now().UTC(), e.cfg.GateRecordInterval)
+		if changed {
+			if err := next.Save(e.cfg.StateDir); err != nil {
+				return rep, err
+			}
+			e.journal = next
+		}
+	}
+	rep.Duration = e.now().Sub(rep.Started)
+	return rep, nil
+}
+
+// ownSlots records a primary node's own logical slots in (a copy of) the journal: each selected,
+// persistent slot becomes an entry whose reference position is the slot's own, and entries of
+// slots gone from the node are removed. It reports whether the journal changed; a change of
+// positions alone is written at most every interval. Pure.
+func ownSlots(j *Journal, node NodeState, sel Selection, now time.Time, interval time.Duration) (*Journal, bool) {
+	next := j.clone()
+	structural := false
+	positions := false
+	for name, s := range node.Slots {
+		if s.Temporary || !s.Known() || !sel.Matches(name, s.Database, s.Plugin) {
+			continue
+		}
+		ent := next.Slots[name]
+		if ent == nil || ent.Identity != s.Identity {
+			id, err := NewIncarnationID()
+			if err != nil {
+				continue
+			}
+			next.Slots[name] = &Entry{Incarnation: id, Identity: s.Identity, FirstSeen: s.Position, Primary: s.Position,
+				Method: "own", CreatedAt: now, UpdatedAt: now}
+			structural = true
+			continue
+		}
+		if ent.Primary != s.Position {
+			e := *ent
+			e.Primary, e.UpdatedAt = s.Position, now
+			next.Slots[name] = &e
+			positions = true
+		}
+	}
+	for name, ent := range next.Slots {
+		if _, ok := node.Slots[name]; !ok && sel.Matches(name, ent.Identity.Database, ent.Identity.Plugin) {
+			delete(next.Slots, name)
+			structural = true
+		}
+	}
+	if !structural && !(positions && now.Sub(j.OwnSlotsAt) >= interval) {
+		return j, false
+	}
+	next.OwnSlotsAt = now
+	return next, true
+}
