@@ -1,0 +1,131 @@
+package sync
+
+import (
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// TestRolesMove runs one engine per node with the same configuration (no --primary: each
+// follows its node's primary_conninfo), as a daemon beside every node of an HA cluster would,
+// through a failover (kill -9), a switch back (clean stop) and a second failover. The demoted
+// node keeps its old slots, as after pg_rewind. Each time the gate opens before the promotion,
+// and the consumer resumes on the new primary with exactly the changes after its position.
+func TestRolesMove(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		engines := map[*integration.Node]*Engine{}
+		for _, n := range []*integration.Node{f.pair.Primary, f.pair.Standby} {
+			cfg := f.cfg
+			cfg.PrimaryDSN, cfg.StandbyDSN, cfg.StateDir = "", n.DSN("postgres"), t.TempDir()
+			cfg.Statefile.DataDir, cfg.Statefile.Restarter = n.DataDir, nodeRestarter{n}
+			eng, err := New(cfg)
+			f.must(err)
+			t.Cleanup(eng.Close)
+			engines[n] = eng
+		}
+		// pass runs every node's engine; it returns the report of the standby's. A node that is
+		// down (killed, or being rebuilt) fails its pass; nothing else may fail.
+		pass := func() Report {
+			t.Helper()
+			var out Report
+			for n, eng := range engines {
+				rep, err := eng.RunOnce(f.ctx)
+				down := n != f.pair.Primary && n != f.pair.Standby
+				if _, alive := n.InRecovery(f.ctx); alive != nil {
+					down = true
+				}
+				if err != nil && !down {
+					t.Fatalf("pass on %s: %v", n.Name, err)
+				}
+				if err != nil {
+					continue
+				}
+				want := RoleStandby
+				if n == f.pair.Primary {
+					want = RolePrimary
+				}
+				if rep.Role != want {
+					t.Fatalf("pass on %s: role %q, want %q", n.Name, rep.Role, want)
+				}
+				for _, s := range rep.Slots {
+					if s.Error != "" {
+						t.Fatalf("pass on %s, slot %s: %s", n.Name, s.Name, s.Error)
+					}
+				}
+				if want == RoleStandby {
+					out = rep
+				}
+			}
+			return out
+		}
+		untilReady := func() {
+			t.Helper()
+			deadline := time.Now().Add(90 * time.Second)
+			for {
+				f.insert(1)
+				f.logRunningXacts()
+				f.consume(f.pair.Primary, "cdc")
+				f.must(f.pair.WaitCaughtUp(f.ctx))
+				rep := pass()
+				if rep.Ready() && len(rep.Slots) == 1 {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the copy on %s never became ready: %+v", f.pair.Standby.Name, rep.Slots)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		// failover writes rows the consumer has not read, makes sure the standby has them, takes
+		// the primary away (killed or stopped), promotes, and checks that the consumer gets
+		// exactly those rows from the promoted node.
+		failover := func(kill bool) {
+			t.Helper()
+			rows := f.insert(3)
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			pass()
+			if kill {
+				f.must(f.pair.Primary.Kill(f.ctx))
+			} else {
+				f.must(f.pair.Primary.Stop(f.ctx))
+			}
+			f.must(f.pair.Promote(f.ctx))
+			if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, rows) {
+				t.Fatalf("after the failover (kill=%v) the consumer got %v, want exactly %v", kill, got, rows)
+			}
+		}
+
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.consume(f.pair.Primary, "cdc")
+		untilReady()
+		failover(true)
+		// The promoted node's engine now sees a primary: it syncs nothing and records its slots.
+		oldPrimary := f.pair.Primary
+		if rep, err := engines[f.pair.Standby].RunOnce(f.ctx); err != nil || rep.Role != RolePrimary || len(rep.Slots) != 0 {
+			t.Fatalf("the promoted node's pass: role %q, %d slots, %v", rep.Role, len(rep.Slots), err)
+		}
+		f.must(f.pair.Rejoin(f.ctx, true))
+		if f.pair.Standby != oldPrimary {
+			t.Fatal("rejoin did not make the old primary the standby")
+		}
+		// The demoted node's stale slot is its engine's to manage: never READY while stale.
+		if rep := pass(); rep.Ready() {
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			stale, _ := f.slotOn(f.pair.Standby, "cdc")
+			cur, _ := f.slotOn(f.pair.Primary, "cdc")
+			if stale.ConfirmedFlush > cur.ConfirmedFlush {
+				t.Fatalf("a stale copy ahead of the consumer (%s > %s) was judged READY", stale.ConfirmedFlush, cur.ConfirmedFlush)
+			}
+		}
+		untilReady()
+		failover(false) // switch back
+		f.must(f.pair.Rejoin(f.ctx, true))
+		untilReady()
+		failover(true) // and fail over again
+	})
+}
