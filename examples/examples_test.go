@@ -103,8 +103,10 @@ func dig(v any, path ...any) any {
 
 func TestEnvNamesInExamplesExist(t *testing.T) {
 	known := knownEnv(t)
+	// The Patroni hook's own settings (its policy, where slotsync is).
+	known["SLOTSYNC_ON_NOT_READY"], known["SLOTSYNC_BIN"] = true, true
 	for _, f := range []string{"docker-compose/compose.yaml", "kubernetes/slotsync-sidecar.yaml", "patroni/pre-promote.sh",
-		"systemd/slotsync.env", "github-actions/failover-drill.yml"} {
+		"patroni/slotsync.env", "systemd/slotsync.env", "github-actions/failover-drill.yml"} {
 		checkEnvNames(t, f, known)
 	}
 }
@@ -159,17 +161,36 @@ func TestKubernetesSidecar(t *testing.T) {
 	}
 }
 
-func TestPatroniHookBlocksAnUnsafePromotion(t *testing.T) {
+func TestPatroniHookPolicy(t *testing.T) {
 	if out, err := exec.Command("sh", "-n", "patroni/pre-promote.sh").CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	// Against a standby that cannot be reached the hook must fail, so Patroni aborts.
-	cmd := exec.Command("sh", "patroni/pre-promote.sh")
-	cmd.Env = []string{"PATH=" + binDir + ":/usr/bin:/bin", "SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1",
-		"SLOTSYNC_PRIMARY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_WAIT=1s"}
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
-		t.Fatalf("hook against an unreachable standby: %v\n%s", err, out)
+	run := func(env ...string) (int, string) {
+		cmd := exec.Command("sh", "patroni/pre-promote.sh")
+		cmd.Env = append([]string{"PATH=" + binDir + ":/usr/bin:/bin", "SLOTSYNC_WAIT=1s"}, env...)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	unreachable := []string{"SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_STATE_DIR=" + t.TempDir()}
+	// The gate cannot tell: block refuses the promotion, proceed promotes and says so loudly.
+	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=block")...); code != 1 || !strings.Contains(out, "BLOCKING") {
+		t.Fatalf("block policy: %d\n%s", code, out)
+	}
+	if code, out := run(unreachable...); code != 0 || !strings.Contains(out, "PROMOTING ANYWAY") {
+		t.Fatalf("proceed policy (the default): %d\n%s", code, out)
+	}
+	// Patroni's environment without slotsync's settings: the hook names what is missing.
+	if code, out := run("SLOTSYNC_STANDBY=host=x"); code == 0 || !strings.Contains(out, "SLOTSYNC_STATE_DIR") {
+		t.Fatalf("without SLOTSYNC_STATE_DIR: %d\n%s", code, out)
+	}
+	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=maybe")...); code == 0 || !strings.Contains(out, "proceed or block") {
+		t.Fatalf("an unknown policy: %d\n%s", code, out)
 	}
 }
 

@@ -41,6 +41,9 @@ type Options struct {
 	// BeforeStandby, when set, runs on the primary before the standby is made (to create
 	// slots that predate the standby, say).
 	BeforeStandby func(ctx context.Context, primary *Node) error
+	// NoStandby starts the primary alone (Pair.Standby is nil): a lone server, e.g. a
+	// subscriber. Local backend only.
+	NoStandby bool
 }
 
 // Pair is a running primary with a streaming physical standby.
@@ -114,6 +117,9 @@ func NewPair(ctx context.Context, opts Options) (*Pair, error) {
 		}
 		return nil, err
 	}
+	if opts.NoStandby {
+		return p, nil
+	}
 	if err := p.WaitStreaming(ctx); err != nil {
 		_ = p.Close()
 		return nil, err
@@ -184,6 +190,9 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 		if err := opts.BeforeStandby(ctx, p.Primary); err != nil {
 			return p, fmt.Errorf("before the standby: %w", err)
 		}
+	}
+	if opts.NoStandby {
+		return p, nil
 	}
 	// The standby is a copy of the cleanly stopped primary (what pg_basebackup would give,
 	// without needing it: some packaged majors ship only initdb, pg_ctl and postgres).

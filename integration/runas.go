@@ -125,3 +125,13 @@ func ShellPrefix() (string, error) {
 	}
 	return "runuser -u " + r.name + " -- ", nil
 }
+
+// GiveToRunUser makes the user test clusters run as own path and everything below it (when the
+// caller is root), for servers and tools started beside them (an HA manager, say).
+func GiveToRunUser(path string) error {
+	r, err := currentRunAs()
+	if err != nil {
+		return err
+	}
+	return r.chownTree(path)
+}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build slotsync and run its real
 # PostgreSQL pairs: PostgreSQL 15 from the distribution, Node's npm (to fetch the other majors),
+# Patroni and etcd (the HA-manager tests),
 # an unprivileged user for the test clusters when run as root, and the binary cache for the
 # majors in $SLOTSYNC_PG_MAJORS (default 15,16,17,18). Idempotent; Go 1.26+ must be installed.
 set -euo pipefail
@@ -15,6 +16,10 @@ command -v go >/dev/null || { echo "Go 1.26 or newer is needed: https://go.dev/d
 need=()
 [ -x /usr/lib/postgresql/15/bin/postgres ] || need+=(postgresql-15)
 command -v npm >/dev/null || need+=(npm)
+# A real Patroni cluster (etcd, two PostgreSQL 15 nodes) for the HA-manager tests.
+command -v patroni >/dev/null || need+=(patroni)
+command -v etcd >/dev/null || need+=(etcd-server)
+command -v etcdctl >/dev/null || need+=(etcd-client)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   $sudo apt-get update -qq

@@ -123,7 +123,8 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 		return out, false
 	}
 
-	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil}
+	staged, isStaged := m.cfg.Restarter.(stagedRestarter)
+	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil || isStaged}
 	if m.cfg.Restarter == nil {
 		for _, st := range states {
 			if err := in.Install(st); err != nil && !errors.Is(err, statefile.ErrExists) {
@@ -146,6 +147,9 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	defer cancel()
 	m.restarting.Store(true)
 	defer m.restarting.Store(false)
+	if isStaged {
+		return m.restartStaged(ctx, staged, in, states, out)
+	}
 	if err := m.cfg.Restarter.Stop(ctx); err != nil {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}
@@ -175,6 +179,45 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 				Fix: "start the standby by hand and read its log"})
 		}
 		return failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
+	}
+	return out, true
+}
+
+// restartStaged stages every copy in the running standby's pg_replslot and has the standby's
+// manager restart it. A restart that fails leaves the standby to its manager; if the server is
+// down then, the staged copies are removed and the restart tried once more without them.
+func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []*statefile.State, out map[string]error) (map[string]error, bool) {
+	var installed []string
+	for _, st := range states {
+		if err := in.Remove(st.Name); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		if err := in.Install(st); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		installed = append(installed, st.Name)
+	}
+	if len(installed) == 0 {
+		return out, false
+	}
+	m.lastRestart = time.Now()
+	err := r.Restart(ctx)
+	if err == nil {
+		return out, true
+	}
+	if running, rerr := statefile.ServerRunning(m.cfg.DataDir); rerr == nil && !running {
+		m.log.Error("the standby is down after its restart with new slot copies; removing them and restarting it again", "error", err)
+		for _, name := range installed {
+			_ = in.Remove(name)
+		}
+		if err2 := r.Restart(ctx); err2 != nil {
+			err = fmt.Errorf("%w; restarting it again without the copies failed too: %v", err, err2)
+		}
+	}
+	for _, name := range installed {
+		out[name] = fmt.Errorf("restart the standby: %w", err)
 	}
 	return out, true
 }

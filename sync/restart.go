@@ -67,3 +67,23 @@ func (c Commands) Stop(ctx context.Context) error { return c.sh(ctx, c.StopComma
 
 // Start runs the start command.
 func (c Commands) Start(ctx context.Context) error { return c.sh(ctx, c.StartCommand) }
+
+// RestartCommand restarts the standby with one shell command of the manager that owns the
+// server (patronictl restart, say), which must return once the standby accepts connections
+// again. The copies are staged in pg_replslot while the standby runs (the server reads that
+// directory only when it starts); the command's restart loads them.
+type RestartCommand struct{ Command string }
+
+// Restart runs the command.
+func (c RestartCommand) Restart(ctx context.Context) error { return Commands{}.sh(ctx, c.Command) }
+
+// Stop does nothing: the standby keeps running while copies are staged.
+func (c RestartCommand) Stop(context.Context) error { return nil }
+
+// Start restarts the standby, loading what was staged.
+func (c RestartCommand) Start(ctx context.Context) error { return c.Restart(ctx) }
+
+// stagedRestarter restarts a running standby in one step: copies are staged before it.
+type stagedRestarter interface {
+	Restart(ctx context.Context) error
+}

@@ -1,6 +1,9 @@
 package topology
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Check is one prerequisite as `doctor` reports it.
 type Check struct {
@@ -38,6 +41,7 @@ var doctorChecks = []struct {
 	{"state_files", "primary", "error", MethodStatefile},
 	{"checkpoint", "primary", "warning", MethodStatefile},
 	{"method", "pair", "error", ""},
+	{"ha_manager", "standby", "warning", ""},
 }
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
@@ -48,7 +52,7 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		probs = append(probs, NativeWarnings(primary, standby, synced)...)
 	}
 	if err := Verify(primary, standby, phys, method); err != nil {
-		if pe, ok := err.(*PrereqError); ok {
+		if pe := (*PrereqError)(nil); errors.As(err, &pe) {
 			probs = append(probs, pe.Problems...)
 		} else {
 			probs = append(probs, Problem{Check: "standby_role", Node: "standby", Issue: err.Error(),
@@ -78,6 +82,12 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		}
 		probs = append(probs, Problem{Check: "checkpoint", Node: "primary",
 			Issue: "the role may not run CHECKPOINT before reading slot state", Fix: fix})
+	}
+
+	if standby.ManagedByPatroni {
+		probs = append(probs, Problem{Check: "ha_manager", Node: "standby",
+			Issue: "Patroni manages this node: unless its DCS configuration has ignore_slots for logical slots, Patroni drops every copy slotsync makes on a replica (\"Dropped unknown replication slot\"), and it promotes without asking slotsync's gate",
+			Fix:   "patronictl edit-config: ignore_slots: [{type: logical}]; postgresql.pre_promote: the hook in examples/patroni (with SLOTSYNC_STANDBY and SLOTSYNC_STATE_DIR in Patroni's environment)"})
 	}
 
 	var out []Check

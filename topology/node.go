@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -30,6 +31,8 @@ type NodeInfo struct {
 	CanCheckpoint bool
 	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
 	SynchronizedStandbySlots string
+	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
+	ManagedByPatroni bool
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
 	// hold a password: never log or print it.
 	PrimaryConninfo string `json:"-"`
@@ -91,11 +94,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
-		` + setting("primary_conninfo")
+		` + setting("primary_conninfo") + `,
+		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni')`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}
@@ -121,7 +125,7 @@ func ReadSyncedStandbySlots(ctx context.Context, conn *pgx.Conn, setting string)
 		}
 		s := SyncedStandbySlot{Name: name}
 		err := conn.QueryRow(ctx, "SELECT true, active FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'", name).Scan(&s.Exists, &s.Active)
-		if err != nil && err != pgx.ErrNoRows {
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("read synchronized_standby_slots entry %q: %w", name, err)
 		}
 		out = append(out, s)

@@ -450,6 +450,25 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+		waitFor(t, "the gate with the primary back", 60*time.Second, func() bool {
+			code, body := get(base + "/promotion-ready")
+			return code == 200 && !strings.Contains(body, `"without_primary"`)
+		})
+
+		// The standby is promoted: the sidecar still works and says this node is the primary.
+		if err := pair.Promote(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "/promotion-ready to say this node is the primary", 30*time.Second, func() bool {
+			code, body := get(base + "/promotion-ready")
+			return code == 503 && strings.Contains(body, `"role": "primary"`)
+		})
+		if code, body := get(base + "/readyz"); code != 200 {
+			t.Errorf("/readyz on the promoted node: %d %s", code, body)
+		}
+		if _, m := get(base + "/metrics"); !strings.Contains(m, "slotsync_node_is_primary 1") || !strings.Contains(m, "slotsync_promotion_ready 0") {
+			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready"))
+		}
 
 		// SIGTERM stops it within the bound, cleanly.
 		start := time.Now()

@@ -32,7 +32,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7461", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
-			&cli.DurationFlag{Name: "recheck", Value: time.Minute, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
+			&cli.DurationFlag{Name: "recheck", Value: 10 * time.Second, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
 			// The state-file method (PostgreSQL 11-15).
 			&cli.StringFlag{Name: "standby-data-dir", Usage: "statefile: the standby's data directory (slotsync runs as its owner, on the standby's host)", EnvVars: []string{"SLOTSYNC_STANDBY_DATA_DIR"}},
 			&cli.StringFlag{Name: "restart", Value: "pg_ctl", Usage: "statefile: how to restart the standby to load new copies: pg_ctl, command or never (stage copies for the next start)", EnvVars: []string{"SLOTSYNC_RESTART"}},
@@ -40,6 +40,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "standby-log-file", Usage: "statefile: pg_ctl -l for the standby (default: its own logging settings)", EnvVars: []string{"SLOTSYNC_STANDBY_LOG_FILE"}},
 			&cli.StringFlag{Name: "stop-command", Usage: "statefile, --restart command: stops the standby (e.g. systemctl stop postgresql@15-main)", EnvVars: []string{"SLOTSYNC_STOP_COMMAND"}},
 			&cli.StringFlag{Name: "start-command", Usage: "statefile, --restart command: starts the standby and returns once it accepts connections", EnvVars: []string{"SLOTSYNC_START_COMMAND"}},
+			&cli.StringFlag{Name: "restart-command", Usage: "statefile, --restart command: instead of stop and start, one command of the standby's manager that restarts it (e.g. patronictl restart --force SCOPE MEMBER); copies are staged while it runs", EnvVars: []string{"SLOTSYNC_RESTART_COMMAND"}},
 			&cli.DurationFlag{Name: "min-restart-interval", Value: 5 * time.Minute, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
 			&cli.BoolFlag{Name: "no-checkpoint", Usage: "statefile: do not CHECKPOINT the primary before reading slot state (for roles without pg_checkpoint)", EnvVars: []string{"SLOTSYNC_NO_CHECKPOINT"}},
 		),
@@ -237,10 +238,15 @@ func statefileConfig(c *cli.Context) (slotsync.StatefileConfig, error) {
 	case "pg_ctl":
 		sc.Restarter = slotsync.PgCtl{Path: c.String("pg-ctl"), DataDir: dir, LogFile: c.String("standby-log-file")}
 	case "command":
-		if c.String("stop-command") == "" || c.String("start-command") == "" {
-			return sc, configError("--restart command needs --stop-command and --start-command")
+		stop, start, restart := c.String("stop-command"), c.String("start-command"), c.String("restart-command")
+		switch {
+		case restart != "" && stop == "" && start == "":
+			sc.Restarter = slotsync.RestartCommand{Command: restart}
+		case restart == "" && stop != "" && start != "":
+			sc.Restarter = slotsync.Commands{StopCommand: stop, StartCommand: start}
+		default:
+			return sc, configError("--restart command needs either --restart-command alone, or --stop-command and --start-command")
 		}
-		sc.Restarter = slotsync.Commands{StopCommand: c.String("stop-command"), StartCommand: c.String("start-command")}
 	case "never":
 	default:
 		return sc, configError("--restart %q: use pg_ctl, command or never", c.String("restart"))

@@ -1,0 +1,402 @@
+package examples
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/integration"
+	"go.yaml.in/yaml/v3"
+)
+
+// patroniCluster is a real Patroni 3 cluster on this machine: etcd, two PostgreSQL 15 nodes run
+// by Patroni from examples/patroni/patroni.yml, the pre_promote hook from the example, and a
+// slotsync daemon beside each node with the same settings (examples/patroni/slotsync.env).
+type patroniCluster struct {
+	t         *testing.T
+	ctx       context.Context
+	dir       string
+	prefix    string // runs a shell command as the clusters' user
+	etcdPort  int
+	nodes     []*patroniNode
+	processes []*exec.Cmd
+}
+
+type patroniNode struct {
+	name, config, dataDir, stateDir string
+	pgPort, apiPort, metricsPort    int
+	patroni, sidecar                *exec.Cmd
+	// Logs go to files: PostgreSQL, started by Patroni, inherits the descriptors and outlives a
+	// killed Patroni, so a pipe would never close.
+	patroniLog, sidecarLog string
+}
+
+func readLog(path string) string {
+	data, _ := os.ReadFile(path)
+	return string(data)
+}
+
+func (n *patroniNode) dsn() string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func needPatroni(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs a real Patroni cluster")
+	}
+	for _, p := range []string{"patroni", "patronictl", "etcd"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (scripts/setup.sh installs Debian's patroni, etcd-server and etcd-client)", p)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/postgresql/15/bin/pg_basebackup"); err != nil {
+		t.Skip("PostgreSQL 15 from the distribution is not installed (scripts/setup.sh installs it)")
+	}
+}
+
+// start runs a process group as the clusters' user, appending its output to logFile; it is
+// killed when the test ends.
+func (c *patroniCluster) start(env []string, logFile string, command string) *exec.Cmd {
+	c.t.Helper()
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd := exec.Command("sh", "-c", c.prefix+command)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.processes = append(c.processes, cmd)
+	return cmd
+}
+
+func kill(cmd *exec.Cmd) {
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+}
+
+func newPatroniCluster(t *testing.T) *patroniCluster {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	t.Cleanup(cancel)
+	dir, err := os.MkdirTemp("", "slotsync-patroni-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix, err := integration.ShellPrefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &patroniCluster{t: t, ctx: ctx, dir: dir, prefix: prefix, etcdPort: freeTCPPort(t)}
+	t.Cleanup(func() {
+		for i := len(c.processes) - 1; i >= 0; i-- {
+			kill(c.processes[i])
+		}
+		// Postgres started by Patroni lives on if Patroni was killed: stop it by its pid file.
+		for _, n := range c.nodes {
+			if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
+				if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		if t.Failed() {
+			for _, n := range c.nodes {
+				t.Logf("--- %s patroni log:\n%s\n--- %s slotsync log:\n%s", n.name, tail(readLog(n.patroniLog), 6000), n.name, tail(readLog(n.sidecarLog), 4000))
+			}
+		}
+		os.RemoveAll(dir)
+	})
+	// The clusters' user runs slotsync (the sidecars, Patroni's hook) from the cluster's directory.
+	bin := filepath.Join(dir, "bin")
+	if err := os.Mkdir(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(filepath.Join(binDir, "slotsync")); err != nil || os.WriteFile(filepath.Join(bin, "slotsync"), data, 0o755) != nil {
+		t.Fatalf("copy slotsync: %v", err)
+	}
+	hook := filepath.Join(dir, "pre-promote.sh")
+	data, err := os.ReadFile("patroni/pre-promote.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hook, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	peer := freeTCPPort(t)
+	c.start(nil, filepath.Join(dir, "etcd.log"), fmt.Sprintf("etcd --name e1 --data-dir %[1]s/etcd --listen-client-urls http://127.0.0.1:%[2]d --advertise-client-urls http://127.0.0.1:%[2]d "+
+		"--listen-peer-urls http://127.0.0.1:%[3]d --initial-advertise-peer-urls http://127.0.0.1:%[3]d --initial-cluster e1=http://127.0.0.1:%[3]d", dir, c.etcdPort, peer))
+
+	var template map[string]any
+	raw, err := os.ReadFile("patroni/patroni.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(raw, &template); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		n := &patroniNode{name: fmt.Sprintf("n%d", i), pgPort: freeTCPPort(t), apiPort: freeTCPPort(t), metricsPort: freeTCPPort(t)}
+		n.patroniLog, n.sidecarLog = filepath.Join(dir, n.name+"-patroni.log"), filepath.Join(dir, n.name+"-slotsync.log")
+		n.dataDir, n.stateDir, n.config = filepath.Join(dir, n.name), filepath.Join(dir, n.name+"-slotsync"), filepath.Join(dir, n.name+".yml")
+		if err := os.Mkdir(n.stateDir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		var cfg map[string]any
+		_ = yaml.Unmarshal(raw, &cfg) // a fresh copy of the example
+		cfg["name"] = n.name
+		cfg["restapi"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", n.apiPort), "connect_address": fmt.Sprintf("127.0.0.1:%d", n.apiPort)}
+		cfg["etcd3"] = map[string]any{"hosts": fmt.Sprintf("127.0.0.1:%d", c.etcdPort)}
+		boot := cfg["bootstrap"].(map[string]any)
+		boot["pg_hba"] = []any{"host replication all 127.0.0.1/32 trust", "host all all 127.0.0.1/32 trust", "local all all trust"}
+		pg := cfg["postgresql"].(map[string]any)
+		pg["listen"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
+		pg["connect_address"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
+		pg["data_dir"], pg["pgpass"], pg["pre_promote"] = n.dataDir, filepath.Join(dir, n.name+".pgpass"), hook
+		pg["authentication"] = map[string]any{"replication": map[string]any{"username": "postgres"}, "superuser": map[string]any{"username": "postgres"}}
+		pg["parameters"] = map[string]any{"unix_socket_directories": dir}
+		out, err := yaml.Marshal(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(n.config, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := integration.GiveToRunUser(dir); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// env is what Patroni's service and the sidecar get on node n (examples/patroni/slotsync.env).
+func (c *patroniCluster) env(n *patroniNode) []string {
+	return []string{"PATH=" + filepath.Join(c.dir, "bin") + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "SLOTSYNC_STANDBY=" + n.dsn(), "SLOTSYNC_STATE_DIR=" + n.stateDir,
+		"SLOTSYNC_STANDBY_DATA_DIR=" + n.dataDir, "SLOTSYNC_RESTART=command",
+		"SLOTSYNC_RESTART_COMMAND=patronictl -c " + n.config + " restart --force pg-ha " + n.name,
+		// The test blocks unsafe promotions: a promotion that happens proves the copies were READY.
+		"SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block"}
+}
+
+// up starts node n's Patroni and its slotsync sidecar.
+func (c *patroniCluster) up(n *patroniNode) {
+	n.patroni = c.start(c.env(n), n.patroniLog, "patroni "+n.config)
+	n.sidecar = c.start(c.env(n), n.sidecarLog, fmt.Sprintf("slotsync run --interval 500ms --listen 127.0.0.1:%d", n.metricsPort))
+}
+
+// crash kills node n as a machine loss would: Patroni, PostgreSQL and the sidecar, with SIGKILL.
+func (c *patroniCluster) crash(n *patroniNode) {
+	kill(n.patroni)
+	kill(n.sidecar)
+	if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+type member struct {
+	Member, Role, State string
+}
+
+func (c *patroniCluster) members() []member {
+	out, err := exec.CommandContext(c.ctx, "patronictl", "-c", c.nodes[0].config, "list", "-f", "json").Output()
+	if err != nil {
+		return nil
+	}
+	var ms []member
+	_ = json.Unmarshal(out, &ms)
+	return ms
+}
+
+// waitRoles waits until leader leads and every node in replicas streams from it.
+func (c *patroniCluster) waitRoles(leader *patroniNode, replicas ...*patroniNode) {
+	c.t.Helper()
+	c.eventually(3*time.Minute, fmt.Sprintf("%s leading", leader.name), func() bool {
+		ok := 0
+		for _, m := range c.members() {
+			switch {
+			case m.Member == leader.name && m.Role == "Leader" && m.State == "running":
+				ok++
+			case m.Role == "Replica" && (m.State == "streaming" || m.State == "running"):
+				for _, r := range replicas {
+					if r.name == m.Member {
+						ok++
+					}
+				}
+			}
+		}
+		return ok == 1+len(replicas)
+	})
+}
+
+func (c *patroniCluster) eventually(limit time.Duration, what string, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("waited %s for %s; members: %+v", limit, what, c.members())
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func (c *patroniCluster) exec(dsn, sql string, args ...any) {
+	c.t.Helper()
+	conn, err := pgx.Connect(c.ctx, dsn)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(c.ctx, sql, args...); err != nil {
+		c.t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+func (c *patroniCluster) queryInts(dsn, sql string) []int64 {
+	c.t.Helper()
+	conn, err := pgx.Connect(c.ctx, dsn)
+	if err != nil {
+		return nil
+	}
+	defer conn.Close(context.Background())
+	var out []int64
+	_ = conn.QueryRow(c.ctx, sql).Scan(&out)
+	return out
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// TestPatroniFailoverAndSwitchover: a real Patroni cluster with slotsync beside each node and a
+// native subscriber on a third server. The leader is killed -9: Patroni promotes the replica
+// (the pre_promote hook lets it only because the copy is READY, judged without the dead
+// primary), the slot is there, and the re-pointed subscriber gets every row exactly once. The
+// old leader rejoins as a replica (pg_rewind), its sidecar takes over its stale slot, and a
+// planned patronictl switchover moves the leader back, again with every row exactly once.
+func TestPatroniFailoverAndSwitchover(t *testing.T) {
+	needPatroni(t)
+	c := newPatroniCluster(t)
+	n1, n2 := c.nodes[0], c.nodes[1]
+	c.up(n1)
+	c.waitRoles(n1)
+	c.up(n2)
+	c.waitRoles(n1, n2)
+	doctor, _ := exec.Command(filepath.Join(binDir, "slotsync"), "doctor", "--standby", n2.dsn()).CombinedOutput()
+	if !strings.Contains(string(doctor), "ha_manager") || !strings.Contains(string(doctor), "ignore_slots") {
+		t.Errorf("doctor on a Patroni replica must warn about ignore_slots:\n%s", doctor)
+	}
+
+	c.exec(n1.dsn(), "CREATE TABLE t (id int PRIMARY KEY)")
+	c.exec(n1.dsn(), "CREATE PUBLICATION pub FOR TABLE t")
+	c.exec(n1.dsn(), "SELECT pg_create_logical_replication_slot('sub1', 'pgoutput')")
+	sub, err := integration.NewPair(c.ctx, integration.Options{Major: 15, NoStandby: true, BaseDir: c.dir, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	subDSN := sub.Primary.DSN("postgres")
+	c.exec(subDSN, "CREATE TABLE t (id int)") // no key: a row delivered twice shows as a duplicate
+	c.exec(subDSN, fmt.Sprintf("CREATE SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres' PUBLICATION pub "+
+		"WITH (create_slot = false, slot_name = 'sub1', copy_data = false)", n1.pgPort))
+
+	next := 1
+	write := func(leader *patroniNode, n int) {
+		c.exec(leader.dsn(), "INSERT INTO t SELECT generate_series($1::int, $2::int)", next, next+n-1)
+		next += n
+	}
+	// exactlyOnce waits until the subscriber has every row the leader has, then checks that it
+	// has each exactly once.
+	exactlyOnce := func(leader *patroniNode, when string) {
+		t.Helper()
+		want := c.queryInts(leader.dsn(), "SELECT array_agg(id ORDER BY id) FROM t")
+		c.eventually(time.Minute, "the subscriber to catch up "+when, func() bool {
+			got := c.queryInts(subDSN, "SELECT array_agg(id ORDER BY id) FROM t")
+			return len(got) >= len(want) && len(want) > 0
+		})
+		got := c.queryInts(subDSN, "SELECT array_agg(id ORDER BY id) FROM t")
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: the subscriber has %d rows %v, the leader %d rows %v: lost or repeated changes", when, len(got), got, len(want), want)
+		}
+	}
+	// ready waits until slotsync's gate on replica n says READY, the subscriber confirming as rows flow.
+	ready := func(leader, n *patroniNode) {
+		t.Helper()
+		c.eventually(3*time.Minute, "the copy on "+n.name+" to be READY", func() bool {
+			write(leader, 1)
+			cmd := exec.Command(filepath.Join(binDir, "slotsync"), "check", "--standby", n.dsn(), "--state-dir", n.stateDir)
+			return cmd.Run() == nil
+		})
+	}
+
+	write(n1, 100)
+	exactlyOnce(n1, "before the failover")
+	ready(n1, n2)
+	exactlyOnce(n1, "before the failover")
+	time.Sleep(time.Second) // the sidecar records the last observation of the primary
+
+	// Unplanned failover: the leader's machine is gone.
+	c.crash(n1)
+	c.waitRoles(n2)
+	if got := c.queryInts(n2.dsn(), "SELECT array_agg(1) FROM pg_replication_slots WHERE slot_name = 'sub1'"); len(got) != 1 {
+		t.Fatal("the promoted node has no slot sub1")
+	}
+	if !strings.Contains(readLog(n2.patroniLog), "JUDGED WITHOUT THE PRIMARY") {
+		t.Error("the hook's answer (judged without the primary) is not in Patroni's log")
+	}
+	c.exec(subDSN, fmt.Sprintf("ALTER SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", n2.pgPort))
+	write(n2, 100)
+	exactlyOnce(n2, "after the failover")
+
+	// The old leader comes back as a replica; its sidecar manages its stale slot.
+	c.up(n1)
+	c.waitRoles(n2, n1)
+	ready(n2, n1)
+	write(n2, 100)
+	exactlyOnce(n2, "before the switchover")
+
+	// Planned switchover back to n1.
+	out, err := exec.CommandContext(c.ctx, "patronictl", "-c", n1.config, "switchover", "--master", n2.name, "--candidate", n1.name, "--force").CombinedOutput()
+	if err != nil {
+		t.Fatalf("patronictl switchover: %v\n%s", err, out)
+	}
+	c.waitRoles(n1, n2)
+	c.exec(subDSN, fmt.Sprintf("ALTER SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", n1.pgPort))
+	write(n1, 100)
+	exactlyOnce(n1, "after the switchover")
+}
