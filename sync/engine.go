@@ -42,6 +42,18 @@ type Engine struct {
 	now  func() time.Time
 }
 
+// backoffs is the planner's view of the failing slots (an inspection holds nothing back).
+func (e *Engine) backoffs(apply bool) map[string]Backoff {
+	if !apply || len(e.failures) == 0 {
+		return nil
+	}
+	out := make(map[string]Backoff, len(e.failures))
+	for name, f := range e.failures {
+		out[name] = Backoff{Count: f.count, LastErr: f.lastErr, RetryAt: f.retryAt}
+	}
+	return out
+}
+
 type slotFailure struct {
 	count   int
 	lastErr string
@@ -169,13 +181,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
 		Recopy: e.recopy, Native: e.cfg.Native,
-		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started})
+		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
+		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
 		e.logWarnings(snap.Warnings)
-		actions = e.holdBackFailing(actions)
-		actions = e.giveUpRepeatedCopies(actions)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
 		if err := e.recordIntents(actions); err != nil {
@@ -279,35 +290,6 @@ func (e *Engine) logWarnings(ws []topology.Problem) {
 	}
 }
 
-// holdBackFailing turns actions on slots in failure backoff into skips.
-func (e *Engine) holdBackFailing(actions []Action) []Action {
-	now := e.now()
-	for i, a := range actions {
-		if f := e.failures[a.Slot]; f != nil && a.Changes() && now.Before(f.retryAt) {
-			actions[i].Kind = KindSkip
-			actions[i].Reason = fmt.Sprintf("retrying after %s: last attempt failed (%d in a row): %s",
-				f.retryAt.Sub(now).Round(time.Second), f.count, f.lastErr)
-		}
-	}
-	return actions
-}
-
-// giveUpRepeatedCopies stops copying a slot by state file after MaxAttempts copies that did
-// not become READY: restarting the standby again would only loop (lesson 1). A restart of
-// slotsync, or the slot becoming READY, resets the count.
-func (e *Engine) giveUpRepeatedCopies(actions []Action) []Action {
-	if e.method != topology.MethodStatefile {
-		return actions
-	}
-	for i, a := range actions {
-		if (a.Kind == KindCreate || a.Kind == KindRecreate) && e.copies[a.Slot] >= e.cfg.Statefile.MaxAttempts {
-			actions[i].Kind = KindSkip
-			actions[i].Reason = fmt.Sprintf("gave up after %d copies that did not become READY (last reason to copy: %s); fix the cause and restart slotsync",
-				e.copies[a.Slot], a.Reason)
-		}
-	}
-	return actions
-}
 
 // Run makes passes every Interval until ctx ends or an error needs a human. Failed passes are
 // retried with exponential backoff up to MaxBackoff, logging each distinct error once.

@@ -3,6 +3,7 @@ package sync
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
@@ -24,10 +25,49 @@ const (
 	KindSetFailover Kind = "set_failover"
 )
 
+// Code is the machine-readable reason for an action; its values are stable (JSON, metrics).
+type Code string
+
+// The reasons for actions, one per decision of the planner.
+const (
+	CodeNewSlot              Code = "new_slot"                  // create: the standby has never had it
+	CodeCopyMissing          Code = "copy_missing"              // create: slotsync's copy is gone
+	CodeConsumerMoved        Code = "consumer_moved"            // advance to the consumer's confirmed_flush
+	CodeVerifyWAL            Code = "verify_copy_wal"           // advance in place: prove the copy's WAL is there
+	CodeUpToDate             Code = "up_to_date"                // none
+	CodeStandbyLagging       Code = "standby_lagging"           // none: replay is behind the consumer
+	CodeCopyAhead            Code = "copy_ahead_of_consumer"    // none: waiting for the consumer
+	CodeRecreatedOnPrimary   Code = "recreated_on_primary"      // recreate: another incarnation (rule 2)
+	CodeCopyIdentityDiffers  Code = "copy_identity_differs"     // recreate: database, plugin or two_phase
+	CodeCopyInvalidated      Code = "copy_invalidated"          // recreate
+	CodeCopyWALGone          Code = "copy_wal_gone"             // recreate (state file): its WAL is gone
+	CodeDroppedOnPrimary     Code = "dropped_on_primary"        // drop (rule 3)
+	CodeGoneFromBoth         Code = "gone_from_both"            // forget
+	CodeNowServerSynced      Code = "now_server_synced"         // forget: the server's sync keeps it
+	CodeNotTheCopy           Code = "standby_slot_not_the_copy" // forget: the standby slot is another slot
+	CodeCopyInUse            Code = "copy_in_use"               // skip: in use on the standby
+	CodeNotOurs              Code = "copy_not_made_by_slotsync" // skip: never touched (lesson 4)
+	CodePrimaryTemporary     Code = "primary_temporary"         // skip
+	CodePrimaryInvalidated   Code = "primary_invalidated"       // skip: the consumer must resnapshot
+	CodePrimaryUnknown       Code = "primary_positions_unknown" // skip: still being created
+	CodeServerSynced         Code = "copy_kept_by_server_sync"  // skip (synced=true)
+	CodeFailoverKept         Code = "failover_kept_by_server"   // none (17+)
+	CodeFailoverWaiting      Code = "failover_waiting_for_server"
+	CodeOwnCopyForServer     Code = "drop_own_copy_for_server_sync" // drop: failover=true now
+	CodeStaleDropped         Code = "stale_slot_dropped"            // drop (--drop-stale)
+	CodeStaleBlocksSync      Code = "stale_slot_blocks_server_sync" // skip: a human drops it
+	CodeSetFailover          Code = "set_failover"                  // set_failover (--set-failover)
+	CodeSetFailoverInUse     Code = "set_failover_slot_in_use"      // skip
+	CodeBackoff              Code = "retry_backoff"                 // skip: failed, retried later (lesson 3)
+	CodeGaveUp               Code = "gave_up_repeated_copies"       // skip: copied too often (lesson 1)
+)
+
 // Action is one planned step for one slot, with the reason it is right.
 type Action struct {
-	Kind   Kind
-	Slot   string
+	Kind Kind
+	Code Code
+	Slot string
+	// Reason says the same as Code, for people, with the positions behind it.
 	Reason string
 	// Primary is the primary slot as observed (zero for Drop and Forget).
 	Primary topology.Slot
@@ -66,6 +106,22 @@ type PlanInput struct {
 	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
 	// confirmed_flush may have gone back to its last checkpointed value.
 	PrimaryRestarted bool
+	// Failing holds the slots whose last action failed, and when they may be tried again; Now
+	// is the time of this pass (lesson 3: a failing slot waits, the others go on).
+	Failing map[string]Backoff
+	Now     time.Time
+	// Copies counts the state-file copies made of each slot that did not become READY;
+	// MaxCopies is how many are made before giving up (lesson 1: no restart loops).
+	Copies    map[string]int
+	MaxCopies int
+}
+
+// Backoff is a slot whose actions failed Count times in a row, the last with LastErr; it is
+// not worked on before RetryAt.
+type Backoff struct {
+	Count   int
+	LastErr string
+	RetryAt time.Time
 }
 
 // NodeState is one node as observed in a pass.
@@ -74,9 +130,34 @@ type NodeState struct {
 	Slots map[string]topology.Slot
 }
 
-// Plan decides, for every selected slot, what this pass does (DESIGN §2 rules 1–3). It is pure:
+// Plan decides, for every selected slot, what this pass does (docs/RULES.md rules 1–3). It is pure:
 // the same input always gives the same actions, in slot-name order.
 func Plan(in PlanInput) []Action {
+	actions := plan(in)
+	for i := range actions {
+		actions[i] = restrain(in, actions[i])
+	}
+	return actions
+}
+
+// restrain holds back what must not be tried now: a slot in failure backoff, and a state-file
+// copy made MaxCopies times without becoming READY.
+func restrain(in PlanInput, a Action) Action {
+	if f, ok := in.Failing[a.Slot]; ok && a.Changes() && in.Now.Before(f.RetryAt) {
+		a.Kind, a.Code = KindSkip, CodeBackoff
+		a.Reason = fmt.Sprintf("retrying after %s: last attempt failed (%d in a row): %s",
+			f.RetryAt.Sub(in.Now).Round(time.Second), f.Count, f.LastErr)
+		return a
+	}
+	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
+		a.Kind, a.Code = KindSkip, CodeGaveUp
+		a.Reason = fmt.Sprintf("gave up after %d copies that did not become READY (last reason to copy: %s); fix the cause and restart slotsync",
+			in.Copies[a.Slot], a.Reason)
+	}
+	return a
+}
+
+func plan(in PlanInput) []Action {
 	var actions []Action
 	replay := in.Standby.Info.ReplayLSN
 
@@ -87,30 +168,30 @@ func Plan(in PlanInput) []Action {
 		}
 		cp, hasCopy := in.Standby.Slots[name]
 		entry, owned := in.Journal.Slots[name]
-		act := func(kind Kind, format string, args ...any) {
-			actions = append(actions, Action{Kind: kind, Slot: name, Primary: ps, Identity: ps.Identity, Reason: fmt.Sprintf(format, args...)})
+		act := func(kind Kind, code Code, format string, args ...any) {
+			actions = append(actions, Action{Kind: kind, Code: code, Slot: name, Primary: ps, Identity: ps.Identity, Reason: fmt.Sprintf(format, args...)})
 		}
 		switch {
 		case ps.Temporary:
-			act(KindSkip, "temporary on the primary: it ends with its session and cannot survive a failover")
+			act(KindSkip, CodePrimaryTemporary, "temporary on the primary: it ends with its session and cannot survive a failover")
 		case ps.Failover:
 			actions = append(actions, planFailoverSlot(in, name, ps, cp, hasCopy, owned))
 		case in.Method == topology.MethodNative && in.Native.SetFailover && ps.Active:
-			act(KindSkip, "failover=false and in use (pid %d): failover=true is set only while the slot is idle", ps.ActivePID)
+			act(KindSkip, CodeSetFailoverInUse, "failover=false and in use (pid %d): failover=true is set only while the slot is idle", ps.ActivePID)
 		case in.Method == topology.MethodNative && in.Native.SetFailover:
-			act(KindSetFailover, "failover=false: setting failover=true so the server's slot sync keeps it (--set-failover)")
+			act(KindSetFailover, CodeSetFailover, "failover=false: setting failover=true so the server's slot sync keeps it (--set-failover)")
 		case ps.Invalidated:
-			act(KindSkip, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
+			act(KindSkip, CodePrimaryInvalidated, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
 		case !ps.Known():
-			act(KindSkip, "the primary slot has no positions yet (still being created)")
+			act(KindSkip, CodePrimaryUnknown, "the primary slot has no positions yet (still being created)")
 		case hasCopy && cp.Synced:
-			act(KindSkip, "the standby copy is kept by the server's own slot sync (synced=true)")
+			act(KindSkip, CodeServerSynced, "the standby copy is kept by the server's own slot sync (synced=true)")
 		case hasCopy && !owned:
-			act(KindSkip, "the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy")
+			act(KindSkip, CodeNotOurs, "the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy")
 		case !hasCopy && owned:
-			act(KindCreate, "the standby copy slotsync made is missing: creating it again")
+			act(KindCreate, CodeCopyMissing, "the standby copy slotsync made is missing: creating it again")
 		case !hasCopy:
-			act(KindCreate, "new slot on the primary")
+			act(KindCreate, CodeNewSlot, "new slot on the primary")
 		default:
 			actions = append(actions, planExisting(in, name, ps, cp, entry, replay))
 		}
@@ -130,15 +211,15 @@ func Plan(in PlanInput) []Action {
 		cp, hasCopy := in.Standby.Slots[name]
 		switch {
 		case !hasCopy:
-			a.Kind, a.Reason = KindForget, "gone from both nodes"
+			a.Kind, a.Code, a.Reason = KindForget, CodeGoneFromBoth, "gone from both nodes"
 		case cp.Active:
-			a.Kind, a.Reason = KindSkip, fmt.Sprintf("dropped on the primary, but the copy is in use on the standby (pid %d): left alone", cp.ActivePID)
+			a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf("dropped on the primary, but the copy is in use on the standby (pid %d): left alone", cp.ActivePID)
 		case cp.Synced:
-			a.Kind, a.Reason = KindForget, "the copy is now kept by the server's own slot sync"
+			a.Kind, a.Code, a.Reason = KindForget, CodeNowServerSynced, "the copy is now kept by the server's own slot sync"
 		case cp.Identity != entry.Identity:
-			a.Kind, a.Reason = KindForget, "the standby slot of this name is not the copy slotsync made: not dropping it"
+			a.Kind, a.Code, a.Reason = KindForget, CodeNotTheCopy, "the standby slot of this name is not the copy slotsync made: not dropping it"
 		default:
-			a.Kind, a.Reason = KindDrop, "dropped on the primary"
+			a.Kind, a.Code, a.Reason = KindDrop, CodeDroppedOnPrimary, "dropped on the primary"
 		}
 		actions = append(actions, a)
 	}
@@ -147,26 +228,26 @@ func Plan(in PlanInput) []Action {
 
 // planFailoverSlot decides for a failover=true slot (17+): the server's slot sync keeps its
 // copy; slotsync only clears what blocks it. A same-name slot with synced=false on the standby
-// makes the server's worker stop syncing altogether (lesson 6).
+// makes the server's worker stop syncing altogether (docs/RULES.md, lesson 6).
 func planFailoverSlot(in PlanInput, name string, ps, cp topology.Slot, hasCopy, owned bool) Action {
 	a := Action{Slot: name, Primary: ps, Identity: ps.Identity}
 	switch {
 	case hasCopy && !cp.Synced && owned && !cp.Active:
-		a.Kind, a.Identity = KindDrop, cp.Identity
+		a.Kind, a.Code, a.Identity = KindDrop, CodeOwnCopyForServer, cp.Identity
 		a.Reason = "failover=true now: dropping slotsync's own copy so the server's slot sync can make its own"
 	case hasCopy && !cp.Synced && in.Native.DropStale && !cp.Active:
-		a.Kind, a.Identity = KindDrop, cp.Identity
+		a.Kind, a.Code, a.Identity = KindDrop, CodeStaleDropped, cp.Identity
 		a.Reason = "a same-name slot with synced=false blocks the server's slot sync: dropping it (--drop-stale)"
 	case hasCopy && !cp.Synced && cp.Active:
-		a.Kind = KindSkip
+		a.Kind, a.Code = KindSkip, CodeStaleBlocksSync
 		a.Reason = fmt.Sprintf("a same-name slot with synced=false, in use (pid %d), blocks the server's slot sync of every slot: stop its user and drop it", cp.ActivePID)
 	case hasCopy && !cp.Synced:
-		a.Kind = KindSkip
+		a.Kind, a.Code = KindSkip, CodeStaleBlocksSync
 		a.Reason = "a same-name slot with synced=false blocks the server's slot sync of every slot: drop it on the standby (SELECT pg_drop_replication_slot('" + name + "')), or run with --drop-stale"
 	case hasCopy:
-		a.Kind, a.Reason = KindNone, "failover=true: kept by the server's slot sync"
+		a.Kind, a.Code, a.Reason = KindNone, CodeFailoverKept, "failover=true: kept by the server's slot sync"
 	default:
-		a.Kind, a.Reason = KindNone, "failover=true: waiting for the server's slot sync to create the copy"
+		a.Kind, a.Code, a.Reason = KindNone, CodeFailoverWaiting, "failover=true: waiting for the server's slot sync to create the copy"
 	}
 	return a
 }
@@ -176,7 +257,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	a := Action{Slot: name, Primary: ps, Identity: ps.Identity, CopyDatabase: cp.Database}
 	// A copy in use on the standby is never dropped or moved, whatever else is true of it.
 	if cp.Active {
-		a.Kind, a.Reason = KindSkip, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
+		a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
 		return a
 	}
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
@@ -184,7 +265,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	prev := lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}
 	if ch, why := lsncheck.CompareIncarnation(prev, ps.Seen()); ch == lsncheck.NewIncarnation {
 		if !(in.PrimaryRestarted && lsncheck.OnlyConfirmedRegressed(prev, ps.Seen())) {
-			a.Kind, a.Reason = KindRecreate, "recreated on the primary: "+why
+			a.Kind, a.Code, a.Reason = KindRecreate, CodeRecreatedOnPrimary, "recreated on the primary: "+why
 			return a
 		}
 		// The primary restarted and only confirmed_flush went back: the same slot after a
@@ -192,16 +273,16 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Rebase = true
 	}
 	if cp.Identity != ps.Identity {
-		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy (database %q, plugin %q, two_phase %v) differs from the primary slot",
+		a.Kind, a.Code, a.Reason = KindRecreate, CodeCopyIdentityDiffers, fmt.Sprintf("the copy (database %q, plugin %q, two_phase %v) differs from the primary slot",
 			cp.Database, cp.Plugin, cp.TwoPhase)
 		return a
 	}
 	if cp.Invalidated {
-		a.Kind, a.Reason = KindRecreate, fmt.Sprintf("the copy is invalidated (%s)", cp.InvalidationReason)
+		a.Kind, a.Code, a.Reason = KindRecreate, CodeCopyInvalidated, fmt.Sprintf("the copy is invalidated (%s)", cp.InvalidationReason)
 		return a
 	}
 	if why, ok := in.Recopy[name]; ok {
-		a.Kind, a.Reason = KindRecreate, why
+		a.Kind, a.Code, a.Reason = KindRecreate, CodeCopyWALGone, why
 		return a
 	}
 	// Rule 1: never backwards, never past what the standby has replayed.
@@ -210,19 +291,19 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	case in.Method == topology.MethodStatefile && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:
 		// An installed state file says nothing of the WAL behind it: read it once (an advance
 		// to where the copy already is decodes from restart_lsn) before calling it READY.
-		a.Kind, a.Target = KindAdvance, cp.ConfirmedFlush
+		a.Kind, a.Code, a.Target = KindAdvance, CodeVerifyWAL, cp.ConfirmedFlush
 		a.Reason = "reading the copy's WAL once to prove the standby still has it"
 	case target > cp.ConfirmedFlush:
-		a.Kind, a.Target = KindAdvance, target
+		a.Kind, a.Code, a.Target = KindAdvance, CodeConsumerMoved, target
 		a.Reason = fmt.Sprintf("consumer confirmed %s; advancing the copy from %s to %s", ps.ConfirmedFlush, cp.ConfirmedFlush, target)
 	case ps.ConfirmedFlush > cp.ConfirmedFlush:
-		a.Kind = KindNone
+		a.Kind, a.Code = KindNone, CodeStandbyLagging
 		a.Reason = fmt.Sprintf("standby lagging: replayed %s, the copy is at %s, the consumer at %s", replay, cp.ConfirmedFlush, ps.ConfirmedFlush)
 	case ps.ConfirmedFlush < cp.ConfirmedFlush:
-		a.Kind = KindNone
+		a.Kind, a.Code = KindNone, CodeCopyAhead
 		a.Reason = fmt.Sprintf("the copy (%s) is ahead of the consumer (%s): waiting for the consumer to confirm past it", cp.ConfirmedFlush, ps.ConfirmedFlush)
 	default:
-		a.Kind, a.Reason = KindNone, "up to date"
+		a.Kind, a.Code, a.Reason = KindNone, CodeUpToDate, "up to date"
 	}
 	if a.Rebase {
 		a.Reason = "the primary restarted and the slot's confirmed_flush went back to its last checkpoint (same slot): " + a.Reason

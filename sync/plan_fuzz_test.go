@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
@@ -26,6 +27,11 @@ func fuzzInput(data []byte) PlanInput {
 		in.Method = topology.MethodNative
 	}
 	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
+	if next()%4 == 0 {
+		in.Method = topology.MethodStatefile
+	}
+	in.Now = time.Unix(1000, 0)
+	in.Failing, in.Copies, in.MaxCopies = map[string]Backoff{}, map[string]int{}, int(next()%3)
 	plugins := []string{"pgoutput", "test_decoding"}
 	for i := 0; i < 4 && len(data) >= 4; i++ {
 		name := fmt.Sprintf("s%d", i)
@@ -48,6 +54,10 @@ func fuzzInput(data []byte) PlanInput {
 		if bits&4 == 4 {
 			in.Journal.Slots[name] = &Entry{Incarnation: "01", Identity: id, Primary: pos()}
 		}
+		if bits>>15&1 == 1 {
+			in.Failing[name] = Backoff{Count: 1, LastErr: "boom", RetryAt: in.Now.Add(time.Duration(int64(bits>>16&3)-1) * time.Second)}
+		}
+		in.Copies[name] = int(bits >> 18 & 3)
 	}
 	return in
 }
@@ -61,6 +71,17 @@ func FuzzPlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzInput(data)
 		for _, a := range Plan(in) {
+			if a.Code == "" {
+				t.Fatalf("an action without a reason code: %+v", a)
+			}
+			// Lesson 3: a slot in backoff is not worked on before its time.
+			if f, ok := in.Failing[a.Slot]; ok && in.Now.Before(f.RetryAt) && a.Changes() {
+				t.Fatalf("a slot in backoff until %s changed at %s: %+v", f.RetryAt, in.Now, a)
+			}
+			// Lesson 1: no state-file copy beyond MaxCopies.
+			if in.Method == topology.MethodStatefile && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies && (a.Kind == KindCreate || a.Kind == KindRecreate) {
+				t.Fatalf("copied again after %d copies (max %d): %+v", in.Copies[a.Slot], in.MaxCopies, a)
+			}
 			cp, hasCopy := in.Standby.Slots[a.Slot]
 			_, owned := in.Journal.Slots[a.Slot]
 			ps := in.Primary.Slots[a.Slot]

@@ -1,6 +1,10 @@
 package sync
 
 import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,16 +44,62 @@ func (s *scenario) owned(id lsncheck.Identity, pos lsncheck.Position) *scenario 
 func (s *scenario) only(t *testing.T) Action {
 	t.Helper()
 	acts := Plan(s.in)
+	golden(t, acts)
 	if len(acts) != 1 {
 		t.Fatalf("want one action, got %+v", acts)
 	}
 	return acts[0]
 }
 
-func expect(t *testing.T, a Action, kind Kind, reasonHas string) {
+func expect(t *testing.T, a Action, kind Kind, code Code) {
 	t.Helper()
-	if a.Kind != kind || !strings.Contains(a.Reason, reasonHas) {
-		t.Fatalf("got %s (%s), want %s (…%s…)", a.Kind, a.Reason, kind, reasonHas)
+	if a.Kind != kind || a.Code != code {
+		t.Fatalf("got %s/%s (%s), want %s/%s", a.Kind, a.Code, a.Reason, kind, code)
+	}
+}
+
+var goldenCalls = map[string]int{}
+
+var update = flag.Bool("update", false, "rewrite the plan scenarios' golden files in testdata/plan")
+
+// golden compares the scenario's whole plan, printed, with testdata/plan/<scenario>.golden: a
+// change of behaviour, or of the words an operator reads, is a reviewable diff. go test ./sync
+// -run TestPlan -update rewrites the files.
+func golden(t *testing.T, acts []Action) {
+	t.Helper()
+	var b strings.Builder
+	for _, a := range acts {
+		fmt.Fprintf(&b, "%s %s %s", a.Slot, a.Kind, a.Code)
+		if a.Kind == KindAdvance {
+			fmt.Fprintf(&b, " target=%s", a.Target)
+		}
+		if a.Rebase {
+			b.WriteString(" rebase")
+		}
+		fmt.Fprintf(&b, "\n  %s\n", a.Reason)
+	}
+	name := strings.NewReplacer("/", "__", " ", "_", ":", "", "'", "", ",", "", "(", "", ")", "").Replace(strings.TrimPrefix(t.Name(), "TestPlanScenarios/"))
+	// A scenario that plans more than once gets a file per plan, numbered in order.
+	if n := goldenCalls[t.Name()]; n > 0 {
+		name += fmt.Sprintf("_%d", n+1)
+	}
+	goldenCalls[t.Name()]++
+	path := filepath.Join("testdata", "plan", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./sync -run TestPlan -update to write it)", err)
+	}
+	if string(want) != b.String() {
+		t.Fatalf("plan differs from %s:\n--- got\n%s--- want\n%s", path, b.String(), want)
 	}
 }
 
@@ -59,13 +109,13 @@ func TestPlanScenarios(t *testing.T) {
 	t.Run("new slot on the primary is created", func(t *testing.T) {
 		// No copy and no journal entry: the standby has never had this slot.
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).only(t)
-		expect(t, a, KindCreate, "new slot")
+		expect(t, a, KindCreate, CodeNewSlot)
 	})
 
 	t.Run("consumer moved on: advance to its confirmed_flush", func(t *testing.T) {
 		// The copy trails the consumer and the standby has replayed past the consumer.
 		a := newScenario().primary(slot(idA, 0x1800000, 0x3000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindAdvance, "advancing")
+		expect(t, a, KindAdvance, CodeConsumerMoved)
 		if a.Target != 0x3000000 {
 			t.Fatalf("target %s, want the consumer's 0/3000000", a.Target)
 		}
@@ -75,32 +125,32 @@ func TestPlanScenarios(t *testing.T) {
 		// Rule 1: the copy may not pass the WAL the standby has replayed.
 		s := newScenario().primary(slot(idA, 0x1800000, 0xA000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
 		a := s.only(t)
-		expect(t, a, KindAdvance, "advancing")
+		expect(t, a, KindAdvance, CodeConsumerMoved)
 		if a.Target != 0x9000000 {
 			t.Fatalf("target %s, want the replay LSN 0/9000000", a.Target)
 		}
 		// Replay behind the copy: nothing at all, never backwards.
 		s.in.Standby.Info.ReplayLSN = 0x1F00000
-		expect(t, s.only(t), KindNone, "standby lagging")
+		expect(t, s.only(t), KindNone, CodeStandbyLagging)
 	})
 
 	t.Run("copy ahead of the consumer: no-op", func(t *testing.T) {
 		// A fresh copy starts ahead of the primary (remote behind): moving it back is impossible
 		// and unneeded; it stays as it is until the consumer confirms past it.
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x2100000, 0x2100000, 720)).owned(idA, pos).only(t)
-		expect(t, a, KindNone, "waiting for the consumer")
+		expect(t, a, KindNone, CodeCopyAhead)
 	})
 
 	t.Run("up to date", func(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindNone, "up to date")
+		expect(t, a, KindNone, CodeUpToDate)
 	})
 
 	t.Run("dropped and recreated on the primary", func(t *testing.T) {
 		// The consumer's slot was at 0/2000000; a same-name slot now confirms 0/1900000, which
 		// one slot can never do: it is another slot, and its copy must be made anew.
 		a := newScenario().primary(slot(idA, 0x1900000, 0x1900000, 705)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindRecreate, "confirmed_flush went backwards")
+		expect(t, a, KindRecreate, CodeRecreatedOnPrimary)
 	})
 
 	t.Run("recreated on the primary but the copy is in use: left alone", func(t *testing.T) {
@@ -108,7 +158,7 @@ func TestPlanScenarios(t *testing.T) {
 		cp := slot(idA, 0x1000000, 0x2000000, 700)
 		cp.Active, cp.ActivePID = true, 99
 		a := newScenario().primary(slot(idA, 0x1900000, 0x1900000, 705)).standby(cp).owned(idA, pos).only(t)
-		expect(t, a, KindSkip, "in use on the standby (pid 99)")
+		expect(t, a, KindSkip, CodeCopyInUse)
 	})
 
 	t.Run("confirmed_flush went back in a crash of the primary: same slot", func(t *testing.T) {
@@ -118,42 +168,42 @@ func TestPlanScenarios(t *testing.T) {
 		s := newScenario().primary(slot(idA, 0x1000000, 0x1F00000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
 		s.in.PrimaryRestarted = true
 		a := s.only(t)
-		expect(t, a, KindNone, "went back to its last checkpoint")
+		expect(t, a, KindNone, CodeCopyAhead)
 		if !a.Rebase {
 			t.Fatal("the regressed position must become the reference")
 		}
 		// Without a restart of the primary the same shape is another slot.
 		s.in.PrimaryRestarted = false
-		expect(t, s.only(t), KindRecreate, "confirmed_flush went backwards")
+		expect(t, s.only(t), KindRecreate, CodeRecreatedOnPrimary)
 	})
 
 	t.Run("recreated by pg_copy_logical_replication_slot", func(t *testing.T) {
 		// Copied from an older slot: restart_lsn and catalog_xmin older than before.
 		a := newScenario().primary(slot(idA, 0x0800000, 0x2000000, 600)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindRecreate, "restart_lsn went backwards")
+		expect(t, a, KindRecreate, CodeRecreatedOnPrimary)
 	})
 
 	t.Run("fresh copy ahead is not a recreation", func(t *testing.T) {
 		// The copy is ahead of the primary, but the primary slot moved forward from what the copy
 		// was synced from: same incarnation (rule 2 compares with the journal, not the copy).
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000100, 700)).standby(slot(idA, 0x2100000, 0x2100000, 720)).owned(idA, pos).only(t)
-		expect(t, a, KindNone, "ahead of the consumer")
+		expect(t, a, KindNone, CodeCopyAhead)
 	})
 
 	t.Run("plugin changed", func(t *testing.T) {
 		idB := idA
 		idB.Plugin = "test_decoding"
 		a := newScenario().primary(slot(idB, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindRecreate, "plugin changed")
+		expect(t, a, KindRecreate, CodeRecreatedOnPrimary)
 	})
 
 	t.Run("dropped on the primary, copy owned: dropped", func(t *testing.T) {
 		a := newScenario().standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindDrop, "dropped on the primary")
+		expect(t, a, KindDrop, CodeDroppedOnPrimary)
 	})
 
 	t.Run("dropped on the primary, copy not ours: untouched", func(t *testing.T) {
-		// A standby-local slot someone made on purpose (lesson 4): no journal entry, no action.
+		// A standby-local slot someone made on purpose (docs/RULES.md, lesson 4): no journal entry, no action.
 		if acts := Plan(newScenario().standby(slot(idA, 0x1000000, 0x2000000, 700)).in); len(acts) != 0 {
 			t.Fatalf("a slot slotsync did not make must not be touched: %+v", acts)
 		}
@@ -163,50 +213,50 @@ func TestPlanScenarios(t *testing.T) {
 		cp := slot(idA, 0x1000000, 0x2000000, 700)
 		cp.Active, cp.ActivePID = true, 4242
 		a := newScenario().standby(cp).owned(idA, pos).only(t)
-		expect(t, a, KindSkip, "in use on the standby (pid 4242)")
+		expect(t, a, KindSkip, CodeCopyInUse)
 	})
 
 	t.Run("dropped on the primary and gone from the standby: forgotten", func(t *testing.T) {
 		a := newScenario().owned(idA, pos).only(t)
-		expect(t, a, KindForget, "gone from both")
+		expect(t, a, KindForget, CodeGoneFromBoth)
 	})
 
 	t.Run("same-name standby slot not made by slotsync, slot on the primary", func(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x1000000, 690)).only(t)
-		expect(t, a, KindSkip, "did not create")
+		expect(t, a, KindSkip, CodeNotOurs)
 	})
 
 	t.Run("invalidated on the primary: copy left alone", func(t *testing.T) {
 		ps := slot(idA, 0, 0x2000000, 700)
 		ps.Invalidated, ps.InvalidationReason = true, "wal_removed"
 		a := newScenario().primary(ps).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindSkip, "must resnapshot")
+		expect(t, a, KindSkip, CodePrimaryInvalidated)
 	})
 
 	t.Run("slot still being created on the primary (NULL positions)", func(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0, 0, 0)).only(t)
-		expect(t, a, KindSkip, "still being created")
+		expect(t, a, KindSkip, CodePrimaryUnknown)
 	})
 
 	t.Run("copy invalidated on the standby: recreated", func(t *testing.T) {
 		cp := slot(idA, 0x1000000, 0x2000000, 700)
 		cp.Invalidated, cp.InvalidationReason = true, "conflict"
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(cp).owned(idA, pos).only(t)
-		expect(t, a, KindRecreate, "invalidated")
+		expect(t, a, KindRecreate, CodeCopyInvalidated)
 	})
 
 	t.Run("owned copy missing from the standby: created again", func(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindCreate, "missing")
+		expect(t, a, KindCreate, CodeCopyMissing)
 	})
 
 	t.Run("failover slots are the server's (17+)", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		ps.Failover = true
-		expect(t, newScenario().primary(ps).only(t), KindNone, "waiting for the server's slot sync")
+		expect(t, newScenario().primary(ps).only(t), KindNone, CodeFailoverWaiting)
 		synced := slot(idA, 0x1000000, 0x2000000, 700)
 		synced.Synced = true
-		expect(t, newScenario().primary(ps).standby(synced).only(t), KindNone, "kept by the server's slot sync")
+		expect(t, newScenario().primary(ps).standby(synced).only(t), KindNone, CodeFailoverKept)
 	})
 
 	t.Run("a stale unsynced same-name slot blocks the server's sync", func(t *testing.T) {
@@ -215,44 +265,44 @@ func TestPlanScenarios(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		ps.Failover = true
 		stale := slot(idA, 0x0800000, 0x0900000, 650)
-		expect(t, newScenario().primary(ps).standby(stale).only(t), KindSkip, "blocks the server's slot sync")
+		expect(t, newScenario().primary(ps).standby(stale).only(t), KindSkip, CodeStaleBlocksSync)
 		s := newScenario().primary(ps).standby(stale)
 		s.in.Native.DropStale = true
-		expect(t, s.only(t), KindDrop, "--drop-stale")
+		expect(t, s.only(t), KindDrop, CodeStaleDropped)
 		active := stale
 		active.Active, active.ActivePID = true, 77
 		s = newScenario().primary(ps).standby(active)
 		s.in.Native.DropStale = true
-		expect(t, s.only(t), KindSkip, "in use (pid 77)")
-		expect(t, newScenario().primary(ps).standby(stale).owned(idA, pos).only(t), KindDrop, "slotsync's own copy")
+		expect(t, s.only(t), KindSkip, CodeStaleBlocksSync)
+		expect(t, newScenario().primary(ps).standby(stale).owned(idA, pos).only(t), KindDrop, CodeOwnCopyForServer)
 	})
 
 	t.Run("set failover, only while idle", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		s := newScenario().primary(ps)
 		s.in.Method, s.in.Native.SetFailover = topology.MethodNative, true
-		expect(t, s.only(t), KindSetFailover, "--set-failover")
+		expect(t, s.only(t), KindSetFailover, CodeSetFailover)
 		ps.Active, ps.ActivePID = true, 12
 		s = newScenario().primary(ps)
 		s.in.Method, s.in.Native.SetFailover = topology.MethodNative, true
-		expect(t, s.only(t), KindSkip, "in use (pid 12)")
+		expect(t, s.only(t), KindSkip, CodeSetFailoverInUse)
 		// Without the opt-in, a failover=false slot is copied as by the sql method.
 		s = newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
 		s.in.Method = topology.MethodNative
-		expect(t, s.only(t), KindCreate, "new slot")
+		expect(t, s.only(t), KindCreate, CodeNewSlot)
 	})
 
 	t.Run("synced copies are never touched", func(t *testing.T) {
 		cp := slot(idA, 0x1000000, 0x1000000, 700)
 		cp.Synced = true
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(cp).only(t)
-		expect(t, a, KindSkip, "synced=true")
+		expect(t, a, KindSkip, CodeServerSynced)
 	})
 
 	t.Run("temporary primary slots are skipped", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		ps.Temporary = true
-		expect(t, newScenario().primary(ps).only(t), KindSkip, "temporary")
+		expect(t, newScenario().primary(ps).only(t), KindSkip, CodePrimaryTemporary)
 	})
 
 	t.Run("selection", func(t *testing.T) {
