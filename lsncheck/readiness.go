@@ -8,7 +8,7 @@ import (
 // Reason is a machine-readable cause of a NOT READY verdict.
 type Reason string
 
-// Reasons a standby copy is not ready (DESIGN §2 rules 4 and 5). Their values are part of the
+// Reasons a standby copy is not ready (docs/RULES.md rules 4 and 5). Their values are part of the
 // JSON output and must not change.
 const (
 	ReasonMissing                Reason = "missing"                   // no copy on the standby
@@ -70,7 +70,7 @@ type Verdict struct {
 }
 
 // Readiness judges one slot: READY only when using the standby copy after a promotion now
-// loses nothing (DESIGN §2 rules 4 and 5).
+// loses nothing (docs/RULES.md rules 4 and 5).
 func Readiness(in ReadinessInput) Verdict {
 	var v Verdict
 	var details []string

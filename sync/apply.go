@@ -60,7 +60,7 @@ func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) 
 			e.obs.Reset()
 		}
 		for i, a := range actions {
-			if results[i].err == errStaged {
+			if errors.Is(results[i].err, errStaged) {
 				results[i].err = outcomes[a.Slot]
 				if results[i].err == nil {
 					e.copies[a.Slot]++

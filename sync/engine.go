@@ -290,7 +290,6 @@ func (e *Engine) logWarnings(ws []topology.Problem) {
 	}
 }
 
-
 // Run makes passes every Interval until ctx ends or an error needs a human. Failed passes are
 // retried with exponential backoff up to MaxBackoff, logging each distinct error once.
 // It returns nil when ctx ends, topology.ErrPromoted when the standby was promoted, or the

@@ -73,7 +73,7 @@ func classifyPg(e *pgconn.PgError) Class {
 		return Stop
 	case e.Code == "55000" && strings.Contains(e.Message, "minimum is"):
 		// "cannot advance replication slot to X, minimum is Y": the standby lags or the copy
-		// is ahead. Never an invalidation (lesson 2).
+		// is ahead. Never an invalidation (docs/RULES.md, lesson 2).
 		return SkipSlot
 	case e.Code == "55006", e.Code == "42704", e.Code == "42710", e.Code == "55000":
 		// in use, does not exist (anymore), already exists, not in the right state

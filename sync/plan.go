@@ -30,36 +30,36 @@ type Code string
 
 // The reasons for actions, one per decision of the planner.
 const (
-	CodeNewSlot              Code = "new_slot"                  // create: the standby has never had it
-	CodeCopyMissing          Code = "copy_missing"              // create: slotsync's copy is gone
-	CodeConsumerMoved        Code = "consumer_moved"            // advance to the consumer's confirmed_flush
-	CodeVerifyWAL            Code = "verify_copy_wal"           // advance in place: prove the copy's WAL is there
-	CodeUpToDate             Code = "up_to_date"                // none
-	CodeStandbyLagging       Code = "standby_lagging"           // none: replay is behind the consumer
-	CodeCopyAhead            Code = "copy_ahead_of_consumer"    // none: waiting for the consumer
-	CodeRecreatedOnPrimary   Code = "recreated_on_primary"      // recreate: another incarnation (rule 2)
-	CodeCopyIdentityDiffers  Code = "copy_identity_differs"     // recreate: database, plugin or two_phase
-	CodeCopyInvalidated      Code = "copy_invalidated"          // recreate
-	CodeCopyWALGone          Code = "copy_wal_gone"             // recreate (state file): its WAL is gone
-	CodeDroppedOnPrimary     Code = "dropped_on_primary"        // drop (rule 3)
-	CodeGoneFromBoth         Code = "gone_from_both"            // forget
-	CodeNowServerSynced      Code = "now_server_synced"         // forget: the server's sync keeps it
-	CodeNotTheCopy           Code = "standby_slot_not_the_copy" // forget: the standby slot is another slot
-	CodeCopyInUse            Code = "copy_in_use"               // skip: in use on the standby
-	CodeNotOurs              Code = "copy_not_made_by_slotsync" // skip: never touched (lesson 4)
-	CodePrimaryTemporary     Code = "primary_temporary"         // skip
-	CodePrimaryInvalidated   Code = "primary_invalidated"       // skip: the consumer must resnapshot
-	CodePrimaryUnknown       Code = "primary_positions_unknown" // skip: still being created
-	CodeServerSynced         Code = "copy_kept_by_server_sync"  // skip (synced=true)
-	CodeFailoverKept         Code = "failover_kept_by_server"   // none (17+)
-	CodeFailoverWaiting      Code = "failover_waiting_for_server"
-	CodeOwnCopyForServer     Code = "drop_own_copy_for_server_sync" // drop: failover=true now
-	CodeStaleDropped         Code = "stale_slot_dropped"            // drop (--drop-stale)
-	CodeStaleBlocksSync      Code = "stale_slot_blocks_server_sync" // skip: a human drops it
-	CodeSetFailover          Code = "set_failover"                  // set_failover (--set-failover)
-	CodeSetFailoverInUse     Code = "set_failover_slot_in_use"      // skip
-	CodeBackoff              Code = "retry_backoff"                 // skip: failed, retried later (lesson 3)
-	CodeGaveUp               Code = "gave_up_repeated_copies"       // skip: copied too often (lesson 1)
+	CodeNewSlot             Code = "new_slot"                  // create: the standby has never had it
+	CodeCopyMissing         Code = "copy_missing"              // create: slotsync's copy is gone
+	CodeConsumerMoved       Code = "consumer_moved"            // advance to the consumer's confirmed_flush
+	CodeVerifyWAL           Code = "verify_copy_wal"           // advance in place: prove the copy's WAL is there
+	CodeUpToDate            Code = "up_to_date"                // none
+	CodeStandbyLagging      Code = "standby_lagging"           // none: replay is behind the consumer
+	CodeCopyAhead           Code = "copy_ahead_of_consumer"    // none: waiting for the consumer
+	CodeRecreatedOnPrimary  Code = "recreated_on_primary"      // recreate: another incarnation (rule 2)
+	CodeCopyIdentityDiffers Code = "copy_identity_differs"     // recreate: database, plugin or two_phase
+	CodeCopyInvalidated     Code = "copy_invalidated"          // recreate
+	CodeCopyWALGone         Code = "copy_wal_gone"             // recreate (state file): its WAL is gone
+	CodeDroppedOnPrimary    Code = "dropped_on_primary"        // drop (rule 3)
+	CodeGoneFromBoth        Code = "gone_from_both"            // forget
+	CodeNowServerSynced     Code = "now_server_synced"         // forget: the server's sync keeps it
+	CodeNotTheCopy          Code = "standby_slot_not_the_copy" // forget: the standby slot is another slot
+	CodeCopyInUse           Code = "copy_in_use"               // skip: in use on the standby
+	CodeNotOurs             Code = "copy_not_made_by_slotsync" // skip: never touched (lesson 4)
+	CodePrimaryTemporary    Code = "primary_temporary"         // skip
+	CodePrimaryInvalidated  Code = "primary_invalidated"       // skip: the consumer must resnapshot
+	CodePrimaryUnknown      Code = "primary_positions_unknown" // skip: still being created
+	CodeServerSynced        Code = "copy_kept_by_server_sync"  // skip (synced=true)
+	CodeFailoverKept        Code = "failover_kept_by_server"   // none (17+)
+	CodeFailoverWaiting     Code = "failover_waiting_for_server"
+	CodeOwnCopyForServer    Code = "drop_own_copy_for_server_sync" // drop: failover=true now
+	CodeStaleDropped        Code = "stale_slot_dropped"            // drop (--drop-stale)
+	CodeStaleBlocksSync     Code = "stale_slot_blocks_server_sync" // skip: a human drops it
+	CodeSetFailover         Code = "set_failover"                  // set_failover (--set-failover)
+	CodeSetFailoverInUse    Code = "set_failover_slot_in_use"      // skip
+	CodeBackoff             Code = "retry_backoff"                 // skip: failed, retried later (lesson 3)
+	CodeGaveUp              Code = "gave_up_repeated_copies"       // skip: copied too often (lesson 1)
 )
 
 // Action is one planned step for one slot, with the reason it is right.

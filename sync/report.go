@@ -14,6 +14,7 @@ type SlotReport struct {
 	Database    string             `json:"database"`
 	Plugin      string             `json:"plugin"`
 	Action      Kind               `json:"action"`
+	Code        Code               `json:"code,omitempty"`
 	Reason      string             `json:"reason"`
 	Error       string             `json:"error,omitempty"`
 	ErrorClass  string             `json:"error_class,omitempty"`
@@ -103,7 +104,7 @@ func (r Report) Ready() bool {
 func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
 	var out []SlotReport
 	for i, a := range actions {
-		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Reason: a.Reason}
+		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason}
 		var deferred *deferredError
 		if err := results[i].err; errors.As(err, &deferred) {
 			sr.Reason = deferred.why // waiting, not failing

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -133,7 +134,7 @@ func ReadPhysicalSlot(ctx context.Context, conn *pgx.Conn, name string) (Physica
 	err := conn.QueryRow(ctx, `SELECT true, active, coalesce(xmin::text, '0')::bigint, coalesce(catalog_xmin::text, '0')::bigint,
 		coalesce(restart_lsn, '0/0')::text
 		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &cxmin, &restart)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return PhysicalSlot{}, nil
 	}
 	if err != nil {

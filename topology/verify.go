@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Method is how a standby gets its copies (DESIGN §3).
+// Method is how a standby gets its copies (docs/ARCHITECTURE.md, "How a standby gets a slot").
 type Method string
 
 // The methods; MethodAuto picks one from the major version.
@@ -85,7 +85,7 @@ func (e *PrereqError) Error() string {
 }
 
 // Verify checks that primary and standby form one streaming pair slotsync may act on, for the
-// chosen method (DESIGN §2 rule 7). It returns ErrPromoted when the standby is a primary now, a
+// chosen method (docs/RULES.md rule 7). It returns ErrPromoted when the standby is a primary now, a
 // *PrereqError listing every failed check, or nil.
 func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
 	var probs []Problem

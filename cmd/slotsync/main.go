@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,7 +59,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	if coder, ok := err.(cli.ExitCoder); ok {
+	var coder cli.ExitCoder
+	if errors.As(err, &coder) {
 		if msg := err.Error(); msg != "" {
 			fmt.Fprintln(stderr, "slotsync:", msg)
 		}

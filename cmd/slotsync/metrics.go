@@ -10,7 +10,7 @@ import (
 	slotsync "github.com/slotsync/slotsync/sync"
 )
 
-// metrics are the daemon's Prometheus series (DESIGN §6), on a registry of their own.
+// metrics are the daemon's Prometheus series (docs/CLI.md, "The daemon"), on a registry of their own.
 type metrics struct {
 	reg             *prometheus.Registry
 	slotReady       *prometheus.GaugeVec

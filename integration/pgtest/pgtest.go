@@ -15,12 +15,15 @@ import (
 	"github.com/slotsync/slotsync/integration/docker"
 )
 
-// ForEachMajor runs fn as a subtest "pgNN" for every major in majors (nil: all supported)
+// ForEachMajor (skipped with -short) runs fn as a subtest "pgNN" for every major in majors (nil: all supported)
 // that the environment asks for. With SLOTSYNC_PG_MAJORS set, a requested major whose binaries
 // are missing fails with the command that gets them, and an unrequested one is skipped; unset,
 // every major whose binaries are present runs and the others are skipped with that command.
 func ForEachMajor(t *testing.T, majors []int, fn func(t *testing.T, major int)) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs on real PostgreSQL pairs")
+	}
 	requested, explicit, err := integration.RequestedMajors()
 	if err != nil {
 		t.Fatal(err)
@@ -52,6 +55,9 @@ func ForEachMajor(t *testing.T, majors []int, fn func(t *testing.T, major int)) 
 // saying why.
 func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs on real PostgreSQL pairs")
+	}
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
