@@ -107,30 +107,22 @@ func configure(c *cli.Context, readOnly bool) (slotsync.Config, hclog.Logger, er
 	return cfg, log, err
 }
 
-// classifyExit maps an error to the exit code contract: 3 for configuration and
-// prerequisites, 2 for connection trouble.
+// classifyExit maps an error to the exit code contract, from the one sorting of errors
+// (slotsync.CauseOf): 3 when a human must fix input, privileges or prerequisites, 1 when the
+// standby is a primary now, 2 for connection trouble and anything else transient.
 func classifyExit(err error) error {
 	if err == nil {
 		return nil
 	}
-	var (
-		ce  *topology.ConfigError
-		pe  *topology.PrereqError
-		cnx *topology.ConnError
-		ec  cli.ExitCoder
-	)
-	switch {
-	case errors.As(err, &ec):
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
 		return err
-	case errors.As(err, &ce), errors.As(err, &pe), errors.Is(err, slotsync.ErrUnsupportedMethod):
+	}
+	switch slotsync.CauseOf(err) {
+	case slotsync.CauseHuman:
 		return cli.Exit(err.Error(), exitUsage)
-	case errors.Is(err, topology.ErrPromoted):
+	case slotsync.CausePromoted:
 		return cli.Exit(err.Error(), exitNotReady)
-	case errors.As(err, &cnx):
-		if !cnx.Retryable() {
-			return cli.Exit(err.Error(), exitUsage)
-		}
-		return cli.Exit(err.Error(), exitConnect)
 	}
 	return cli.Exit(err.Error(), exitConnect)
 }

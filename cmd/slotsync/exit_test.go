@@ -1,0 +1,40 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// TestExitCodesFollowTheOneClassification: the exit code is read off slotsync.CauseOf, the
+// same sorting that decides the engine's retries, so the two cannot drift apart.
+func TestExitCodesFollowTheOneClassification(t *testing.T) {
+	cases := []struct {
+		err  error
+		code int
+	}{
+		{&topology.ConfigError{Field: "method", Problem: "is unknown", Fix: "use auto"}, exitUsage},
+		{&topology.PrereqError{}, exitUsage},
+		{fmt.Errorf("wrapped: %w", slotsync.ErrUnsupportedMethod), exitUsage},
+		{&topology.ConnError{Role: "standby", Err: &pgconn.PgError{Code: "28P01"}}, exitUsage},
+		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, exitUsage},
+		{&slotsync.NodeError{Node: "standby", Err: &topology.ConnError{Err: errors.New("refused")}}, exitConnect},
+		{&slotsync.NodeError{Node: "primary", Err: topology.ErrNoPrimaryConninfo}, exitConnect},
+		{topology.ErrPromoted, exitNotReady},
+		{errors.New("anything else"), exitConnect},
+	}
+	for _, c := range cases {
+		if got := exitCodeOf(c.err); got != c.code {
+			t.Errorf("%v: exit %d, want %d", c.err, got, c.code)
+		}
+		cause := slotsync.CauseOf(c.err)
+		stop := slotsync.Classify(c.err) == slotsync.Stop
+		if (c.code == exitUsage || c.code == exitNotReady) != stop || (c.code == exitUsage) != (cause == slotsync.CauseHuman) {
+			t.Errorf("%v: exit %d but the engine classes it %v (%v)", c.err, c.code, slotsync.Classify(c.err), cause)
+		}
+	}
+}
