@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -25,8 +26,8 @@ func ParseEndpoint(role, dsn, password string) (*Endpoint, error) {
 	}
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		// pgx's parse errors can quote the input; keep only the kind of problem.
-		return nil, &ConfigError{Field: role + " DSN", Problem: "cannot be parsed", Fix: "use a libpq connection string, key=value or postgres:// URL form"}
+		return nil, &ConfigError{Field: role + " DSN", Problem: "cannot be parsed: " + parseProblem(err, dsn),
+			Fix: "use a libpq connection string, key=value or postgres:// URL form"}
 	}
 	if err := clientOnlyParams(cfg); err != nil {
 		err.Field = role + " DSN"
@@ -39,6 +40,47 @@ func ParseEndpoint(role, dsn, password string) (*Endpoint, error) {
 		cfg.RuntimeParams["application_name"] = "slotsync"
 	}
 	return &Endpoint{Role: role, cfg: cfg}, nil
+}
+
+// parseProblem is what pgx says is wrong with a DSN (which key, which value), without the DSN
+// itself, which pgx quotes and which may hold a password; "" when that cannot be told safely.
+func parseProblem(err error, dsn string) string {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		msg = msg[i+3:]
+	}
+	if msg == "" || strings.Contains(msg, "`") || strings.Contains(dsn, msg) || LeaksFromDSN(msg, dsn) != "" {
+		return "malformed" // the message repeats part of the DSN: it could be a secret
+	}
+	return msg
+}
+
+// safeWords may appear in both a DSN and a message about it: libpq's keywords and a few words
+// that are never secrets.
+const safeWords = "host hostaddr port user password passfile dbname database sslmode sslcert sslkey sslrootcert sslcrl sslcrldir " +
+	"sslpassword sslsni sslnegotiation sslcompression requirepeer gssencmode channel_binding require_auth target_session_attrs " +
+	"connect_timeout application_name fallback_application_name keepalives keepalives_idle keepalives_interval keepalives_count " +
+	"tcp_user_timeout ssl_min_protocol_version ssl_max_protocol_version gsslib gssdelegation load_balance_hosts service servicefile " +
+	"options replication krbsrvname krbspn postgres postgresql localhost invalid require prefer disable allow verify-ca verify-full"
+
+// LeaksFromDSN reports a word of dsn (3 characters or more, not a libpq keyword) that text
+// repeats: a message about a DSN must not, since the DSN may hold a password.
+func LeaksFromDSN(text, dsn string) string {
+	for _, word := range strings.FieldsFunc(dsn, func(r rune) bool { return strings.ContainsRune(" =:@/?&'\t\n", r) }) {
+		if len(word) >= 3 && strings.Contains(text, word) && !containsWord(safeWords, word) {
+			return word
+		}
+	}
+	return ""
+}
+
+func containsWord(list, w string) bool {
+	for _, x := range strings.Fields(list) {
+		if x == w {
+			return true
+		}
+	}
+	return false
 }
 
 // clientOnlyParams takes out of cfg's startup parameters the libpq connection keywords that

@@ -63,6 +63,15 @@ func newCheckResult(rep *slotsync.Report, err error) checkResult {
 	return r
 }
 
+// failJSON answers a command that could not start judging: with --json the error is printed as
+// JSON on stdout as well (exit code and message as without it), so machines always get JSON.
+func failJSON(c *cli.Context, err error) error {
+	if c.Bool("json") {
+		writeJSON(c.App.Writer, newCheckResult(nil, err))
+	}
+	return err
+}
+
 // inspector builds a read-only engine for check and status.
 func inspector(c *cli.Context) (*slotsync.Engine, error) {
 	cfg, _, err := configure(c, true)
@@ -90,7 +99,7 @@ func checkCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			eng, err := inspector(c)
 			if err != nil {
-				return err
+				return failJSON(c, err)
 			}
 			defer eng.Close()
 			deadline := time.Now().Add(c.Duration("wait"))
@@ -204,7 +213,7 @@ func statusCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			eng, err := inspector(c)
 			if err != nil {
-				return err
+				return failJSON(c, err)
 			}
 			defer eng.Close()
 			rep, err := eng.Inspect(c.Context)

@@ -79,12 +79,31 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"run", "--standby", "host=x", "--primary", "host=y", "--state-dir", "/tmp", "--restart", "bounce"}, "pg_ctl, command or never"},
 		{[]string{"run", "--standby", "host=x", "--primary", "host=y", "--state-dir", "/tmp", "--restart", "command"}, "--stop-command"},
 		{[]string{"status", "--standby", "host=x", "--standby-password-file", missing}, "password file"},
-		{[]string{"doctor", "--standby", "host=x", "--primary", "postgres://u:pw@h:notaport/db"}, "cannot be parsed"},
+		{[]string{"doctor", "--standby", "host=x", "--primary", "postgres://u:pw@h:notaport/db"}, "cannot be parsed: invalid port"},
+		{[]string{"check", "--standby", "host=x", "port=1"}, `unexpected argument "port=1"`},
+		{[]string{"run", "--standby", "host=x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"chekc"}, `unknown command "chekc"`},
+		{[]string{"check", "--standby", "host=x", "--primary", "host=y gssencmode=require"}, "gssencmode=require"},
 	}
 	for _, c := range cases {
 		r := slotsyncCmd(t, nil, c.args...)
-		if r.code != exitUsage || !strings.Contains(r.stderr+r.stdout, c.want) {
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, want 3 with %q; stderr: %s", c.args, r.code, c.want, r.stderr)
+		}
+		// One line on stderr, never the whole help on stdout.
+		if strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 || strings.Contains(r.stdout, "USAGE:") {
+			t.Errorf("%v: a usage error must be one line on stderr; stdout %q, stderr %q", c.args, r.stdout, r.stderr)
+		}
+	}
+	// --json prints JSON on stdout for a usage or configuration error too.
+	for _, cmd := range []string{"check", "status", "doctor"} {
+		r := slotsyncCmd(t, nil, cmd, "--standby", "host=x", "--method", "magic", "--json")
+		var res struct {
+			ExitCode int    `json:"exit_code"`
+			Error    string `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitUsage || res.ExitCode != exitUsage || !strings.Contains(res.Error, "magic") {
+			t.Errorf("%s --json with a bad --method: exit %d, %v, %q", cmd, r.code, err, r.stdout)
 		}
 	}
 	if r := slotsyncCmd(t, nil, "version"); r.code != 0 || !strings.Contains(r.stdout, "slotsync ") {

@@ -94,6 +94,10 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	if err := cfg.Validate(); err != nil {
 		return cfg, classifyExit(err)
 	}
+	// A DSN that cannot be parsed is a usage error, before any connection.
+	if _, _, err := cfg.Endpoints(); err != nil {
+		return cfg, classifyExit(err)
+	}
 	return cfg, nil
 }
 

@@ -32,6 +32,9 @@ func doctorCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			cfg, _, err := configure(c, true)
 			if err != nil {
+				if c.Bool("json") {
+					writeJSON(c.App.Writer, doctorResult{ExitCode: exitCodeOf(err), Error: err.Error(), Checks: []topology.Check{}})
+				}
 				return err
 			}
 			ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout)

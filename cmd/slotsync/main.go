@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -23,7 +24,7 @@ const (
 )
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:  "slotsync",
 		Usage: "keep logical replication slots alive across PostgreSQL failover",
 		Description: "slotsync runs beside a physical standby and copies every logical slot of the primary to it, " +
@@ -42,11 +43,48 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			sandboxCommand(),
 		},
 		// Usage errors (unknown flags, bad values) exit 3 like configuration errors.
-		OnUsageError: func(c *cli.Context, err error, _ bool) error {
-			return cli.Exit(fmt.Sprintf("usage: %v (see slotsync %s --help)", err, c.Command.Name), exitUsage)
-		},
+		OnUsageError:   usageError,
 		ExitErrHandler: func(c *cli.Context, err error) {},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return cli.Exit(fmt.Sprintf("unknown command %q: use %s (slotsync --help lists them)", c.Args().First(), commandNames(c.App)), exitUsage)
+			}
+			return cli.ShowAppHelp(c)
+		},
 	}
+	for _, cmd := range app.Commands {
+		// One line on stderr naming the fix, never the whole help on stdout; and no stray
+		// arguments: an unquoted DSN ("--standby host=x port=1") would drop everything after it.
+		cmd.OnUsageError = usageError
+		cmd.Before = noStrayArguments
+	}
+	return app
+}
+
+func usageError(c *cli.Context, err error, _ bool) error {
+	name := "slotsync"
+	if c.Command != nil && c.Command.Name != "" {
+		name += " " + c.Command.Name
+	}
+	return cli.Exit(fmt.Sprintf("usage: %v (see %s --help)", err, name), exitUsage)
+}
+
+func noStrayArguments(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return nil
+	}
+	return cli.Exit(fmt.Sprintf("usage: unexpected argument %q: %s takes flags only; quote a DSN with spaces, e.g. --standby 'host=db1 port=5432'",
+		c.Args().First(), c.Command.Name), exitUsage)
+}
+
+func commandNames(app *cli.App) string {
+	var names []string
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			names = append(names, c.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func main() {
