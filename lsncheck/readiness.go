@@ -24,6 +24,9 @@ const (
 	ReasonNotSynced              Reason = "not_synced" // native method: synced = false
 	ReasonTemporary              Reason = "temporary"  // native method: the copy would vanish on promotion
 	ReasonConsumerAheadOfStandby Reason = "consumer_ahead_of_standby"
+	// ReasonCopyBehind (only when Exact is asked, for a planned switchover): the copy is behind
+	// its consumer's confirmed position, so a promotion now would redeliver changes.
+	ReasonCopyBehind Reason = "copy_behind_consumer"
 	// State-file method (11-15): the server does not check these itself.
 	ReasonCopyWALUnverified  Reason = "copy_wal_unverified"      // no read of the WAL from restart_lsn has succeeded yet
 	ReasonCatalogUnprotected Reason = "copy_catalog_unprotected" // the primary does not keep the catalog rows the copy needs
@@ -49,6 +52,10 @@ type ReadinessInput struct {
 	RequireHorizon bool
 	StandbyHorizon XID
 	WALVerified    bool
+
+	// Exact: the copy must stand exactly at the consumer's confirmed position (no redelivery),
+	// as a planned switchover with writes stopped can require.
+	Exact bool
 
 	// StandbyWALEnd is the newest WAL the standby holds (the larger of its flush and replay
 	// positions): what a promotion right now would keep.
@@ -121,6 +128,10 @@ func Readiness(in ReadinessInput) Verdict {
 			v.CopyAheadBytes = -v.SyncLagBytes
 			add(ReasonCopyConfirmedAhead, "the copy's confirmed_flush %s is %d bytes ahead of the consumer's %s: changes in between would be skipped",
 				c.ConfirmedFlush, v.CopyAheadBytes, p.ConfirmedFlush)
+		}
+		if in.Exact && c.ConfirmedFlush < p.ConfirmedFlush {
+			add(ReasonCopyBehind, "exact: the copy's confirmed_flush %s is %d bytes behind the consumer's %s: a promotion now would deliver those again",
+				c.ConfirmedFlush, v.SyncLagBytes, p.ConfirmedFlush)
 		}
 	}
 	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN {

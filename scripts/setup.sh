@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build slotsync and run its real
 # PostgreSQL pairs: PostgreSQL 15 from the distribution, Node's npm (to fetch the other majors),
-# Patroni and etcd (the HA-manager tests),
+# Patroni and etcd (the HA-manager tests), a Docker engine with a local PostgreSQL image built by
+# debootstrap (the Docker backend's tests),
 # an unprivileged user for the test clusters when run as root, and the binary cache for the
 # majors in $SLOTSYNC_PG_MAJORS (default 15,16,17,18). Idempotent; Go 1.26+ must be installed.
 set -euo pipefail
@@ -20,6 +21,9 @@ command -v npm >/dev/null || need+=(npm)
 command -v patroni >/dev/null || need+=(patroni)
 command -v etcd >/dev/null || need+=(etcd-server)
 command -v etcdctl >/dev/null || need+=(etcd-client)
+# A Docker engine and debootstrap, for the Docker backend's tests on a local image.
+command -v dockerd >/dev/null || need+=(docker.io)
+command -v debootstrap >/dev/null || need+=(debootstrap)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   $sudo apt-get update -qq
@@ -32,3 +36,16 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 "$repo/scripts/fetch-postgres.sh" $(echo "$majors" | tr ',' ' ')
+
+# Start the Docker engine when it is installed and not running (as root; a machine with its own
+# engine keeps it), then build the local PostgreSQL image the Docker backend's tests use.
+if command -v docker >/dev/null && ! docker info >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ] && command -v dockerd >/dev/null; then
+  echo "starting dockerd (log: /var/log/slotsync-dockerd.log)"
+  (dockerd >/var/log/slotsync-dockerd.log 2>&1 &)
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+fi
+if docker info >/dev/null 2>&1 && command -v debootstrap >/dev/null && [ "$(id -u)" -eq 0 ]; then
+  "$repo/scripts/docker-image.sh" slotsync-postgres:15
+else
+  echo "no Docker engine here: the Docker backend's tests will skip"
+fi

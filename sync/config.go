@@ -26,6 +26,9 @@ type Config struct {
 	PrimaryConnectTimeout time.Duration
 	// Strict: the gate refuses to judge without the primary (CANNOT TELL instead).
 	Strict bool
+	// Exact: the gate requires every copy to stand exactly at its consumer's confirmed position
+	// (a planned switchover with zero redelivery); without the primary, at the last observation.
+	Exact bool
 	// GateRecordInterval: how often a pass refreshes, in the journal, the observation the gate
 	// judges from when the primary is gone (default 5 s; sooner when a verdict changes).
 	GateRecordInterval time.Duration

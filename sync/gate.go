@@ -74,17 +74,22 @@ func (r *GateRecord) sameVerdicts(o *GateRecord) bool {
 	}
 	for name, a := range r.Slots {
 		b, ok := o.Slots[name]
-		if !ok || a.Ready != b.Ready || a.Identity != b.Identity || fmt.Sprint(a.Reasons) != fmt.Sprint(b.Reasons) {
+		if !ok || a.Ready != b.Ready || a.Identity != b.Identity || fmt.Sprint(a.Reasons) != fmt.Sprint(b.Reasons) || a.exact() != b.exact() {
 			return false
 		}
 	}
 	return true
 }
 
+// exact reports whether the copy stood exactly at its consumer's position: a planned
+// switchover waits for that, so a change of it is written at once.
+func (g GateSlot) exact() bool { return g.Copy.ConfirmedFlush >= g.Primary.ConfirmedFlush }
+
 // JudgeWithoutPrimary judges every slot of the record from the standby alone (rule 8): a copy
 // READY then is READY now if it is still there, the same slot, valid, not moved back and its
 // WAL still on the standby; a copy NOT READY then stays NOT READY. It is pure.
-func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection) []SlotReport {
+// With exact, a copy is READY only if it stood exactly at its consumer's position then.
+func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool) []SlotReport {
 	var out []SlotReport
 	for _, name := range sortedKeys(rec.Slots) {
 		gs := rec.Slots[name]
@@ -121,6 +126,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection) []Sl
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case cp.Temporary:
 			notReady(lsncheck.ReasonTemporary, "the copy is temporary")
+		case exact && gs.Copy.ConfirmedFlush < gs.Primary.ConfirmedFlush:
+			notReady(lsncheck.ReasonCopyBehind, fmt.Sprintf("exact: at the last observation the copy (%s) was behind its consumer (%s)",
+				gs.Copy.ConfirmedFlush, gs.Primary.ConfirmedFlush))
 		case gs.RequireSynced && !cp.Synced:
 			notReady(lsncheck.ReasonNotSynced, "the copy is no longer kept by the server's slot sync")
 		case cp.ConfirmedFlush < gs.Copy.ConfirmedFlush:
@@ -177,7 +185,7 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, appl
 	rep.Major = snap.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(snap.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select)
+	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact)
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
 	rep.Duration = e.now().Sub(rep.Started)

@@ -42,7 +42,7 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		{"temporary", rec(true), standby(func(s *topology.Slot) { s.Temporary = true }), false, lsncheck.ReasonTemporary},
 	}
 	for _, c := range cases {
-		got := JudgeWithoutPrimary(c.rec, c.node, Selection{})
+		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false)
 		if len(got) != 1 || got[0].Name != "a" || !got[0].Gate || got[0].Verdict.Ready != c.ready {
 			t.Errorf("%s: %+v", c.name, got)
 			continue
@@ -51,12 +51,24 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 			t.Errorf("%s: reasons %v, want %s", c.name, got[0].Verdict.Reasons, c.reason)
 		}
 	}
+	// Exact: the copy trailed its consumer at the last observation, so a promotion would
+	// redeliver; a copy that stood at its consumer's position is READY.
+	if got := JudgeWithoutPrimary(rec(true), standby(nil), Selection{}, true); got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonCopyBehind {
+		t.Errorf("exact, behind: %+v", got[0].Verdict)
+	}
+	atConsumer := rec(true)
+	gs := atConsumer.Slots["a"]
+	gs.Primary = copyPos
+	atConsumer.Slots["a"] = gs
+	if got := JudgeWithoutPrimary(atConsumer, standby(nil), Selection{}, true); !got[0].Verdict.Ready {
+		t.Errorf("exact, at the consumer: %+v", got[0].Verdict)
+	}
 	// A slot not selected is not judged; a native copy must still be server-synced.
 	r := rec(true)
 	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: primPos, RequireSynced: true}
 	node := standby(nil)
 	node.Slots["b"] = slot(idB, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
-	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}})
+	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}}, false)
 	if len(got) != 1 || got[0].Name != "b" || got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonNotSynced {
 		t.Errorf("selection and synced: %+v", got)
 	}

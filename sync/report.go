@@ -139,6 +139,7 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 				RequireHorizon: e.method == topology.MethodStatefile,
 				StandbyHorizon: snap.Physical.CatalogHorizon(),
 				WALVerified:    ent != nil && ent.WALVerified,
+				Exact:          e.cfg.Exact,
 			})
 			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
 		}

@@ -22,6 +22,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "primary-user", Usage: "log in to the primary as this role (default: the DSN's; primary_conninfo names the standby's replication role)", EnvVars: []string{"SLOTSYNC_PRIMARY_USER"}},
 		&cli.DurationFlag{Name: "primary-connect-timeout", Value: 2 * time.Second, Usage: "bound on connecting to the primary; past it the gate judges without the primary", EnvVars: []string{"SLOTSYNC_PRIMARY_CONNECT_TIMEOUT"}},
 		&cli.BoolFlag{Name: "strict", Usage: "the gate refuses to judge without the primary (CANNOT TELL, exit 2)", EnvVars: []string{"SLOTSYNC_STRICT"}},
+		&cli.BoolFlag{Name: "exact", Usage: "the gate requires every copy exactly at its consumer's confirmed position (planned switchover, zero redelivery)", EnvVars: []string{"SLOTSYNC_EXACT"}},
 		&cli.StringFlag{Name: "standby", Usage: "standby DSN (required)", EnvVars: []string{"SLOTSYNC_STANDBY"}},
 		&cli.StringFlag{Name: "standby-password-file", Usage: "read the standby's password from this file", EnvVars: []string{"SLOTSYNC_STANDBY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "state-dir", Usage: "directory for slotsync's journal, kept across restarts, one per cluster", EnvVars: []string{"SLOTSYNC_STATE_DIR"}},
@@ -71,7 +72,7 @@ func readSecret(path string) (string, error) {
 func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Config, error) {
 	cfg := slotsync.Config{
 		PrimaryDSN: c.String("primary"), StandbyDSN: c.String("standby"), StateDir: c.String("state-dir"),
-		PrimaryUser: c.String("primary-user"), PrimaryConnectTimeout: c.Duration("primary-connect-timeout"), Strict: c.Bool("strict"),
+		PrimaryUser: c.String("primary-user"), PrimaryConnectTimeout: c.Duration("primary-connect-timeout"), Strict: c.Bool("strict"), Exact: c.Bool("exact"),
 		Method: topology.Method(c.String("method")), ReadOnly: readOnly, ObserveTimeout: c.Duration("timeout"),
 		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
 			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},

@@ -5,6 +5,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -37,11 +38,18 @@ type server struct {
 	major int
 }
 
-// Endpoint is the container's port 5432 as mapped on the host.
+// Endpoint is the container's port 5432 as mapped on the host. A local engine (a unix socket)
+// publishes on this machine's loopback, which is used as it is: asked inside a container,
+// testcontainers would name the container network's gateway instead.
 func (s *server) Endpoint(ctx context.Context) (string, int, error) {
-	host, err := s.ctr.Host(ctx)
-	if err != nil {
-		return "", 0, err
+	host := "127.0.0.1"
+	if h := os.Getenv("TESTCONTAINERS_HOST_OVERRIDE"); h != "" {
+		host = h
+	} else if dh := os.Getenv("DOCKER_HOST"); dh != "" && !strings.HasPrefix(dh, "unix://") {
+		var err error
+		if host, err = s.ctr.Host(ctx); err != nil {
+			return "", 0, err
+		}
 	}
 	port, err := s.ctr.MappedPort(ctx, "5432/tcp")
 	if err != nil {
@@ -71,8 +79,17 @@ func (s *server) Start(ctx context.Context) error {
 	}
 }
 
-// Stop stops the container; SIGTERM is a smart shutdown in the image, which waits.
+// Stop shuts the server down cleanly: SIGINT is PostgreSQL's fast shutdown (an image that
+// does not set it as its stop signal would get a smart one, which waits for every client).
 func (s *server) Stop(ctx context.Context) error {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.ContainerKill(ctx, s.ctr.GetContainerID(), client.ContainerKillOptions{Signal: "INT"}); err != nil {
+		return err
+	}
 	timeout := time.Minute
 	return s.ctr.Stop(ctx, &timeout)
 }
@@ -184,7 +201,9 @@ exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot
 			Networks:     []string{nw.Name},
 			Entrypoint:   []string{"bash", "-c", script, "standby"},
 			Cmd:          standbyArgs,
-			WaitingFor:   wait.ForListeningPort("5432/tcp").WithStartupTimeout(3 * time.Minute),
+			// A log line, not a dial: asked from inside a container, testcontainers would dial the
+			// network gateway rather than this machine.
+			WaitingFor: wait.ForLog("database system is ready to accept read-only connections").WithStartupTimeout(3 * time.Minute),
 		},
 		Started: true,
 	})

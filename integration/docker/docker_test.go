@@ -12,7 +12,7 @@ import (
 // TestDockerBackend starts a pair of official postgres containers (pg_basebackup standby) and
 // checks that the standby replays; it skips, saying why, when no Docker engine is reachable.
 func TestDockerBackend(t *testing.T) {
-	p := pgtest.StartPair(t, integration.Options{Major: 17, Backend: "docker"})
+	p := pgtest.StartPair(t, integration.Options{Major: pgtest.DockerMajor(), Backend: "docker"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := p.Primary.Exec(ctx, "CREATE TABLE d AS SELECT 1 AS x"); err != nil {

@@ -8,12 +8,28 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/docker"
 )
+
+// EnvDockerImage names the image the Docker backend's tests use (default: the official
+// postgres:<major>); EnvDockerMajor, the major they run (default 17), which must match it.
+const (
+	EnvDockerImage = "SLOTSYNC_DOCKER_IMAGE"
+	EnvDockerMajor = "SLOTSYNC_DOCKER_MAJOR"
+)
+
+// DockerMajor is the major the Docker backend's tests run: $SLOTSYNC_DOCKER_MAJOR, else 17.
+func DockerMajor() int {
+	if m, err := strconv.Atoi(os.Getenv(EnvDockerMajor)); err == nil {
+		return m
+	}
+	return 17
+}
 
 // ForEachMajor (skipped with -short) runs fn as a subtest "pgNN" for every major in majors (nil: all supported)
 // that the environment asks for. With SLOTSYNC_PG_MAJORS set, a requested major whose binaries
@@ -66,6 +82,9 @@ func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	if opts.Backend == "docker" && opts.Image == "" {
+		opts.Image = os.Getenv(EnvDockerImage)
+	}
 	if opts.Backend == "docker" && opts.Launch == nil {
 		if err := docker.Available(ctx); err != nil {
 			t.Skipf("%s=docker: %v", integration.EnvBackend, err)
