@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -35,6 +37,22 @@ func TestExitCodesFollowTheOneClassification(t *testing.T) {
 		stop := slotsync.Classify(c.err) == slotsync.Stop
 		if (c.code == exitUsage || c.code == exitNotReady) != stop || (c.code == exitUsage) != (cause == slotsync.CauseHuman) {
 			t.Errorf("%v: exit %d but the engine classes it %v (%v)", c.err, c.code, slotsync.Classify(c.err), cause)
+		}
+	}
+}
+
+// TestSidecarLinksNoTestCode: the production binary does not link the test harness, containers
+// or the drill's test helpers (integration/pgtest, integration/docker, drill/drilltest).
+func TestSidecarLinksNoTestCode(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "testing" || strings.Contains(pkg, "testify") || strings.Contains(pkg, "testcontainers") ||
+			strings.Contains(pkg, "moby/") || strings.Contains(pkg, "opentelemetry") || strings.HasSuffix(pkg, "/pgtest") ||
+			strings.HasSuffix(pkg, "/drilltest") || strings.HasSuffix(pkg, "integration/docker") {
+			t.Errorf("the slotsync binary links %s", pkg)
 		}
 	}
 }
