@@ -39,7 +39,9 @@ type Engine struct {
 	lastWarnings string
 	// role is the local node's role at the last pass that could tell.
 	role Role
-	now  func() time.Time
+	// withoutPrimary: the last judgement was made without the primary (logged once).
+	withoutPrimary bool
+	now            func() time.Time
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).
@@ -151,6 +153,10 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return e.asPrimary(rep, snap, apply)
 	}
 	e.noteRole(RoleStandby)
+	if e.withoutPrimary {
+		e.log.Info("the primary answers again: the gate judges with it")
+		e.withoutPrimary = false
+	}
 	if snap.PrimaryChanged && apply {
 		e.log.Info("following the standby's primary_conninfo to its primary", "logs_in_as", snap.PrimaryUser)
 	}

@@ -188,6 +188,12 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, appl
 	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact)
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
+	if !e.withoutPrimary {
+		e.log.Warn("the primary cannot be reached: the gate judges without it, from the standby and the last observation of the primary",
+			"observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),
+			"synchronized_standby", rec.SynchronizedStandby)
+		e.withoutPrimary = true
+	}
 	rep.Duration = e.now().Sub(rep.Started)
 	if apply {
 		return rep, perr

@@ -338,6 +338,9 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 			if c.WithoutPrimary.AgeSeconds <= 0 || c.WithoutPrimary.Meaning == "" || c.WithoutPrimary.Why == "" {
 				t.Fatalf("the answer must say it was judged without the primary, from what and how old: %+v", c.WithoutPrimary)
 			}
+			if !strings.Contains(r.stderr, "the gate judges without it") {
+				t.Fatalf("the log must say it was judged without the primary:\n%s", r.stderr)
+			}
 		}
 		// The READY copy alone: the gate opens, and the table says on what it judged.
 		r = slotsyncCmd(t, nil, args("check", "--state-dir", state, "--slots", "cdc")...)
