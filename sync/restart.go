@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"time"
 )
 
 // Restarter stops and starts the standby for the state-file method.
@@ -26,7 +27,14 @@ func (p PgCtl) run(ctx context.Context, args ...string) error {
 		bin = "pg_ctl"
 	}
 	cmd := exec.CommandContext(ctx, bin, append([]string{"-D", p.DataDir}, args...)...)
-	out, err := cmd.Output() // stdin/stdout of the server go to /dev/null, never to our pipes
+	// Without -l the postmaster inherits pg_ctl's stdout and stderr and keeps them open for its
+	// whole life: stop waiting for them shortly after pg_ctl itself exits (rule 6: no restart may
+	// hang slotsync).
+	cmd.WaitDelay = pipeGrace
+	out, err := cmd.Output()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // pg_ctl succeeded; the server it started still holds the pipes
+	}
 	if err != nil {
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -54,8 +62,17 @@ func (p PgCtl) Start(ctx context.Context) error {
 // Commands restarts the standby with the user's shell commands (e.g. systemctl).
 type Commands struct{ StopCommand, StartCommand string }
 
+// pipeGrace is how long a restart command's output is read after the command exits: a server it
+// started in the background may hold the pipes open for good.
+const pipeGrace = 2 * time.Second
+
 func (c Commands) sh(ctx context.Context, command string) error {
-	out, err := exec.CommandContext(ctx, "sh", "-c", command).CombinedOutput()
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.WaitDelay = pipeGrace
+	out, err := cmd.CombinedOutput()
+	if errors.Is(err, exec.ErrWaitDelay) {
+		err = nil // the command succeeded; what it started in the background holds the pipes
+	}
 	if err != nil {
 		return fmt.Errorf("%q: %w: %s", command, err, out)
 	}

@@ -614,5 +614,26 @@ func TestStatefileCommandLine(t *testing.T) {
 		if c := parseCheck(t, r); c.Method != "statefile" || !c.Ready {
 			t.Fatalf("check: %+v", c)
 		}
+
+		// --restart pg_ctl without --standby-log-file: the restarted postmaster inherits
+		// pg_ctl's output and holds it open for good; the pass must still end.
+		wrapper := filepath.Join(t.TempDir(), "pg_ctl")
+		if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+asUser+bin.Path("pg_ctl")+" \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc2', 'test_decoding')"); err != nil {
+			t.Fatal(err)
+		}
+		if err := pair.WaitCaughtUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
+		defer rcancel()
+		cmd := exec.CommandContext(rctx, binary, append(append([]string{"run", "--once", "--json"}, base...), "--standby-data-dir", dir,
+			"--restart", "pg_ctl", "--pg-ctl", wrapper, "--min-restart-interval", "1ms")...)
+		out, err := cmd.Output()
+		if rctx.Err() != nil || err != nil || !strings.Contains(string(out), `"standby_restarts": 1`) {
+			t.Fatalf("run --once with --restart pg_ctl and no log file: %v (timed out: %v)\n%s", err, rctx.Err() != nil, out)
+		}
 	})
 }
