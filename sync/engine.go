@@ -41,7 +41,9 @@ type Engine struct {
 	role Role
 	// withoutPrimary: the last judgement was made without the primary (logged once).
 	withoutPrimary bool
-	now            func() time.Time
+	// lock makes this engine the state directory's only writer.
+	lock *stateLock
+	now  func() time.Time
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).
@@ -71,8 +73,15 @@ func New(cfg Config) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	var lock *stateLock
+	if !cfg.ReadOnly {
+		if lock, err = lockStateDir(cfg.StateDir); err != nil {
+			return nil, err
+		}
+	}
 	j, warning, err := LoadJournal(cfg.StateDir, cfg.ReadOnly)
 	if err != nil {
+		lock.release()
 		return nil, err
 	}
 	if warning != nil {
@@ -80,6 +89,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	link := cfg.primaryLink(primary)
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout}, j)
+	e.lock = lock
 	e.newApp = func(m topology.Method) (applier, error) {
 		sqlm := &sqlMethod{primary: link, standby: standby, log: cfg.Logger}
 		switch m {
@@ -117,6 +127,7 @@ func (e *Engine) Close() {
 	}
 	e.sess = nil
 	e.obs.Close()
+	e.lock.release()
 }
 
 // RunOnce makes one pass: observe both nodes, plan, apply, and judge every slot. An error means
@@ -261,7 +272,13 @@ func waitsOnlyForPrimaryHorizon(v lsncheck.Verdict) bool {
 func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.Method, error) {
 	major := standby.Major()
 	if e.method == "" {
-		m, err := topology.ChooseMethod(standby, e.cfg.Method)
+		requested := e.cfg.Method
+		if e.cfg.ReadOnly && (requested == topology.MethodAuto || requested == "") && e.journal.Gate != nil && e.journal.Gate.Method != "" {
+			// The gate judges by the rules of the method the daemon uses (the state-file method's
+			// are stricter), not by what auto would pick for it.
+			requested = topology.Method(e.journal.Gate.Method)
+		}
+		m, err := topology.ChooseMethod(standby, requested)
 		if err != nil {
 			return "", err
 		}

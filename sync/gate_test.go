@@ -1,6 +1,10 @@
 package sync
 
 import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +125,52 @@ func TestOwnSlotsWhileThePrimary(t *testing.T) {
 	later, changed := ownSlots(next, node, Selection{}, now.Add(6*time.Second), 5*time.Second)
 	if !changed || later.Slots["a"].Primary.ConfirmedFlush != 0x300 || later.Slots["a"].Incarnation != next.Slots["a"].Incarnation {
 		t.Errorf("after the interval: %v %+v", changed, later.Slots["a"])
+	}
+}
+
+// TestOneWriterPerStateDirectory: a second writing engine on the same state directory is refused
+// with who holds it; readers (check, status) are not; closing the first frees it.
+func TestOneWriterPerStateDirectory(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{StandbyDSN: "host=127.0.0.1 port=1", StateDir: dir}
+	first, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := New(cfg)
+	var ce *topology.ConfigError
+	if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Fatalf("a second writer: %v", err)
+	}
+	if second != nil {
+		t.Fatal("a second writer was made")
+	}
+	reader := cfg
+	reader.ReadOnly = true
+	r, err := New(reader)
+	if err != nil {
+		t.Fatalf("a reader beside the writer: %v", err)
+	}
+	r.Close()
+	first.Close()
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	again.Close()
+}
+
+// TestTheGateJudgesWithTheDaemonsMethod: on 16 the daemon may use the state-file method; a
+// read-only engine with --method auto then judges by its rules, read from the journal.
+func TestTheGateJudgesWithTheDaemonsMethod(t *testing.T) {
+	j := &Journal{Version: journalVersion, Slots: map[string]*Entry{}, Gate: &GateRecord{Method: string(topology.MethodStatefile)}}
+	standby := topology.NodeInfo{VersionNum: 160004, InRecovery: true}
+	e := newEngine(Config{ReadOnly: true, Method: topology.MethodAuto}, nil, j)
+	if m, err := e.chooseMethod(standby, false); err != nil || m != topology.MethodStatefile {
+		t.Fatalf("read-only engine beside a state-file daemon chose %s, %v", m, err)
+	}
+	e = newEngine(Config{ReadOnly: true, Method: topology.MethodAuto}, nil, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
+	if m, _ := e.chooseMethod(standby, false); m != topology.MethodSQL {
+		t.Fatalf("without a journal, auto on 16 is sql, got %s", m)
 	}
 }

@@ -401,8 +401,9 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		// The password is ignored by trust authentication; it must never be printed.
 		secret := " password=daemonsecret42"
+		state := t.TempDir()
 		cmd := exec.Command(binary, "run", "--primary", pair.Primary.DSN("postgres")+secret, "--standby", pair.Standby.DSN("postgres")+secret,
-			"--state-dir", t.TempDir(), "--interval", "200ms", "--max-backoff", "1s", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
+			"--state-dir", state, "--interval", "200ms", "--max-backoff", "1s", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--log-format", "json", "--shutdown-timeout", "5s")
 		var logs bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -421,6 +422,11 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		waitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
 		if code, _ := get(base + "/livez"); code != 200 {
 			t.Fatalf("/livez %d", code)
+		}
+		// One writer per state directory: a second run says who holds it and exits 3.
+		r := slotsyncCmd(t, nil, "run", "--once", "--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres"), "--state-dir", state)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "in use by another slotsync (pid ") {
+			t.Fatalf("a second run on the daemon's state directory: %d %s", r.code, r.stderr)
 		}
 		// The fresh copy is ahead of the consumer: the gate says no.
 		code, body := get(base + "/promotion-ready")
