@@ -72,12 +72,37 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 	defer stopNudge()
 	go s.nudge(nudgeCtx)
 	return s.exec(ctx, ps.Database, func(c *pgx.Conn) error {
-		_, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase)
-		if err != nil {
+		// Rule 3: never create on a promoted node. A slot made on a primary starts at its current
+		// position and silently skips what the consumer has not read (lesson 9). Checked in this
+		// session right before, and right after, since a promotion can land while the create
+		// waits for a running-xacts record.
+		if err := stillInRecovery(ctx, c); err != nil {
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
+		}
+		if _, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase); err != nil {
+			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
+		}
+		if err := stillInRecovery(ctx, c); err != nil {
+			_, derr := c.Exec(context.WithoutCancel(ctx), "SELECT pg_drop_replication_slot($1)", ps.Name)
+			s.m.log.Error("the node was promoted while a slot copy was being created: the copy was dropped at once",
+				"slot", ps.Name, "dropped", derr == nil, "drop_error", derr)
+			return fmt.Errorf("create standby copy of slot %q: %w (the copy made meanwhile was dropped: %v)", ps.Name, err, derr == nil)
 		}
 		return nil
 	})
+}
+
+// stillInRecovery returns topology.ErrPromoted when the node the connection is on is not in
+// recovery.
+func stillInRecovery(ctx context.Context, c *pgx.Conn) error {
+	var rec bool
+	if err := c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&rec); err != nil {
+		return err
+	}
+	if !rec {
+		return topology.ErrPromoted
+	}
+	return nil
 }
 
 // nudge asks the primary for running-xacts records until ctx ends.

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -127,5 +128,33 @@ func TestRolesMove(t *testing.T) {
 		f.must(f.pair.Rejoin(f.ctx, true))
 		untilReady()
 		failover(true) // and fail over again
+	})
+}
+
+// TestNeverCreateOnAPromotedNode: a create planned while the node was a standby but carried out
+// after its promotion is refused in the creating session; nothing is made on the primary.
+func TestNeverCreateOnAPromotedNode(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		ps, ok := f.slotOn(f.pair.Primary, "cdc")
+		if !ok {
+			t.Fatal("no slot on the primary")
+		}
+		f.must(f.pair.Promote(f.ctx))
+		link := f.cfg.primaryLink(nil)
+		_, standby, err := f.cfg.Endpoints()
+		f.must(err)
+		m := &sqlMethod{primary: link, standby: standby, log: f.cfg.Logger}
+		sess := m.Session()
+		defer sess.Close()
+		err = sess.Create(f.ctx, ps)
+		if !errors.Is(err, topology.ErrPromoted) {
+			t.Fatalf("create on a promoted node: %v", err)
+		}
+		if _, made := f.slotOn(f.pair.Standby, "cdc"); made {
+			t.Fatal("a slot was created on the promoted node")
+		}
 	})
 }
