@@ -231,6 +231,19 @@ func (in Installer) Remove(name string) error {
 	if _, err := os.Lstat(final); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	// Only a logical slot's directory is ever removed: a physical slot of the same name (the one
+	// a cascaded standby streams through, say) or a file slotsync cannot read is left alone.
+	if data, err := os.ReadFile(filepath.Join(final, "state")); err == nil {
+		st, perr := Parse(data)
+		if perr != nil {
+			return fmt.Errorf("pg_replslot/%s holds a state file slotsync cannot read (%v): not removing it", name, perr)
+		}
+		if st.Database == 0 {
+			return fmt.Errorf("pg_replslot/%s is a physical slot: slotsync never removes it", name)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("read pg_replslot/%s/state: %w", name, err)
+	}
 	tmp := final + ".tmp"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
