@@ -99,7 +99,9 @@ func New(cfg Config) (*Engine, error) {
 			if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
 				return nil, err
 			}
-			return newStatefileMethod(sqlm, cfg.Statefile, cfg.Logger, &e.restarting), nil
+			sc := cfg.Statefile
+			sc.stateDir = cfg.StateDir
+			return newStatefileMethod(sqlm, sc, cfg.Logger, &e.restarting), nil
 		case topology.MethodNative:
 			// The server syncs failover slots; slots that keep failover=false are copied as by
 			// the sql method, and the opt-in actions go through the same sessions.
@@ -146,6 +148,9 @@ func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ct
 
 func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep := Report{Started: e.now()}
+	if apply {
+		e.finishInterruptedRestart(ctx)
+	}
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
 	cancel()

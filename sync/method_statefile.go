@@ -28,6 +28,8 @@ type StatefileConfig struct {
 	NoCheckpoint bool
 	// MaxAttempts is how many times a slot is copied before slotsync gives up on it (default 2).
 	MaxAttempts int
+	// stateDir holds the restart marker (the engine's state directory).
+	stateDir string
 }
 
 // statefileMethod copies slots as state files. Creations are collected during a pass and
@@ -150,6 +152,9 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	if isStaged {
 		return m.restartStaged(ctx, staged, in, states, out)
 	}
+	if err := markRestart(m.cfg.stateDir); err != nil {
+		return failAll(err)
+	}
 	if err := m.cfg.Restarter.Stop(ctx); err != nil {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}
@@ -178,8 +183,10 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 			return failAll(&topology.ConfigError{Field: "standby", Problem: fmt.Sprintf("does not start after slot copies were removed again: %v", err),
 				Fix: "start the standby by hand and read its log"})
 		}
+		clearRestart(m.cfg.stateDir)
 		return failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
 	}
+	clearRestart(m.cfg.stateDir)
 	return out, true
 }
 

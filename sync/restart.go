@@ -4,8 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
+
+	"github.com/slotsync/slotsync/sync/statefile"
 )
 
 // Restarter stops and starts the standby for the state-file method.
@@ -103,4 +108,59 @@ func (c RestartCommand) Start(ctx context.Context) error { return c.Restart(ctx)
 // stagedRestarter restarts a running standby in one step: copies are staged before it.
 type stagedRestarter interface {
 	Restart(ctx context.Context) error
+}
+
+// RestartMarker, in the state directory, says a standby restart by slotsync is under way: it is
+// written before the standby is stopped and removed once it runs again. Found by a later pass
+// (slotsync killed in between) with the standby down, it means the standby is started again.
+const RestartMarker = "standby-restart-in-progress"
+
+func markRestart(stateDir string) error {
+	if stateDir == "" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir, RestartMarker), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("mark the standby restart: %w", err)
+	}
+	_, _ = fmt.Fprintf(f, "pid %d at %s\n", os.Getpid(), time.Now().UTC().Format(time.RFC3339))
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("mark the standby restart: %w", err)
+	}
+	return f.Close()
+}
+
+func clearRestart(stateDir string) {
+	if stateDir != "" {
+		_ = os.Remove(filepath.Join(stateDir, RestartMarker))
+	}
+}
+
+// finishInterruptedRestart starts the standby when a restart slotsync began was interrupted
+// (the marker is there) and the standby is not running (rule 6: never leave the standby down).
+func (e *Engine) finishInterruptedRestart(ctx context.Context) {
+	sc := e.cfg.Statefile
+	if e.cfg.ReadOnly || e.cfg.StateDir == "" || sc.Restarter == nil || sc.DataDir == "" {
+		return
+	}
+	marker, err := os.ReadFile(filepath.Join(e.cfg.StateDir, RestartMarker))
+	if err != nil {
+		return
+	}
+	if running, err := statefile.ServerRunning(sc.DataDir); err != nil || running {
+		clearRestart(e.cfg.StateDir)
+		return
+	}
+	e.log.Warn("a standby restart by slotsync was interrupted and left the standby stopped: starting it", "marker", strings.TrimSpace(string(marker)))
+	e.restarting.Store(true)
+	defer e.restarting.Store(false)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
+	defer cancel()
+	if err := sc.Restarter.Start(sctx); err != nil {
+		e.log.Error("the standby left stopped by an interrupted restart does not start; start it by hand and read its log", "error", err)
+		return
+	}
+	clearRestart(e.cfg.StateDir)
+	e.obs.Reset()
 }

@@ -621,6 +621,38 @@ func TestStatefileCommandLine(t *testing.T) {
 			t.Fatalf("check: %+v", c)
 		}
 
+		// slotsync killed -9 in the middle of a standby restart (right after the stop, or instead
+		// of the start): the next run finds the standby down and starts it (rule 6).
+		for i, step := range []struct{ stop, start string }{
+			{stop + `; kill -9 "$PPID"`, start},
+			{stop, `kill -9 "$PPID"`},
+		} {
+			if err := pair.Primary.Exec(ctx, fmt.Sprintf("SELECT pg_create_logical_replication_slot('killed%d', 'test_decoding')", i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := pair.WaitCaughtUp(ctx); err != nil {
+				t.Fatal(err)
+			}
+			killed := append(append([]string{"run", "--once"}, base...), "--standby-data-dir", dir,
+				"--restart", "command", "--stop-command", step.stop, "--start-command", step.start, "--min-restart-interval", "1ms")
+			if r := slotsyncCmd(t, nil, killed...); r.code != -1 && r.code != 137 {
+				t.Fatalf("step %d: slotsync was not killed: %d %s", i, r.code, r.stderr)
+			}
+			if _, err := pair.Standby.InRecovery(ctx); err == nil {
+				t.Fatalf("step %d: the standby still runs: the kill did not interrupt a restart", i)
+			}
+			r := slotsyncCmd(t, nil, runArgs...)
+			if r.code != 0 || !strings.Contains(r.stderr, "interrupted") {
+				t.Fatalf("step %d: the run after the kill: %d\n%s", i, r.code, r.stderr)
+			}
+			if _, err := pair.Standby.InRecovery(ctx); err != nil {
+				t.Fatalf("step %d: the standby is still down after the next run: %v", i, err)
+			}
+			if err := pair.WaitStreaming(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+
 		// --restart pg_ctl without --standby-log-file: the restarted postmaster inherits
 		// pg_ctl's output and holds it open for good; the pass must still end.
 		wrapper := filepath.Join(t.TempDir(), "pg_ctl")
