@@ -62,8 +62,13 @@ func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) 
 		for i, a := range actions {
 			if errors.Is(results[i].err, errStaged) {
 				results[i].err = outcomes[a.Slot]
-				if results[i].err == nil {
+				var deferred *deferredError
+				if restarted && !errors.As(results[i].err, &deferred) {
+					// A restart was spent on this slot, whether the standby took the copy or
+					// refused it: after MaxAttempts the planner gives up (lesson 1, no loops).
 					e.copies[a.Slot]++
+				}
+				if results[i].err == nil {
 					delete(e.recopy, a.Slot)
 				}
 			}

@@ -184,7 +184,8 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 				Fix: "start the standby by hand and read its log"})
 		}
 		clearRestart(m.cfg.stateDir)
-		return failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
+		refused, _ := failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
+		return refused, true // it was restarted: the refused copies count as copies made
 	}
 	clearRestart(m.cfg.stateDir)
 	return out, true

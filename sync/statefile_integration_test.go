@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,6 +266,52 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 		}
 		if strings.Contains(f.logs.String(), "invalidat") {
 			t.Fatalf("a missing WAL segment was taken for an invalidation:\n%s", f.logs.String())
+		}
+	})
+}
+
+// TestStatefileRefusedStartNoLoop: a standby that will not start with a new copy (here a start
+// command that refuses while the copy's directory is there) is started again without it, and
+// after MaxAttempts refused restarts slotsync gives up on the slot and says so: no restart loop,
+// and the standby left running.
+func TestStatefileRefusedStartNoLoop(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		bin, err := integration.FindBinaries(major)
+		f.must(err)
+		asUser, err := integration.ShellPrefix()
+		f.must(err)
+		dir := f.pair.Standby.DataDir
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = Commands{
+			StopCommand:  fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir),
+			StartCommand: fmt.Sprintf("test ! -e %s/pg_replslot/refused && %s%s -D %s -w -l %s/restarted.log start", dir, asUser, bin.Path("pg_ctl"), dir, dir),
+		}
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('refused', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		restarts := 0
+		var last SlotReport
+		for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			rep, err := f.eng.RunOnce(f.ctx)
+			if err != nil {
+				continue // the pass right after a refused restart may find the standby starting
+			}
+			restarts += rep.StandbyRestarts
+			for _, s := range rep.Slots {
+				if s.Name == "refused" {
+					last = s
+				}
+			}
+		}
+		if restarts != 2 {
+			t.Fatalf("%d restarts for a copy the standby refuses, want exactly 2 (then give up)\n%s", restarts, f.logs.String())
+		}
+		if last.Action != KindSkip || last.Code != CodeGaveUp {
+			t.Fatalf("last report: %+v", last)
+		}
+		if _, err := f.pair.Standby.InRecovery(f.ctx); err != nil {
+			t.Fatalf("the standby was left down: %v", err)
 		}
 	})
 }
