@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	stdsync "sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -90,6 +92,21 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 		}
 		return out, false
 	}
+	if m.cfg.Restarter == nil {
+		// --restart never: a copy already staged for this incarnation waits for the standby's
+		// next start as it is; reading it again would CHECKPOINT the primary every pass.
+		var fresh []topology.Slot
+		for _, ps := range pending {
+			if stagedFor(m.cfg.DataDir, ps) {
+				out[ps.Name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
+				continue
+			}
+			fresh = append(fresh, ps)
+		}
+		if pending = fresh; len(pending) == 0 {
+			return out, false
+		}
+	}
 	if m.cfg.Restarter != nil && !m.lastRestart.IsZero() && time.Since(m.lastRestart) < m.cfg.MinRestartInterval {
 		next := m.lastRestart.Add(m.cfg.MinRestartInterval)
 		return failAll(&deferredError{fmt.Sprintf("waiting for the next allowed standby restart at %s (minimum interval %s)",
@@ -129,6 +146,11 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil || isStaged}
 	if m.cfg.Restarter == nil {
 		for _, st := range states {
+			// A file staged earlier is of another incarnation (stagedFor said so): replace it.
+			if err := in.Remove(st.Name); err != nil {
+				out[st.Name] = err
+				continue
+			}
 			if err := in.Install(st); err != nil && !errors.Is(err, statefile.ErrExists) {
 				out[st.Name] = err
 				continue
@@ -228,6 +250,24 @@ func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, 
 		out[name] = fmt.Errorf("restart the standby: %w", err)
 	}
 	return out, true
+}
+
+// stagedFor reports whether pg_replslot holds a staged copy of ps's incarnation: same plugin and
+// two_phase, and positions the primary slot has not gone back from (rule 2). A copy of another
+// incarnation, or one that cannot be read, is not.
+func stagedFor(dataDir string, ps topology.Slot) bool {
+	data, err := os.ReadFile(filepath.Join(dataDir, "pg_replslot", ps.Name, "state"))
+	if err != nil {
+		return false
+	}
+	st, err := statefile.Parse(data)
+	if err != nil || st.Database == 0 || st.Plugin != ps.Plugin || st.TwoPhase != ps.TwoPhase {
+		return false
+	}
+	staged := lsncheck.Seen{Identity: ps.Identity, Position: lsncheck.Position{
+		RestartLSN: lsncheck.LSN(st.RestartLSN), ConfirmedFlush: lsncheck.LSN(st.ConfirmedFlush), CatalogXmin: lsncheck.XID(st.CatalogXmin)}}
+	change, _ := lsncheck.CompareIncarnation(staged, ps.Seen())
+	return change != lsncheck.NewIncarnation
 }
 
 // checkDataDir checks that dir is a data directory this process can see.

@@ -210,23 +210,43 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 		f.startEngine()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
+		checkpoints := func() int {
+			var n int
+			f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT checkpoints_req::int FROM pg_stat_bgwriter", nil, &n))
+			return n
+		}
+		before := checkpoints()
 		for i := 0; i < 3; i++ {
 			r := f.pass()["cdc"]
 			if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonMissing) {
 				t.Fatalf("pass %d: a staged copy must be NOT READY (missing): %+v", i, r)
 			}
 		}
-		if _, err := os.Stat(filepath.Join(f.pair.Standby.DataDir, "pg_replslot", "cdc", "state")); err != nil {
+		if n := checkpoints() - before; n != 1 {
+			t.Fatalf("%d CHECKPOINTs on the primary for one staged copy over 3 passes, want 1", n)
+		}
+		staged := filepath.Join(f.pair.Standby.DataDir, "pg_replslot", "cdc", "state")
+		if _, err := os.Stat(staged); err != nil {
 			t.Fatalf("not staged: %v", err)
 		}
 		if n := strings.Count(f.logs.String(), "staged in pg_replslot"); n != 1 {
 			t.Fatalf("staging logged %d times, want once:\n%s", n, f.logs.String())
 		}
+		// The slot is recreated on the primary as another incarnation: the staged file is replaced.
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'pgoutput')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		if data, err := os.ReadFile(staged); err != nil || !strings.Contains(string(data), "pgoutput") {
+			t.Fatalf("the staged copy of the old incarnation was not replaced: %v", err)
+		}
 		f.must(f.pair.Standby.Restart(f.ctx))
 		f.must(f.pair.WaitStreaming(f.ctx))
 		f.eng.Close()
 		f.startEngine()
-		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+		f.untilReady("cdc", func() {
+			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_binary_changes('cdc', NULL, NULL, 'proto_version', '1', 'publication_names', 'pub')"))
+		})
 	})
 }
 
