@@ -88,10 +88,7 @@ func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result 
 	case KindCreate:
 		return result{err: sess.Create(ctx, a.Primary)}
 	case KindRecreate:
-		if err := sess.Drop(ctx, a.Slot, a.CopyDatabase); err != nil && !isUndefinedObject(err) {
-			return result{err: err}
-		}
-		return result{err: sess.Create(ctx, a.Primary)}
+		return result{err: sess.Replace(ctx, a.Primary, a.CopyDatabase)}
 	case KindAdvance:
 		end, err := sess.Advance(ctx, a.Slot, a.Primary.Database, a.Target)
 		return result{end: end, err: err}

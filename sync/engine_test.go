@@ -50,6 +50,12 @@ func (a *fakeApplier) Drop(_ context.Context, name, _ string) error {
 	a.calls = append(a.calls, "drop "+name)
 	return a.failing[name]
 }
+func (a *fakeApplier) Replace(ctx context.Context, ps topology.Slot, db string) error {
+	if err := a.Drop(ctx, ps.Name, db); err != nil {
+		return err
+	}
+	return a.Create(ctx, ps)
+}
 func (a *fakeApplier) Close() {}
 
 func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {

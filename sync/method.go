@@ -15,8 +15,11 @@ type applier interface {
 	Session() applySession
 }
 
+// applySession is the method contract: what each method does to the standby for one action.
 type applySession interface {
 	Create(ctx context.Context, ps topology.Slot) error
+	// Replace puts a copy of ps's new incarnation in place of the copy in database copyDB.
+	Replace(ctx context.Context, ps topology.Slot, copyDB string) error
 	Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error)
 	Drop(ctx context.Context, name, database string) error
 	Close()

@@ -105,6 +105,14 @@ func stillInRecovery(ctx context.Context, c *pgx.Conn) error {
 	return nil
 }
 
+// Replace drops the old copy and creates the new one (a standby makes the new one at once).
+func (s *sqlSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
+	if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !isUndefinedObject(err) {
+		return err
+	}
+	return s.Create(ctx, ps)
+}
+
 // nudge asks the primary for running-xacts records until ctx ends.
 func (s *sqlSession) nudge(ctx context.Context) {
 	ep := s.m.primary.endpoint()

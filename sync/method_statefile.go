@@ -71,6 +71,21 @@ func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
 	return errStaged
 }
 
+// Replace queues the new copy and leaves the old one until the restart: Flush removes the old
+// directory and installs the new one in the same stopped-standby window, so the standby is never
+// without a copy (the old one, of another incarnation, is NOT READY meanwhile).
+// Copies staged into a running standby (--restart never, or a manager's restart command) are
+// the exception: the old slot must be dropped first, or the running server would write its own
+// state over the staged file when it shuts down.
+func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
+	if _, staged := s.m.cfg.Restarter.(stagedRestarter); staged || s.m.cfg.Restarter == nil {
+		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !isUndefinedObject(err) {
+			return err
+		}
+	}
+	return s.Create(ctx, ps)
+}
+
 // Flush installs every queued copy: read and validate each state file on the primary, then
 // stop the standby once, install them all, and start it again. A slot whose file is bad is
 // left out; if the standby does not start, the new slot directories are removed and it is

@@ -335,3 +335,31 @@ func TestStatefileRefusedStartNoLoop(t *testing.T) {
 		}
 	})
 }
+
+// TestStatefileRecreateKeepsACopy: a slot recreated on the primary is copied again in the next
+// restart window; until then the standby keeps the old copy (NOT READY), never none at all.
+func TestStatefileRecreateKeepsACopy(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.eng.Close()
+		f.cfg.Statefile.MinRestartInterval = time.Hour // one restart in this test, then none
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('r', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if rep := f.passReport(); rep.StandbyRestarts != 1 {
+			t.Fatalf("first copy: %d restarts", rep.StandbyRestarts)
+		}
+		f.must(f.pair.WaitStreaming(f.ctx))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('r')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('r', 'pgoutput')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["r"]
+		if r.Action != KindRecreate || r.Verdict.Ready {
+			t.Fatalf("recreation with the restart deferred: %+v", r)
+		}
+		cp, ok := f.slotOn(f.pair.Standby, "r")
+		if !ok || cp.Plugin != "test_decoding" {
+			t.Fatalf("until the restart the standby must keep the old copy: present %v, plugin %q", ok, cp.Plugin)
+		}
+	})
+}
