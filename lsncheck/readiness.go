@@ -116,7 +116,7 @@ func Readiness(in ReadinessInput) Verdict {
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
-		add(ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn %s", c.RestartLSN)
+		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's restart_lsn %s", c.RestartLSN)
 	}
 	if !c.Known() {
 		add(ReasonCopyUnknown, "the copy has no positions yet")

@@ -42,6 +42,7 @@ var doctorChecks = []struct {
 	{"checkpoint", "primary", "warning", MethodStatefile},
 	{"method", "pair", "error", ""},
 	{"ha_manager", "standby", "warning", ""},
+	{"idle_replication_slot_timeout", "standby", "warning", ""},
 }
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
@@ -84,6 +85,11 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 			Issue: "the role may not run CHECKPOINT before reading slot state", Fix: fix})
 	}
 
+	if t := standby.IdleSlotTimeout; t != "" && t != "0" {
+		probs = append(probs, Problem{Check: "idle_replication_slot_timeout", Node: "standby",
+			Issue: fmt.Sprintf("idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot", t),
+			Fix:   "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then SELECT pg_reload_conf()"})
+	}
 	if standby.ManagedByPatroni {
 		probs = append(probs, Problem{Check: "ha_manager", Node: "standby",
 			Issue: "Patroni manages this node: unless its DCS configuration has ignore_slots for logical slots, Patroni drops every copy slotsync makes on a replica (\"Dropped unknown replication slot\"), and it promotes without asking slotsync's gate",

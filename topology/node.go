@@ -31,6 +31,8 @@ type NodeInfo struct {
 	CanCheckpoint bool
 	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
 	SynchronizedStandbySlots string
+	// IdleSlotTimeout is idle_replication_slot_timeout (18+; "" before, "0" when off).
+	IdleSlotTimeout string
 	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
 	ManagedByPatroni bool
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
@@ -95,11 +97,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
 		` + setting("primary_conninfo") + `,
-		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni')`
+		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni'),
+		` + setting("idle_replication_slot_timeout")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.IdleSlotTimeout)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

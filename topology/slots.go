@@ -29,9 +29,11 @@ type Slot struct {
 // Seen returns the slot's identity and positions for lsncheck.
 func (s Slot) Seen() lsncheck.Seen { return lsncheck.Seen{Identity: s.Identity, Position: s.Position} }
 
-// WALAvailable reports whether the WAL from restart_lsn is still there.
+// WALAvailable reports whether the WAL from restart_lsn is there and kept: "unreserved" means it
+// goes at the next checkpoint (max_slot_wal_keep_size), which after a promotion invalidates the
+// slot, so it does not count.
 func (s Slot) WALAvailable() bool {
-	return !s.Invalidated && s.WALStatus != "lost" && s.RestartLSN != 0
+	return !s.Invalidated && s.WALStatus != "lost" && s.WALStatus != "unreserved" && s.RestartLSN != 0
 }
 
 // slotColumns builds the select list for a server version: pg_replication_slots gained

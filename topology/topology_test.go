@@ -294,6 +294,25 @@ func TestDoctor(t *testing.T) {
 	if c := failed["hot_standby_feedback"]; c.Severity != "error" || !strings.Contains(c.Fix, "hot_standby_feedback = on") {
 		t.Errorf("hot_standby_feedback: %+v", c)
 	}
+	// Warnings: PostgreSQL 18 invalidating idle copies; Patroni dropping them.
+	p, s, ph = healthy()
+	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
+	s.IdleSlotTimeout, s.ManagedByPatroni = "30", true
+	warned := map[string]Check{}
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil) {
+		if !c.OK {
+			warned[c.Name] = c
+		}
+	}
+	if c := warned["idle_replication_slot_timeout"]; c.Severity != "warning" || !strings.Contains(c.Fix, "idle_replication_slot_timeout = 0") {
+		t.Errorf("idle_replication_slot_timeout: %+v", c)
+	}
+	if c := warned["ha_manager"]; c.Severity != "warning" || !strings.Contains(c.Fix, "ignore_slots") {
+		t.Errorf("ha_manager: %+v", c)
+	}
+	if len(warned) != 2 {
+		t.Errorf("want 2 warnings, got %+v", warned)
+	}
 }
 
 func FuzzParseEndpoint(f *testing.F) {
@@ -354,5 +373,15 @@ func TestClientOnlyKeywordsNeverReachTheServer(t *testing.T) {
 	ep.SetUser("slotsync", "pw")
 	if ep.User() != "slotsync" || ep.cfg.Password != "pw" {
 		t.Errorf("SetUser: %q", ep.User())
+	}
+}
+
+func TestWALAvailable(t *testing.T) {
+	for status, want := range map[string]bool{"reserved": true, "extended": true, "": true, "unreserved": false, "lost": false} {
+		s := Slot{WALStatus: status}
+		s.RestartLSN = 0x100
+		if got := s.WALAvailable(); got != want {
+			t.Errorf("wal_status %q: available %v, want %v", status, got, want)
+		}
 	}
 }
