@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -54,5 +56,22 @@ func TestSidecarLinksNoTestCode(t *testing.T) {
 			strings.HasSuffix(pkg, "/drilltest") || strings.HasSuffix(pkg, "integration/docker") {
 			t.Errorf("the slotsync binary links %s", pkg)
 		}
+	}
+}
+
+// TestVersionSaysWhereTheBinaryCameFrom: version, commit, build date and Go version, from the
+// release build's -ldflags, or else from what Go records of the module and the VCS.
+func TestVersionSaysWhereTheBinaryCameFrom(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "slotsync")
+	ld := "-X main.version=v1.2.3 -X main.commit=abc1234 -X main.date=2026-11-29T00:00:00Z"
+	if out, err := exec.Command("go", "build", "-ldflags", ld, "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "slotsync v1.2.3 (commit abc1234, built 2026-11-29T00:00:00Z, "+runtime.Version()+")" {
+		t.Fatalf("version: %q %v", out, err)
+	}
+	if b := currentBuild(); b.Version == "" || b.Commit == "" || b.Date == "" || b.GoVersion != runtime.Version() {
+		t.Fatalf("a build without -ldflags: %+v", b)
 	}
 }

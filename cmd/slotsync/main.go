@@ -12,9 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
-
 // Exit codes shared by the commands that judge a pair.
 const (
 	exitOK       = 0
@@ -30,7 +27,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Description: "slotsync runs beside a physical standby and copies every logical slot of the primary to it, " +
 			"so that after a promotion every logical consumer resumes exactly where it stopped. " +
 			"Exit codes: 0 ready/ok, 1 not ready, 2 cannot connect, 3 usage or configuration error.",
-		Version:   version,
+		Version:   currentBuild().details(),
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Commands: []*cli.Command{
@@ -113,7 +110,7 @@ func versionCommand() *cli.Command {
 		Name:  "version",
 		Usage: "print the version",
 		Action: func(c *cli.Context) error {
-			fmt.Fprintf(c.App.Writer, "slotsync %s\n", version)
+			fmt.Fprintln(c.App.Writer, currentBuild())
 			return nil
 		},
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,8 +44,9 @@ func newMetrics() *metrics {
 	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
 	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "goversion"})
-	build.WithLabelValues(version, runtime.Version()).Set(1)
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
+	bi := currentBuild()
+	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
 		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
