@@ -129,7 +129,7 @@ func (e *Engine) logOutcome(a Action, r result) {
 		if msg := r.err.Error(); msg != f.lastErr {
 			f.lastErr = msg
 			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
-				"class", Classify(r.err), "retry_in", backoff)
+				"class", Classify(r.err).String(), "retry_in_seconds", backoff.Seconds())
 		}
 		return
 	}

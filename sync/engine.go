@@ -362,7 +362,7 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			wait = min(max(2*wait, e.cfg.Interval), e.cfg.MaxBackoff)
 			if msg := err.Error(); msg != lastErr {
 				lastErr = msg
-				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in", wait)
+				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
 			}
 		}
 	}

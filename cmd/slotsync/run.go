@@ -118,7 +118,7 @@ func runAction(c *cli.Context) error {
 			log.Warn("a standby restart is in progress; waiting for it to finish before exiting")
 			<-loopDone
 		} else {
-			log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound", bound)
+			log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound_seconds", bound.Seconds())
 		}
 	}
 	if srv != nil {

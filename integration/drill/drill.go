@@ -193,7 +193,7 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 			}
 		}(c)
 	}
-	log.Info("live phase", "duration", opts.Duration)
+	log.Info("live phase", "duration_seconds", opts.Duration.Seconds())
 	select {
 	case <-ctx.Done():
 	case <-time.After(opts.Duration):
