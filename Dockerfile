@@ -6,11 +6,14 @@ RUN go mod download
 COPY . .
 ARG VERSION=dev
 # urfave_cli_no_docs: the sidecar never renders its own man page (one less dependency tree).
-RUN CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -ldflags "-s -w -X main.version=${VERSION}" -o /out/slotsync ./cmd/slotsync
+RUN mkdir -p /out/state && CGO_ENABLED=0 go build -trimpath -tags urfave_cli_no_docs -ldflags "-s -w -X main.version=${VERSION}" -o /out/slotsync ./cmd/slotsync
 
 FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/slotsync /slotsync
+# The state directory, owned by the user slotsync runs as: a named volume mounted there (compose)
+# starts with this ownership, so the journal can be written.
+COPY --from=build --chown=65532:65532 /out/state /var/lib/slotsync
 USER 65532:65532
 EXPOSE 7461
 ENTRYPOINT ["/slotsync"]

@@ -160,6 +160,38 @@ func TestKubernetesSidecar(t *testing.T) {
 	if !strings.HasSuffix(listen, ":"+strconv.Itoa(port.(int))) || strings.HasPrefix(listen, "127.") {
 		t.Fatalf("SLOTSYNC_LISTEN %q must serve the gate port %v to the pod network", listen, port)
 	}
+	// The "restricted" Pod Security profile, for every container.
+	pod := dig(sts, "spec", "template", "spec")
+	if dig(pod, "securityContext", "seccompProfile", "type") != "RuntimeDefault" || dig(pod, "securityContext", "runAsNonRoot") != true {
+		t.Error("the pod needs seccompProfile RuntimeDefault and runAsNonRoot")
+	}
+	if dig(pod, "securityContext", "fsGroup") == nil {
+		t.Error("the pod needs an fsGroup so the state volume is writable")
+	}
+	containers := append(dig(pod, "initContainers").([]any), dig(pod, "containers").([]any)...)
+	for _, c := range containers {
+		sc := dig(c, "securityContext")
+		if dig(sc, "allowPrivilegeEscalation") != false || dig(sc, "capabilities", "drop", 0) != "ALL" || dig(sc, "runAsNonRoot") != true {
+			t.Errorf("container %v is not restricted: %v", dig(c, "name"), sc)
+		}
+	}
+	if dig(side, "securityContext", "readOnlyRootFilesystem") != true || dig(side, "resources", "limits", "memory") == nil || dig(side, "resources", "requests", "cpu") == nil {
+		t.Error("the sidecar needs a read-only root filesystem, requests and limits")
+	}
+	mounted := false
+	for _, m := range dig(side, "volumeMounts").([]any) {
+		if dig(m, "mountPath") == "/var/lib/slotsync" {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Error("the sidecar needs a writable volume at its state directory")
+	}
+	for _, e := range dig(side, "env").([]any) {
+		if dig(e, "name") == "SLOTSYNC_PRIMARY" {
+			t.Error("SLOTSYNC_PRIMARY pins the primary: the sidecar would not follow a failover")
+		}
+	}
 }
 
 func TestPatroniHookPolicy(t *testing.T) {
@@ -248,6 +280,13 @@ func TestWorkflowGoreleaserDockerfile(t *testing.T) {
 	}
 	if !strings.Contains(text, "CGO_ENABLED=0") || !strings.Contains(text, "FROM scratch") || !strings.Contains(text, "./cmd/slotsync") {
 		t.Fatal("the image must hold a static binary of ./cmd/slotsync")
+	}
+	if !strings.Contains(text, "--chown=65532:65532 /out/state /var/lib/slotsync") || !strings.Contains(text, "USER 65532:65532") {
+		t.Fatal("the image must hold a state directory its user can write (a named volume mounted there inherits it)")
+	}
+	compose := readYAML(t, "docker-compose/compose.yaml")[0]
+	if dig(compose, "services", "slotsync", "environment", "SLOTSYNC_STATE_DIR") != "/var/lib/slotsync" || dig(compose, "services", "slotsync", "volumes", 0) != "slotsync-state:/var/lib/slotsync" {
+		t.Fatal("compose must give slotsync a named volume at its state directory")
 	}
 	// The static build itself works here even without a Docker engine.
 	cmd := exec.Command("go", "build", "-o", filepath.Join(t.TempDir(), "slotsync"), "../cmd/slotsync")
