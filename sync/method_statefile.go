@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -160,17 +159,9 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	staged, isStaged := m.cfg.Restarter.(stagedRestarter)
 	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil || isStaged}
 	if m.cfg.Restarter == nil {
-		for _, st := range states {
-			// A file staged earlier is of another incarnation (stagedFor said so): replace it.
-			if err := in.Remove(st.Name); err != nil {
-				out[st.Name] = err
-				continue
-			}
-			if err := in.Install(st); err != nil && !errors.Is(err, statefile.ErrExists) {
-				out[st.Name] = err
-				continue
-			}
-			out[st.Name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
+		// A file staged earlier is of another incarnation (stagedFor said so): replaced.
+		for _, name := range installAll(in, states, out) {
+			out[name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
 		}
 		return out, false
 	}
@@ -196,19 +187,7 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}
 	m.lastRestart = time.Now()
-	var installed []string
-	for _, st := range states {
-		// A copy of an older incarnation may still be on disk when its drop did not happen.
-		if err := in.Remove(st.Name); err != nil {
-			out[st.Name] = err
-			continue
-		}
-		if err := in.Install(st); err != nil {
-			out[st.Name] = err
-			continue
-		}
-		installed = append(installed, st.Name)
-	}
+	installed := installAll(in, states, out)
 	startErr := m.cfg.Restarter.Start(ctx)
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
@@ -232,18 +211,7 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 // manager restart it. A restart that fails leaves the standby to its manager; if the server is
 // down then, the staged copies are removed and the restart tried once more without them.
 func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []*statefile.State, out map[string]error) (map[string]error, bool) {
-	var installed []string
-	for _, st := range states {
-		if err := in.Remove(st.Name); err != nil {
-			out[st.Name] = err
-			continue
-		}
-		if err := in.Install(st); err != nil {
-			out[st.Name] = err
-			continue
-		}
-		installed = append(installed, st.Name)
-	}
+	installed := installAll(in, states, out)
 	if len(installed) == 0 {
 		return out, false
 	}
@@ -283,6 +251,25 @@ func stagedFor(dataDir string, ps topology.Slot) bool {
 		RestartLSN: lsncheck.LSN(st.RestartLSN), ConfirmedFlush: lsncheck.LSN(st.ConfirmedFlush), CatalogXmin: lsncheck.XID(st.CatalogXmin)}}
 	change, _ := lsncheck.CompareIncarnation(staged, ps.Seen())
 	return change != lsncheck.NewIncarnation
+}
+
+// installAll puts each copy in place of whatever pg_replslot holds under its name (a copy of an
+// older incarnation whose drop did not happen, say), recording failures in out; it returns the
+// names installed.
+func installAll(in statefile.Installer, states []*statefile.State, out map[string]error) []string {
+	var installed []string
+	for _, st := range states {
+		if err := in.Remove(st.Name); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		if err := in.Install(st); err != nil {
+			out[st.Name] = err
+			continue
+		}
+		installed = append(installed, st.Name)
+	}
+	return installed
 }
 
 // checkDataDir checks that dir is a data directory this process can see.
