@@ -39,9 +39,12 @@ type Config struct {
 	StateDir string
 	Method   topology.Method
 	Select   Selection
-	// Interval between passes under Run; MaxBackoff caps the wait after failed passes.
-	Interval   time.Duration
-	MaxBackoff time.Duration
+	// Interval between full passes under Run; MaxBackoff caps the wait after failed passes.
+	Interval time.Duration
+	// WatchInterval: between full passes, how often the watch looks at the primary slots'
+	// positions to advance copies whose consumer moved (default 50 ms; negative: no watch).
+	WatchInterval time.Duration
+	MaxBackoff    time.Duration
 	// SlotTimeout bounds the work on one slot in one pass (creating a copy waits for the
 	// standby to replay a running-xacts record).
 	SlotTimeout time.Duration
@@ -86,6 +89,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ObserveTimeout <= 0 {
 		c.ObserveTimeout = 10 * time.Second
+	}
+	if c.WatchInterval == 0 {
+		c.WatchInterval = 50 * time.Millisecond
 	}
 	if c.PrimaryConnectTimeout <= 0 {
 		c.PrimaryConnectTimeout = 2 * time.Second

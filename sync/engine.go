@@ -43,7 +43,12 @@ type Engine struct {
 	withoutPrimary bool
 	// lock makes this engine the state directory's only writer.
 	lock *stateLock
-	now  func() time.Time
+	// watched: the copies the watch between passes may advance (watch.go); watchEvery: how
+	// often it looks now; watchAdvances: how many advances it made.
+	watched       map[string]watched
+	watchEvery    time.Duration
+	watchAdvances int
+	now           func() time.Time
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).
@@ -113,7 +118,7 @@ func New(cfg Config) (*Engine, error) {
 }
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
-	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j,
+	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
 		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now,
 		recopy: map[string]string{}, copies: map[string]int{}}
 }
@@ -233,6 +238,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
+		e.watchable(method, actions, results, after)
 	}
 	for _, sr := range rep.Slots {
 		if sr.Verdict.Ready {
@@ -329,7 +335,10 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
+		default:
+		}
+		if !e.watchUntil(ctx, time.Now().Add(wait)) {
+			return nil
 		}
 		rep, err := e.RunOnce(ctx)
 		if onPass != nil {

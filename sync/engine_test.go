@@ -26,7 +26,10 @@ func (o *fakeObserver) Observe(context.Context) (Snapshot, error) { return o.sna
 func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
 	return o.snap.Standby.Slots, nil
 }
-func (o *fakeObserver) Close()                                   {}
+func (o *fakeObserver) Close() {}
+func (o *fakeObserver) Watch(context.Context, []string) (WatchSample, error) {
+	return WatchSample{}, errors.New("no watch in these tests")
+}
 func (o *fakeObserver) Reset()                                   {}
 func (o *fakeObserver) SyncSlots(context.Context) error          { return nil }
 func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -47,6 +48,8 @@ type observer interface {
 	LogStandbySnapshot(ctx context.Context) error
 	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
 	SyncSlots(ctx context.Context) error
+	// Watch reads the positions the watch between passes needs (watch.go).
+	Watch(ctx context.Context, names []string) (WatchSample, error)
 	// Reset drops the connections (the next call reconnects).
 	Reset()
 	Close()
@@ -243,4 +246,45 @@ func Observe(ctx context.Context, cfg Config) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.ObserveTimeout)
 	defer cancel()
 	return o.Observe(ctx)
+}
+
+// Watch reads the standby's recovery state and replay position, then the named primary slots'
+// positions: two small queries on the connections the passes use.
+func (o *pgObserver) Watch(ctx context.Context, names []string) (WatchSample, error) {
+	s := WatchSample{Primary: map[string]lsncheck.Position{}}
+	sconn, err := o.conn(ctx, o.standby, &o.sconn)
+	if err != nil {
+		return s, err
+	}
+	var replay string
+	if err := sconn.QueryRow(ctx, watchStandbyQuery).Scan(&s.InRecovery, &replay); err != nil {
+		o.reset(&o.sconn)
+		return s, err
+	}
+	if s.Replay, err = lsncheck.ParseLSN(replay); err != nil {
+		return s, err
+	}
+	pconn, err := o.primaryConn(ctx)
+	if err != nil {
+		return s, err
+	}
+	rows, err := pconn.Query(ctx, watchPrimaryQuery, names)
+	if err != nil {
+		o.reset(&o.pconn)
+		return s, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, restart, confirmed string
+		var xmin int64
+		if err := rows.Scan(&name, &restart, &confirmed, &xmin); err != nil {
+			return s, err
+		}
+		pos, err := parseWatchRow(restart, confirmed, xmin)
+		if err != nil {
+			return s, err
+		}
+		s.Primary[name] = pos
+	}
+	return s, rows.Err()
 }

@@ -26,7 +26,8 @@ func runCommand() *cli.Command {
 		Flags: append(pairFlags(),
 			&cli.BoolFlag{Name: "once", Usage: "make a single pass and exit", EnvVars: []string{"SLOTSYNC_ONCE"}},
 			&cli.BoolFlag{Name: "json", Usage: "with --once, print the report as JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
-			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between passes", EnvVars: []string{"SLOTSYNC_INTERVAL"}},
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between full passes (listing both nodes, readiness, journal, creations, restarts)", EnvVars: []string{"SLOTSYNC_INTERVAL"}},
+			&cli.DurationFlag{Name: "watch-interval", Value: 50 * time.Millisecond, Usage: "between full passes, how often to look at the primary slots' positions and advance copies whose consumer moved (0: never)", EnvVars: []string{"SLOTSYNC_WATCH_INTERVAL"}},
 			&cli.DurationFlag{Name: "max-backoff", Value: 30 * time.Second, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
 			&cli.DurationFlag{Name: "slot-timeout", Value: 30 * time.Second, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
@@ -57,6 +58,10 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	cfg.Interval, cfg.MaxBackoff, cfg.SlotTimeout, cfg.Workers = c.Duration("interval"), c.Duration("max-backoff"), c.Duration("slot-timeout"), c.Int("workers")
+	cfg.WatchInterval = c.Duration("watch-interval")
+	if cfg.WatchInterval == 0 {
+		cfg.WatchInterval = -1 // 0 on the command line: no watch
+	}
 	if cfg.Statefile, err = statefileConfig(c); err != nil {
 		return err
 	}
