@@ -209,6 +209,7 @@ func (e *Engine) recordGate(snap Snapshot, method topology.Method, slots []SlotR
 	if old != nil && rec.sameVerdicts(old) && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
 	}
+	// This write also carries the reference positions advances left in memory (journal.go).
 	next := e.journal.clone()
 	next.Gate = rec
 	if err := next.Save(e.cfg.StateDir); err != nil {

@@ -211,9 +211,15 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		switch a.Kind {
 		case KindAdvance:
 			if ent := next.Slots[a.Slot]; ent != nil {
+				// A new reference position alone is kept in memory and written with the next
+				// journal write (the gate record's, within GateRecordInterval): a crash before
+				// that leaves an older reference, against which the same slot's positions still
+				// only went forward, so nothing is mistaken or lost. The first proof that the
+				// copy's WAL is readable is written at once.
 				ent.Primary, ent.UpdatedAt = a.Primary.Position, e.now().UTC()
-				ent.WALVerified = true // the advance read the WAL from the copy's restart_lsn
-				changed = true
+				if !ent.WALVerified {
+					ent.WALVerified, changed = true, true // the advance read the WAL from restart_lsn
+				}
 			}
 		case KindDrop, KindForget:
 			delete(next.Slots, a.Slot)
@@ -221,6 +227,7 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		}
 	}
 	if !changed {
+		e.journal = next
 		return nil
 	}
 	if err := next.Save(e.cfg.StateDir); err != nil {
