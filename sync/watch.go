@@ -67,26 +67,28 @@ func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 		if !next.Before(deadline) {
 			return true
 		}
-		start := time.Now()
-		e.watch(ctx)
-		// The watch keeps to a tenth of the time or less, however many slots it reads.
-		e.watchEvery = max(e.cfg.WatchInterval, 10*time.Since(start))
+		look := e.watch(ctx)
+		// Looking keeps to a tenth of the time or less, however many slots it reads (advances,
+		// work the consumer asked for, do not slow it down).
+		e.watchEvery = max(e.cfg.WatchInterval, 10*look)
 	}
 }
 
-// watch makes one look and the advances it calls for. Any failure ends watching until the next
-// full pass, which sorts it out.
-func (e *Engine) watch(ctx context.Context) {
+// watch makes one look and the advances it calls for, and returns how long the look took. Any
+// failure ends watching until the next full pass, which sorts it out.
+func (e *Engine) watch(ctx context.Context) time.Duration {
 	names := make([]string, 0, len(e.watched))
 	for name := range e.watched {
 		names = append(names, name)
 	}
+	start := time.Now()
 	wctx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	sample, err := e.obs.Watch(wctx, names)
 	cancel()
+	look := time.Since(start)
 	if err != nil || !sample.InRecovery || len(e.sess) == 0 {
 		e.watched = nil
-		return
+		return look
 	}
 	for _, name := range sortedKeys(e.watched) {
 		w := e.watched[name]
@@ -116,6 +118,7 @@ func (e *Engine) watch(ctx context.Context) {
 		e.watched[name] = w
 		e.watchAdvances++
 	}
+	return look
 }
 
 // watchQueries reads a WatchSample; the observer runs them on its connections.

@@ -72,9 +72,9 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return classifyExit(err)
 	}
-	defer eng.Close()
 
 	if c.Bool("once") {
+		defer eng.Close()
 		rep, err := eng.RunOnce(c.Context)
 		if err != nil {
 			return classifyExit(err)
@@ -99,6 +99,7 @@ func runAction(c *cli.Context) error {
 	if addr := c.String("listen"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
+			eng.Close()
 			return configError("--listen %s: %v", addr, err)
 		}
 		srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -118,10 +119,12 @@ func runAction(c *cli.Context) error {
 	defer cancel()
 	select {
 	case <-loopDone:
+		eng.Close() // only once the loop is done with the connections
 	case <-sctx.Done():
 		if eng.RestartInProgress() {
 			log.Warn("a standby restart is in progress; waiting for it to finish before exiting")
 			<-loopDone
+			eng.Close()
 		} else {
 			log.Warn("the running pass did not end within the shutdown bound; exiting anyway", "bound_seconds", bound.Seconds())
 		}

@@ -153,8 +153,9 @@ func BenchmarkSyncLag(b *testing.B) {
 			must(b, p.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('native', 'test_decoding', false, false, true)"))
 			e := engineEvery(b, p, false, b.TempDir(), interval)
 			runCtx, stop := context.WithCancel(ctx)
-			defer stop()
-			go func() { _ = e.Run(runCtx, nil) }()
+			runDone := make(chan struct{})
+			go func() { _ = e.Run(runCtx, nil); close(runDone) }()
+			defer func() { stop(); <-runDone }() // the engine is closed only once Run returned
 			lags := map[string]*[]time.Duration{"slotsync": {}, "postgres": {}}
 			slots := map[string]string{"slotsync": "s0000", "postgres": "native"}
 			// Steady state: both copies exist before anything is timed (creation is
@@ -164,6 +165,14 @@ func BenchmarkSyncLag(b *testing.B) {
 				must(b, p.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ('s0000', 'native')", nil, &n))
 				if n == 2 {
 					break
+				}
+			}
+			// A new copy starts ahead of its consumer and is moved only by full passes until
+			// the consumer passes it: a few seconds of traffic first.
+			for warm := time.Now().Add(3 * time.Second); time.Now().Before(warm); time.Sleep(200 * time.Millisecond) {
+				must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('warm-up')"))
+				for _, slot := range slots {
+					must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", slot))
 				}
 			}
 			b.ResetTimer()
