@@ -26,6 +26,7 @@ type localServer struct {
 	sockDir string
 	logFile string
 	port    int
+	conf    []string // node.conf's lines beyond port and socket (rewritten with a new port)
 }
 
 func (s *localServer) endpoint(context.Context) (string, int, error) { return "127.0.0.1", s.port, nil }
@@ -42,8 +43,23 @@ func (s *localServer) pgctl(ctx context.Context, args ...string) error {
 	return nil
 }
 
+// start starts the server. A port taken since it was chosen (freePort can only find a port
+// that was free a moment ago, and tests run in parallel) is replaced by another, twice at most.
 func (s *localServer) start(ctx context.Context) error {
-	return s.pgctl(ctx, "-l", s.logFile, "-w", "-t", "120", "start")
+	for attempt := 0; ; attempt++ {
+		err := s.pgctl(ctx, "-l", s.logFile, "-w", "-t", "120", "start")
+		if err == nil || attempt == 2 || !strings.Contains(s.logTail(), "Address already in use") {
+			return err
+		}
+		port, perr := freePort()
+		if perr != nil {
+			return err
+		}
+		s.port = port
+		if werr := writeNodeConf(s.run, s, s.conf); werr != nil {
+			return err
+		}
+	}
 }
 
 func (s *localServer) stop(ctx context.Context) error {

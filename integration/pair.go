@@ -237,6 +237,7 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 // writeNodeConf writes the settings that differ between the nodes (node.conf, included last
 // from postgresql.conf, before postgresql.auto.conf).
 func writeNodeConf(run runAs, s *localServer, extra []string) error {
+	s.conf = extra
 	lines := append([]string{
 		fmt.Sprintf("port = %d", s.port),
 		fmt.Sprintf("unix_socket_directories = '%s'", s.sockDir),

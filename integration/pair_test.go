@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseMajors(t *testing.T) {
@@ -83,5 +86,45 @@ func TestWithParam(t *testing.T) {
 		if got := withParam(c.dsn, c.key, c.val); got != c.want {
 			t.Errorf("withParam(%q, %s, %s) = %q, want %q", c.dsn, c.key, c.val, got, c.want)
 		}
+	}
+}
+
+// TestStartTakesAnotherPortWhenItsPortIsTaken: a port free when chosen can be taken by another
+// test before the server binds it; the server then starts on another.
+func TestStartTakesAnotherPortWhenItsPortIsTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a real server")
+	}
+	if _, err := FindBinaries(15); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p, err := NewPair(ctx, Options{Major: 15, NoStandby: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.Primary.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr, err := p.Primary.Addr(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := p.Primary.Start(ctx); err != nil {
+		t.Fatalf("start with its port taken: %v", err)
+	}
+	moved, _ := p.Primary.Addr(ctx)
+	if moved == addr {
+		t.Fatalf("still on %s", addr)
+	}
+	if _, err := p.Primary.InRecovery(ctx); err != nil {
+		t.Fatalf("the server on its new port %s: %v", moved, err)
 	}
 }
