@@ -12,8 +12,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/drill"
+	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
 	"github.com/urfave/cli/v2"
 )
 
@@ -43,8 +46,11 @@ func drillCommand() *cli.Command {
 			&cli.BoolFlag{Name: "switch-back", Usage: "fail over twice: the old primary rejoins as a standby and the consumers survive a switch back (--local)", EnvVars: []string{"SLOTSYNC_DRILL_SWITCH_BACK"}},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "repeat the drill this many times (--local)", EnvVars: []string{"SLOTSYNC_DRILL_ITERATIONS"}},
 			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "live phase before each failover", EnvVars: []string{"SLOTSYNC_DRILL_DURATION"}},
-			&cli.StringFlag{Name: "primary", Usage: "primary DSN of a given pair", EnvVars: []string{"SLOTSYNC_PRIMARY"}},
-			&cli.StringFlag{Name: "standby", Usage: "standby DSN of a given pair", EnvVars: []string{"SLOTSYNC_STANDBY"}},
+			// A drill against a given pair promotes its standby: its DSNs and the confirmation
+			// come from the command line only, never from an environment set for the sidecar.
+			&cli.StringFlag{Name: "primary", Usage: "primary DSN of a given pair (command line only)"},
+			&cli.StringFlag{Name: "standby", Usage: "standby DSN of a given pair (command line only)"},
+			&cli.BoolFlag{Name: "promote-yes", Usage: "confirm a drill against a given pair: it creates database drill and slots there and PROMOTES the standby (command line only)"},
 			&cli.StringFlag{Name: "promote-command", Usage: "shell command that promotes the given standby (default: SELECT pg_promote())", EnvVars: []string{"SLOTSYNC_PROMOTE_COMMAND"}},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"SLOTSYNC_LOG_LEVEL"}},
@@ -60,6 +66,9 @@ func drillAction(c *cli.Context) error {
 		return err
 	}
 	local := c.Bool("local")
+	if !local && c.String("standby") == "" && os.Getenv("SLOTSYNC_STANDBY") != "" {
+		return configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and --promote-yes on the command line, or --local")
+	}
 	if local == (c.String("standby") != "") {
 		return configError("give either --local or --primary and --standby")
 	}
@@ -164,6 +173,12 @@ func drillAction(c *cli.Context) error {
 		if c.Bool("switch-back") || c.String("mode") == "kill" || c.Int("iterations") > 1 {
 			return configError("--switch-back, --mode kill and --iterations need --local: slotsync cannot rebuild or kill servers it did not start")
 		}
+		if !c.Bool("promote-yes") {
+			return configError("a drill against a given pair PROMOTES its standby: run it only against a pair you can lose, and confirm with --promote-yes")
+		}
+		if err := checkDrillPair(ctx, c, log); err != nil {
+			return err
+		}
 		pair, err := integration.ExternalPair(ctx, c.String("primary"), c.String("standby"), c.String("promote-command"))
 		if err != nil {
 			return classifyExit(err)
@@ -184,6 +199,27 @@ func drillAction(c *cli.Context) error {
 	case runErr != nil:
 		return cli.Exit("", exitConnect)
 	}
+	return nil
+}
+
+// checkDrillPair refuses a given pair that is not one primary and its own streaming standby
+// (rule 7), and says what the drill is about to do, before it does anything.
+func checkDrillPair(ctx context.Context, c *cli.Context, log hclog.Logger) error {
+	cfg := slotsync.Config{PrimaryDSN: c.String("primary"), StandbyDSN: c.String("standby"), ReadOnly: true, Logger: log}
+	snap, err := slotsync.Observe(ctx, cfg)
+	if err == nil {
+		err = topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto)
+	}
+	if err != nil {
+		return classifyExit(fmt.Errorf("the drill's pair: %w", err))
+	}
+	promote := "SELECT pg_promote() on the standby"
+	if cmd := c.String("promote-command"); cmd != "" {
+		promote = "the promote command"
+	}
+	log.Warn("drill against a given pair: it creates database drill with a table, a publication and two slots on the primary, "+
+		"writes and consumes for the live phase, then PROMOTES the standby ("+promote+"); the old primary is left running",
+		"system_identifier", snap.Primary.Info.SystemID, "major", snap.Primary.Info.Major())
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -8,8 +9,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -74,4 +78,38 @@ func TestVersionSaysWhereTheBinaryCameFrom(t *testing.T) {
 	if b := currentBuild(); b.Version == "" || b.Commit == "" || b.Date == "" || b.GoVersion != runtime.Version() {
 		t.Fatalf("a build without -ldflags: %+v", b)
 	}
+}
+
+// TestDrillAgainstAGivenPair: a drill that promotes someone's standby asks for --promote-yes,
+// takes its pair from the command line only, refuses two nodes that are not one pair, says what
+// it will do, and then runs.
+func TestDrillAgainstAGivenPair(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		pair := pgtest.StartPair(t, integration.Options{Major: major})
+		p, s := pair.Primary.DSN("postgres"), pair.Standby.DSN("postgres")
+		stillStandby := func(when string) {
+			t.Helper()
+			if rec, err := pair.Standby.InRecovery(ctx); err != nil || !rec {
+				t.Fatalf("%s: the standby was promoted (%v)", when, err)
+			}
+		}
+		if r := slotsyncCmd(t, nil, "drill", "--primary", p, "--standby", s); r.code != exitUsage || !strings.Contains(r.stderr, "--promote-yes") {
+			t.Fatalf("without --promote-yes: %d %s", r.code, r.stderr)
+		}
+		stillStandby("without --promote-yes")
+		if r := slotsyncCmd(t, []string{"SLOTSYNC_PRIMARY=" + p, "SLOTSYNC_STANDBY=" + s}, "drill", "--promote-yes"); r.code != exitUsage || !strings.Contains(r.stderr, "command line") {
+			t.Fatalf("DSNs from the environment only: %d %s", r.code, r.stderr)
+		}
+		stillStandby("DSNs from the environment")
+		if r := slotsyncCmd(t, nil, "drill", "--primary", p, "--standby", p, "--promote-yes"); r.code != exitUsage || !strings.Contains(r.stderr, "not in recovery") {
+			t.Fatalf("two nodes that are not one pair: %d %s", r.code, r.stderr)
+		}
+		stillStandby("not one pair")
+		r := slotsyncCmd(t, nil, "drill", "--primary", p, "--standby", s, "--promote-yes", "--duration", "1s", "--json")
+		if r.code != 0 || !strings.Contains(r.stderr, "PROMOTES the standby") {
+			t.Fatalf("the drill: %d\n%s\n%s", r.code, r.stdout, r.stderr)
+		}
+	})
 }
