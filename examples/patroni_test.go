@@ -206,7 +206,9 @@ func (c *patroniCluster) env(n *patroniNode) []string {
 		"SLOTSYNC_STANDBY_DATA_DIR=" + n.dataDir, "SLOTSYNC_RESTART=command",
 		"SLOTSYNC_RESTART_COMMAND=patronictl -c " + n.config + " restart --force pg-ha " + n.name,
 		// The test blocks unsafe promotions: a promotion that happens proves the copies were READY.
-		"SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block"}
+		"SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block",
+		// A test has minutes, not the default 5 between two restarts of a replica.
+		"SLOTSYNC_MIN_RESTART_INTERVAL=5s"}
 }
 
 // up starts node n's Patroni and its slotsync sidecar.

@@ -60,6 +60,7 @@ const (
 	CodeSetFailoverInUse    Code = "set_failover_slot_in_use"      // skip
 	CodeBackoff             Code = "retry_backoff"                 // skip: failed, retried later (lesson 3)
 	CodeGaveUp              Code = "gave_up_repeated_copies"       // skip: copied too often (lesson 1)
+	CodeWaitStreaming       Code = "waiting_for_standby_streaming" // none: no state-file copy before it streams
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -147,6 +148,14 @@ func restrain(in PlanInput, a Action) Action {
 		a.Kind, a.Code = KindSkip, CodeBackoff
 		a.Reason = fmt.Sprintf("retrying after %s: last attempt failed (%d in a row): %s",
 			f.RetryAt.Sub(in.Now).Round(time.Second), f.Count, f.LastErr)
+		return a
+	}
+	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.ReceiverStatus != "streaming" {
+		// A standby that is starting, rewound or being re-pointed (an HA manager rejoining it) is
+		// not restarted for copies: the restart would race its manager, and the copy's catalog
+		// rows are protected only through the standby's feedback while it streams.
+		a.Kind, a.Code = KindNone, CodeWaitStreaming
+		a.Reason = "the standby is not streaming from its primary yet: a copy is installed once it streams (" + a.Reason + ")"
 		return a
 	}
 	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
@@ -286,6 +295,12 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		return a
 	}
 	// Rule 1: never backwards, never past what the standby has replayed.
+	if replay == 0 {
+		// Rule 1 bounds every advance by the replay position; an unknown one bounds nothing.
+		a.Kind, a.Code = KindNone, CodeStandbyLagging
+		a.Reason = "the standby's replay position is unknown (nothing replayed since it started): nothing is advanced"
+		return a
+	}
 	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
 	switch {
 	case in.Method == topology.MethodStatefile && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:

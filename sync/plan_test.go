@@ -20,7 +20,7 @@ type scenario struct {
 func newScenario() *scenario {
 	return &scenario{in: PlanInput{
 		Primary: NodeState{Info: topology.NodeInfo{VersionNum: 160004}, Slots: map[string]topology.Slot{}},
-		Standby: NodeState{Info: topology.NodeInfo{VersionNum: 160004, InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{}},
+		Standby: NodeState{Info: topology.NodeInfo{VersionNum: 160004, InRecovery: true, ReplayLSN: 0x9000000, ReceiverStatus: "streaming"}, Slots: map[string]topology.Slot{}},
 		Journal: &Journal{Version: journalVersion, Slots: map[string]*Entry{}},
 		Method:  topology.MethodSQL,
 	}}

@@ -86,7 +86,7 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 	sample, err := e.obs.Watch(wctx, names)
 	cancel()
 	look := time.Since(start)
-	if err != nil || !sample.InRecovery || len(e.sess) == 0 {
+	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 {
 		e.watched = nil
 		return look
 	}
