@@ -150,7 +150,7 @@ func restrain(in PlanInput, a Action) Action {
 			f.RetryAt.Sub(in.Now).Round(time.Second), f.Count, f.LastErr)
 		return a
 	}
-	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.ReceiverStatus != "streaming" {
+	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.NotStreaming() {
 		// A standby that is starting, rewound or being re-pointed (an HA manager rejoining it) is
 		// not restarted for copies: the restart would race its manager, and the copy's catalog
 		// rows are protected only through the standby's feedback while it streams.

@@ -42,10 +42,17 @@ type NodeInfo struct {
 	driveSync bool
 	// StartedAt is pg_postmaster_start_time(): it changes when the server restarts.
 	StartedAt string
-	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs).
+	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs,
+	// "unknown" when this role may not see it: pg_read_all_stats).
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
 	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
+}
+
+// NotStreaming reports a standby known not to stream from its primary right now (starting,
+// rewound, re-pointed, or cut off); a status this role may not see is not taken for that.
+func (n NodeInfo) NotStreaming() bool {
+	return n.InRecovery && n.ReceiverStatus != "streaming" && n.ReceiverStatus != "unknown"
 }
 
 // Major returns the PostgreSQL major version, e.g. 17.
@@ -93,7 +100,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
 		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
 		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
-		coalesce((SELECT status FROM pg_stat_wal_receiver), ''),
+		coalesce((SELECT coalesce(status, 'unknown') FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
 		` + setting("primary_conninfo") + `,

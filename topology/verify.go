@@ -170,7 +170,7 @@ func methodProblems(standby NodeInfo, method Method) []Problem {
 // of it.
 func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
 	var probs []Problem
-	if standby.InRecovery && standby.ReceiverStatus != "streaming" {
+	if standby.NotStreaming() {
 		status := standby.ReceiverStatus
 		if status == "" {
 			status = "no WAL receiver"
