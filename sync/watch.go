@@ -35,7 +35,10 @@ type WatchSample struct {
 // watchable records, after an applying full pass, which copies the watch may advance.
 func (e *Engine) watchable(method topology.Method, actions []Action, results []result, after map[string]topology.Slot) {
 	e.watched = map[string]watched{}
-	if e.cfg.WatchInterval <= 0 || method == topology.MethodNative && e.cfg.Native.Drive {
+	// Not for state-file copies (11-15): each advance moves a copy whose decoding snapshot the
+	// standby builds itself (docs/RULES.md rule 4), and until that rule is settled for them they
+	// keep the full pass's rhythm.
+	if e.cfg.WatchInterval <= 0 || method == topology.MethodStatefile || method == topology.MethodNative && e.cfg.Native.Drive {
 		return
 	}
 	for i, a := range actions {
@@ -44,8 +47,6 @@ func (e *Engine) watchable(method topology.Method, actions []Action, results []r
 		switch {
 		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].err != nil:
 			continue
-		case method == topology.MethodStatefile && !ent.WALVerified:
-			continue // a state-file copy's WAL is read once by a full pass first
 		case a.Kind == KindAdvance, a.Kind == KindNone && (a.Code == CodeUpToDate || a.Code == CodeStandbyLagging):
 			e.watched[a.Slot] = watched{database: a.Primary.Database, ref: a.Primary.Seen(), copyAt: cp.ConfirmedFlush}
 		}

@@ -74,6 +74,9 @@ func TestSoak(t *testing.T) {
 		n, _ = strconv.Atoi(s)
 	}
 	seed := time.Now().UnixNano()
+	if s := os.Getenv("SLOTSYNC_SOAK_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64) // replay a printed seed
+	}
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
 	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
