@@ -170,8 +170,6 @@ func primaryGone(err error) bool {
 func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, apply bool) (Report, error) {
 	rec := e.journal.Gate
 	switch {
-	case !snap.Standby.Info.InRecovery:
-		return e.asPrimary(rep, snap, apply)
 	case e.cfg.Strict && !apply:
 		return rep, fmt.Errorf("%w (strict: the gate does not judge without the primary)", perr)
 	case rec == nil:

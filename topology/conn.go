@@ -213,25 +213,7 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field, e.Problem, e.Fix) }
 
-// DiscoverPrimary reads the standby's primary_conninfo, to be used as the primary's DSN when
-// none is given. It needs superuser or pg_read_all_settings on the standby.
-func DiscoverPrimary(ctx context.Context, standby *Endpoint) (string, error) {
-	conn, err := standby.Connect(ctx, "")
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close(context.Background())
-	var conninfo string
-	if err := conn.QueryRow(ctx, "SELECT coalesce((SELECT setting FROM pg_settings WHERE name = 'primary_conninfo'), '')").Scan(&conninfo); err != nil {
-		return "", fmt.Errorf("read primary_conninfo on the standby: %w", err)
-	}
-	if conninfo == "" {
-		return "", ErrNoPrimaryConninfo
-	}
-	return conninfo, nil
-}
-
-// ErrNoPrimaryConninfo: the standby's primary_conninfo is empty, as an HA manager leaves it
+// ErrNoPrimaryConninfo: no primary was given and the standby's primary_conninfo is empty, as an HA manager leaves it
 // while there is no leader, or it cannot be read by this role.
 var ErrNoPrimaryConninfo = errors.New("no primary given and the standby's primary_conninfo is empty (no leader right now, or an HA manager re-pointing the standby); " +
 	"if it is set, this role cannot read it: GRANT pg_read_all_settings, or give --primary")
