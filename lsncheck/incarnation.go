@@ -56,19 +56,25 @@ func (c Change) String() string {
 	return fmt.Sprintf("Change(%d)", int(c))
 }
 
-// OnlyConfirmedRegressed reports whether, between prev and cur, confirmed_flush went backwards
-// while the identity held and restart_lsn and catalog_xmin did not. PostgreSQL writes a slot's
-// confirmed_flush to disk only at checkpoints (restart_lsn and catalog_xmin at once), so after a
-// crash of the server confirmed_flush can go back to its last checkpointed value: that is this
-// shape, and not a new slot.
-func OnlyConfirmedRegressed(prev, cur Seen) bool {
-	if prev.Identity != cur.Identity || cur.ConfirmedFlush == 0 || cur.ConfirmedFlush >= prev.ConfirmedFlush {
+// SameSlotRegression reports whether a position going back between prev and cur is still the
+// same slot (docs/RULES.md rule 2): the identity held, catalog_xmin did not go back, and what went
+// back is confirmed_flush (PostgreSQL saves it at checkpoints only, so a crash of the server
+// loses the newer value; a consumer may also confirm an older position again), or, after a
+// restart of the primary, restart_lsn (minors before 13.18/14.15/15.10/16.6/17.2 could move it
+// back at a restart). Anything else that goes back is a new incarnation.
+func SameSlotRegression(prev, cur Seen, primaryRestarted bool) bool {
+	if prev.Identity != cur.Identity {
 		return false
 	}
-	if prev.RestartLSN != 0 && cur.RestartLSN != 0 && cur.RestartLSN < prev.RestartLSN {
+	if prev.CatalogXmin != 0 && cur.CatalogXmin != 0 && XIDPrecedes(cur.CatalogXmin, prev.CatalogXmin) {
 		return false
 	}
-	return !(prev.CatalogXmin != 0 && cur.CatalogXmin != 0 && XIDPrecedes(cur.CatalogXmin, prev.CatalogXmin))
+	restartBack := prev.RestartLSN != 0 && cur.RestartLSN != 0 && cur.RestartLSN < prev.RestartLSN
+	confirmedBack := prev.ConfirmedFlush != 0 && cur.ConfirmedFlush != 0 && cur.ConfirmedFlush < prev.ConfirmedFlush
+	if restartBack {
+		return primaryRestarted
+	}
+	return confirmedBack
 }
 
 // Seen is a slot as observed at one moment.

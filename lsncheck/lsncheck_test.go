@@ -95,15 +95,23 @@ func TestCompareIncarnation(t *testing.T) {
 			t.Errorf("%s: got %v (%s), want %v (%s)", c.name, got, why, c.want, c.why)
 		}
 	}
-	// After a crash only confirmed_flush can go back (it is saved at checkpoints only).
+	// confirmed_flush alone going back is the same slot (a crash, or a consumer confirming an
+	// older position again), with or without a restart of the primary.
 	crashed := with(func(s *Seen) { s.ConfirmedFlush = 0x1F00 })
-	if !OnlyConfirmedRegressed(base, crashed) {
-		t.Error("a confirmed_flush-only regression was not recognised")
+	for _, restarted := range []bool{false, true} {
+		if !SameSlotRegression(base, crashed, restarted) {
+			t.Errorf("restarted=%v: a confirmed_flush-only regression was not recognised", restarted)
+		}
 	}
-	for _, other := range []Seen{with(func(s *Seen) { s.ConfirmedFlush, s.RestartLSN = 0x1F00, 0x0800 }),
-		with(func(s *Seen) { s.ConfirmedFlush, s.Plugin = 0x1F00, "x" }), base} {
-		if OnlyConfirmedRegressed(base, other) {
-			t.Errorf("%+v taken for a crash regression", other)
+	// restart_lsn going back is the same slot only after a primary restart (old minors).
+	restartBack := with(func(s *Seen) { s.ConfirmedFlush, s.RestartLSN = 0x1F00, 0x0800 })
+	if !SameSlotRegression(base, restartBack, true) || SameSlotRegression(base, restartBack, false) {
+		t.Error("restart_lsn going back: same slot only after a restart of the primary")
+	}
+	for _, other := range []Seen{with(func(s *Seen) { s.ConfirmedFlush, s.Plugin = 0x1F00, "x" }),
+		with(func(s *Seen) { s.ConfirmedFlush, s.CatalogXmin = 0x1F00, 600 }), base} {
+		if SameSlotRegression(base, other, true) {
+			t.Errorf("%+v taken for the same slot", other)
 		}
 	}
 	// Wraparound the other way: an XID just past 2^32 is newer, not older.
@@ -139,6 +147,8 @@ func TestReadiness(t *testing.T) {
 		}), []Reason{ReasonCopyConfirmedAhead, ReasonCopyRestartAhead, ReasonCopyCatalogXminAhead}},
 		{"restart_lsn ahead only", mod(func(in *ReadinessInput) { in.Copy.RestartLSN = 0x1100 }), []Reason{ReasonCopyRestartAhead}},
 		{"consumer ahead of the standby", mod(func(in *ReadinessInput) { in.StandbyWALEnd = 0x1F80 }), []Reason{ReasonConsumerAheadOfStandby}},
+		{"consumer was sent more than the standby has", mod(func(in *ReadinessInput) { in.PrimarySent = 0x5100 }), []Reason{ReasonConsumerAheadOfStandby}},
+		{"consumer was sent what the standby has", mod(func(in *ReadinessInput) { in.PrimarySent = 0x5000 }), nil},
 		{"copy invalidated", mod(func(in *ReadinessInput) { in.CopyInvalidated = true }), []Reason{ReasonCopyInvalidated}},
 		{"copy WAL gone", mod(func(in *ReadinessInput) { in.CopyWALAvailable = false }), []Reason{ReasonCopyWALMissing}},
 		{"primary invalidated", mod(func(in *ReadinessInput) { in.PrimaryInvalidated = true }), []Reason{ReasonPrimaryInvalidated}},
@@ -153,6 +163,18 @@ func TestReadiness(t *testing.T) {
 		// The standby's feedback has not reached the primary yet (or holds a newer horizon):
 		// vacuum on the primary may remove catalog rows the copy needs.
 		{"statefile: catalog not kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 710 }), []Reason{ReasonCatalogUnprotected}},
+		{"was ready: its own advances moved restart_lsn and catalog_xmin past the primary's", mod(func(in *ReadinessInput) {
+			in.WasReady, in.Copy.RestartLSN, in.Copy.CatalogXmin = true, 0x1800, 705
+		}), nil},
+		{"never ready: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
+			in.Copy.RestartLSN, in.Copy.CatalogXmin = 0x1800, 705
+		}), []Reason{ReasonCopyRestartAhead, ReasonCopyCatalogXminAhead}},
+		{"was ready: confirmed_flush ahead still closes the gate", mod(func(in *ReadinessInput) {
+			in.WasReady, in.Copy.ConfirmedFlush = true, 0x2100
+		}), []Reason{ReasonCopyConfirmedAhead}},
+		{"statefile: decoding snapshot there", mod(func(in *ReadinessInput) { in.RequireSnapshot, in.CopySnapshot = true, true }), nil},
+		{"statefile: no decoding snapshot at restart_lsn", mod(func(in *ReadinessInput) { in.RequireSnapshot = true }), []Reason{ReasonCopySnapshotMissing}},
+		{"statefile: snapshot cannot be looked for", mod(func(in *ReadinessInput) { in.RequireSnapshot, in.CopySnapshotUnknown = true, true }), []Reason{ReasonCopySnapshotUnknown}},
 		{"statefile: no feedback at all", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified = true, true }), []Reason{ReasonCatalogUnprotected}},
 		{"native: temporary", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced, in.CopyTemporary = true, true, true }), []Reason{ReasonTemporary}},
 	}

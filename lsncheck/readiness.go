@@ -30,6 +30,11 @@ const (
 	// State-file method (11-15): the server does not check these itself.
 	ReasonCopyWALUnverified  Reason = "copy_wal_unverified"      // no read of the WAL from restart_lsn has succeeded yet
 	ReasonCatalogUnprotected Reason = "copy_catalog_unprotected" // the primary does not keep the catalog rows the copy needs
+	// ReasonCopySnapshotMissing: the standby has no serialized decoding snapshot at the copy's
+	// restart_lsn, so decoding there would rebuild one and skip a transaction open across it.
+	ReasonCopySnapshotMissing Reason = "copy_snapshot_missing"
+	// ReasonCopySnapshotUnknown: the role may not look for that snapshot on the standby.
+	ReasonCopySnapshotUnknown Reason = "copy_snapshot_unknown"
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.
@@ -52,10 +57,27 @@ type ReadinessInput struct {
 	RequireHorizon bool
 	StandbyHorizon XID
 	WALVerified    bool
+	// RequireSnapshot (state-file method, rule 4): the standby must decode consistently from the
+	// copy's restart_lsn. CopySnapshot: it has the serialized snapshot there, or the primary had
+	// none there either (its own decoding rebuilds one from the same WAL). CopySnapshotUnknown:
+	// the role may not look.
+	RequireSnapshot     bool
+	CopySnapshot        bool
+	CopySnapshotUnknown bool
+
+	// WasReady: a copy the standby's own decoding keeps (sql, native) has been READY before. Its
+	// advances may since have moved restart_lsn and catalog_xmin past the primary's, as
+	// PostgreSQL's own slot sync allows: only confirmed_flush must not be ahead then. State-file
+	// copies never set it.
+	WasReady bool
 
 	// Exact: the copy must stand exactly at the consumer's confirmed position (no redelivery),
 	// as a planned switchover with writes stopped can require.
 	Exact bool
+
+	// PrimarySent is how far the walsender streaming the primary slot has read (sent_lsn, 0 when
+	// unknown): the consumer may hold changes up to the larger of it and confirmed_flush (rule 5).
+	PrimarySent LSN
 
 	// StandbyWALEnd is the newest WAL the standby holds (the larger of its flush and replay
 	// positions): what a promotion right now would keep.
@@ -92,10 +114,14 @@ func Readiness(in ReadinessInput) Verdict {
 	} else if !p.Known() {
 		add(ReasonPrimaryUnknown, "the primary slot has no positions yet (still being created)")
 	}
-	if in.Primary.ConfirmedFlush != 0 && in.StandbyWALEnd != 0 && in.Primary.ConfirmedFlush > in.StandbyWALEnd {
-		v.ConsumerAheadBytes = Bytes(in.Primary.ConfirmedFlush, in.StandbyWALEnd)
-		add(ReasonConsumerAheadOfStandby, "the consumer confirmed %s, %d bytes beyond the standby's WAL end %s",
-			in.Primary.ConfirmedFlush, v.ConsumerAheadBytes, in.StandbyWALEnd)
+	if held := max(in.Primary.ConfirmedFlush, in.PrimarySent); held != 0 && in.StandbyWALEnd != 0 && held > in.StandbyWALEnd {
+		v.ConsumerAheadBytes = Bytes(held, in.StandbyWALEnd)
+		what := "confirmed"
+		if held != in.Primary.ConfirmedFlush {
+			what = "was sent changes up to"
+		}
+		add(ReasonConsumerAheadOfStandby, "the consumer %s %s, %d bytes beyond the standby's WAL end %s",
+			what, held, v.ConsumerAheadBytes, in.StandbyWALEnd)
 	}
 
 	if !in.CopyExists {
@@ -134,7 +160,7 @@ func Readiness(in ReadinessInput) Verdict {
 				c.ConfirmedFlush, v.SyncLagBytes, p.ConfirmedFlush)
 		}
 	}
-	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN {
+	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !in.WasReady {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
 			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
 	}
@@ -147,7 +173,14 @@ func Readiness(in ReadinessInput) Verdict {
 				in.StandbyHorizon, c.CatalogXmin)
 		}
 	}
-	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) {
+	if in.RequireSnapshot && !in.CopySnapshot {
+		if in.CopySnapshotUnknown {
+			add(ReasonCopySnapshotUnknown, "cannot tell whether the standby has the decoding snapshot at the copy's restart_lsn %s (GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO the slotsync role, on the primary)", c.RestartLSN)
+		} else {
+			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a transaction open across it", c.RestartLSN)
+		}
+	}
+	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !in.WasReady {
 		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %d transactions newer than the primary's %d",
 			c.CatalogXmin, XIDDistance(c.CatalogXmin, p.CatalogXmin), p.CatalogXmin)
 	}

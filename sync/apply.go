@@ -14,12 +14,15 @@ import (
 type result struct {
 	err error
 	end lsncheck.LSN // Advance: where the copy is now
+	// scratchAt (state-file copies): the copy's restart_lsn, at which the primary had no
+	// serialized decoding snapshot either; 0 when it had one (copied with the state file).
+	scratchAt lsncheck.LSN
 }
 
 // flusher is a method that batches creations until the end of a pass (the state-file method
 // installs them in one standby restart).
 type flusher interface {
-	Flush(ctx context.Context) (map[string]error, bool)
+	Flush(ctx context.Context) (map[string]result, bool)
 }
 
 // execute carries out the changing actions on Workers sessions, each slot under its own
@@ -61,7 +64,7 @@ func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) 
 		}
 		for i, a := range actions {
 			if errors.Is(results[i].err, errStaged) {
-				results[i].err = outcomes[a.Slot]
+				results[i] = outcomes[a.Slot]
 				var deferred *deferredError
 				if restarted && !errors.As(results[i].err, &deferred) {
 					// A restart was spent on this slot, whether the standby took the copy or

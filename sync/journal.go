@@ -47,10 +47,16 @@ type Entry struct {
 	Primary lsncheck.Position `json:"last_primary"`
 	// WALVerified (state-file method): a read of the WAL from the copy's restart_lsn has
 	// succeeded on the standby since the copy was installed.
-	WALVerified bool      `json:"wal_verified,omitempty"`
-	Method      string    `json:"method"`
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	WALVerified bool `json:"wal_verified,omitempty"`
+	// WasReady (sql and native copies): the copy has been READY; its own advances may since move
+	// restart_lsn and catalog_xmin past the primary's without closing the gate (rule 4).
+	WasReady bool `json:"was_ready,omitempty"`
+	// ScratchAt (state-file method): the copy's restart_lsn when it was installed without a
+	// decoding snapshot because the primary had none there either (rule 4); 0 otherwise.
+	ScratchAt lsncheck.LSN `json:"scratch_at,omitempty"`
+	Method    string       `json:"method"`
+	CreatedAt time.Time    `json:"created_at"`
+	UpdatedAt time.Time    `json:"updated_at"`
 }
 
 // NewIncarnationID returns a random 64-bit ID in hex.
@@ -220,6 +226,10 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 				if !ent.WALVerified {
 					ent.WALVerified, changed = true, true // the advance read the WAL from restart_lsn
 				}
+			}
+		case KindCreate, KindRecreate:
+			if ent := next.Slots[a.Slot]; ent != nil && ent.ScratchAt != results[i].scratchAt {
+				ent.ScratchAt, changed = results[i].scratchAt, true
 			}
 		case KindDrop, KindForget:
 			delete(next.Slots, a.Slot)

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,6 +45,9 @@ type statefileMethod struct {
 	pending     []topology.Slot
 	lastRestart time.Time
 	restarting  *atomic.Bool // shared with the engine, read by a stopping process
+	// scratch: the restart_lsn of each copy of this flush for which the primary had no decoding
+	// snapshot either (the primary's own decoding rebuilds one from scratch there too).
+	scratch map[string]lsncheck.LSN
 }
 
 func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger, restarting *atomic.Bool) *statefileMethod {
@@ -85,11 +89,32 @@ func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB
 	return s.Create(ctx, ps)
 }
 
-// Flush installs every queued copy: read and validate each state file on the primary, then
-// stop the standby once, install them all, and start it again. A slot whose file is bad is
-// left out; if the standby does not start, the new slot directories are removed and it is
-// started again without them. It returns each slot's outcome and whether the standby restarted.
-func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
+// stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
+// the state file's restart_lsn (nil when the primary has none there either).
+type stateCopy struct {
+	state *statefile.State
+	snap  *statefile.Snapshot
+}
+
+// Flush installs every queued copy: read and validate each state file on the primary, with the
+// primary's decoding snapshot at its restart_lsn, then stop the standby once, install them all,
+// and start it again. A slot whose file is bad is left out; if the standby does not start, the
+// new slot directories are removed and it is started again without them. It returns each slot's
+// outcome and whether the standby restarted.
+func (m *statefileMethod) Flush(ctx context.Context) (map[string]result, bool) {
+	m.scratch = map[string]lsncheck.LSN{}
+	errs, restarted := m.flush(ctx)
+	out := make(map[string]result, len(errs))
+	for name, err := range errs {
+		out[name] = result{err: err}
+	}
+	for name, at := range m.scratch {
+		out[name] = result{err: errs[name], scratchAt: at}
+	}
+	return out, restarted
+}
+
+func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = nil
@@ -137,7 +162,7 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	}
 	defer conn.Close(context.Background())
 	checkpoint := !m.cfg.NoCheckpoint
-	var states []*statefile.State
+	var states []stateCopy
 	for _, ps := range pending {
 		var oid uint32
 		if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", ps.Database).Scan(&oid); err != nil {
@@ -150,7 +175,21 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 			out[ps.Name] = err
 			continue
 		}
-		states = append(states, st)
+		// Rule 4: the copy decodes consistently from its restart_lsn only with the primary's
+		// serialized snapshot there, copied with the state file.
+		snap, err := statefile.ReadSnapshot(ctx, conn, st)
+		if errors.Is(err, statefile.ErrSlotMoved) {
+			out[ps.Name] = &deferredError{"the primary slot moved on while its state file and decoding snapshot were read: copied at the next pass"}
+			continue
+		}
+		if err != nil {
+			out[ps.Name] = err
+			continue
+		}
+		if snap == nil {
+			m.scratch[ps.Name] = lsncheck.LSN(st.RestartLSN)
+		}
+		states = append(states, stateCopy{st, snap})
 	}
 	if len(states) == 0 {
 		return out, false
@@ -167,8 +206,8 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 	}
 
 	names := make([]any, 0, len(states))
-	for _, st := range states {
-		names = append(names, st.Name)
+	for _, c := range states {
+		names = append(names, c.state.Name)
 	}
 	m.log.Info("restarting the standby to install slot copies", "slots", names)
 	// Once the standby is being stopped, the restart runs to its end even if slotsync is asked
@@ -210,7 +249,7 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]error, bool) {
 // restartStaged stages every copy in the running standby's pg_replslot and has the standby's
 // manager restart it. A restart that fails leaves the standby to its manager; if the server is
 // down then, the staged copies are removed and the restart tried once more without them.
-func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []*statefile.State, out map[string]error) (map[string]error, bool) {
+func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []stateCopy, out map[string]error) (map[string]error, bool) {
 	installed := installAll(in, states, out)
 	if len(installed) == 0 {
 		return out, false
@@ -256,18 +295,19 @@ func stagedFor(dataDir string, ps topology.Slot) bool {
 // installAll puts each copy in place of whatever pg_replslot holds under its name (a copy of an
 // older incarnation whose drop did not happen, say), recording failures in out; it returns the
 // names installed.
-func installAll(in statefile.Installer, states []*statefile.State, out map[string]error) []string {
+func installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
 	var installed []string
-	for _, st := range states {
-		if err := in.Remove(st.Name); err != nil {
-			out[st.Name] = err
+	for _, c := range states {
+		name := c.state.Name
+		if err := in.Remove(name); err != nil {
+			out[name] = err
 			continue
 		}
-		if err := in.Install(st); err != nil {
-			out[st.Name] = err
+		if err := in.Install(c.state, c.snap); err != nil {
+			out[name] = err
 			continue
 		}
-		installed = append(installed, st.Name)
+		installed = append(installed, name)
 	}
 	return installed
 }

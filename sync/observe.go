@@ -64,6 +64,17 @@ type pgObserver struct {
 	// noVerify: take the observation even when topology.Verify refuses the pair (doctor lists
 	// every failed check with its fix instead).
 	noVerify bool
+	// snapshots: the standby is in recovery on a major where state-file copies exist (16 and
+	// older) and the role may look for their decoding snapshots (rule 4).
+	snapshots bool
+}
+
+// readSnapshots fills in whether each standby slot has its decoding snapshot, when it may.
+func (o *pgObserver) readSnapshots(ctx context.Context, sconn *pgx.Conn, slots map[string]topology.Slot) error {
+	if !o.snapshots || len(slots) == 0 {
+		return nil
+	}
+	return topology.ReadSnapshots(ctx, sconn, slots)
 }
 
 // errNoPrimary: no primary is known (no --primary, and primary_conninfo is empty).
@@ -145,6 +156,11 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
 		return Snapshot{}, &NodeError{"standby", err}
 	}
+	i := snap.Standby.Info
+	o.snapshots = i.InRecovery && i.CanStatFiles && i.Major() <= 16
+	if err := o.readSnapshots(ctx, sconn, snap.Standby.Slots); err != nil {
+		return Snapshot{}, &NodeError{"standby", err}
+	}
 	standbyOnly := func(perr error) (Snapshot, error) {
 		if perr != nil {
 			return snap, &NodeError{"primary", perr}
@@ -190,6 +206,15 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
 		return standbyOnly(err)
 	}
+	// Rule 5 compares what a consumer may hold (read on the primary just now) with what the
+	// standby has: its flushed WAL is read again, so that WAL written in between does not count
+	// as missing. A failure here keeps the earlier, smaller value.
+	var recv string
+	if err := sconn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_receive_lsn()::text, '0/0')").Scan(&recv); err == nil {
+		if l, err := lsncheck.ParseLSN(recv); err == nil && l > snap.Standby.Info.ReceiveLSN {
+			snap.Standby.Info.ReceiveLSN = l
+		}
+	}
 	return snap, nil
 }
 
@@ -199,6 +224,9 @@ func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[stri
 		return nil, err
 	}
 	slots, err := topology.LogicalSlots(ctx, sconn, versionNum)
+	if err == nil {
+		err = o.readSnapshots(ctx, sconn, slots)
+	}
 	if err != nil {
 		o.reset(&o.sconn)
 	}

@@ -105,7 +105,7 @@ type PlanInput struct {
 	// Native holds the opt-in actions for the server's own slot sync (17+).
 	Native NativeConfig
 	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
-	// confirmed_flush may have gone back to its last checkpointed value.
+	// restart_lsn may have gone back on older minors (rule 2).
 	PrimaryRestarted bool
 	// Failing holds the slots whose last action failed, and when they may be tried again; Now
 	// is the time of this pass (lesson 3: a failing slot waits, the others go on).
@@ -272,14 +272,16 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
 	// copy is legitimately ahead of the primary).
 	prev := lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}
+	var rebased string
 	if ch, why := lsncheck.CompareIncarnation(prev, ps.Seen()); ch == lsncheck.NewIncarnation {
-		if !(in.PrimaryRestarted && lsncheck.OnlyConfirmedRegressed(prev, ps.Seen())) {
+		if !lsncheck.SameSlotRegression(prev, ps.Seen(), in.PrimaryRestarted) {
 			a.Kind, a.Code, a.Reason = KindRecreate, CodeRecreatedOnPrimary, "recreated on the primary: "+why
 			return a
 		}
-		// The primary restarted and only confirmed_flush went back: the same slot after a
-		// crash. The copy stays as it is (never backwards) until the consumer confirms again.
-		a.Rebase = true
+		// confirmed_flush went back alone (or, after a primary restart, restart_lsn): the same
+		// slot. The copy stays as it is (never backwards) until the consumer confirms again;
+		// rule 4 keeps the gate honest meanwhile.
+		a.Rebase, rebased = true, why
 	}
 	if cp.Identity != ps.Identity {
 		a.Kind, a.Code, a.Reason = KindRecreate, CodeCopyIdentityDiffers, fmt.Sprintf("the copy (database %q, plugin %q, two_phase %v) differs from the primary slot",
@@ -321,7 +323,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Kind, a.Code, a.Reason = KindNone, CodeUpToDate, "up to date"
 	}
 	if a.Rebase {
-		a.Reason = "the primary restarted and the slot's confirmed_flush went back to its last checkpoint (same slot): " + a.Reason
+		a.Reason = "the primary slot's position went back without a new incarnation (same slot: " + rebased + "): " + a.Reason
 	}
 	return a
 }

@@ -146,11 +146,12 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, a, KindNone, CodeUpToDate)
 	})
 
-	t.Run("dropped and recreated on the primary", func(t *testing.T) {
-		// The consumer's slot was at 0/2000000; a same-name slot now confirms 0/1900000, which
-		// one slot can never do: it is another slot, and its copy must be made anew.
+	t.Run("confirmed_flush back while restart_lsn moved on: same slot", func(t *testing.T) {
+		// The consumer's slot was at 0/2000000 and now confirms 0/1900000 (an older position
+		// confirmed again): only restart_lsn or catalog_xmin going back proves another slot
+		// (rule 2). The copy is kept, NOT READY while it is ahead of the consumer (rule 4).
 		a := newScenario().primary(slot(idA, 0x1900000, 0x1900000, 705)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
-		expect(t, a, KindRecreate, CodeRecreatedOnPrimary)
+		expect(t, a, KindNone, CodeCopyAhead)
 	})
 
 	t.Run("recreated on the primary but the copy is in use: left alone", func(t *testing.T) {
@@ -163,8 +164,9 @@ func TestPlanScenarios(t *testing.T) {
 
 	t.Run("confirmed_flush went back in a crash of the primary: same slot", func(t *testing.T) {
 		// confirmed_flush is saved at checkpoints only; restart_lsn and catalog_xmin at once.
-		// After the primary restarted, a confirmed_flush-only regression is the same slot: the
-		// copy is neither recreated nor moved back, and the new position becomes the reference.
+		// A confirmed_flush-only regression is the same slot (a crash, or a consumer confirming
+		// an older position again), with or without a restart of the primary: the copy is
+		// neither recreated nor moved back, and the new position becomes the reference.
 		s := newScenario().primary(slot(idA, 0x1000000, 0x1F00000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
 		s.in.PrimaryRestarted = true
 		a := s.only(t)
@@ -172,7 +174,19 @@ func TestPlanScenarios(t *testing.T) {
 		if !a.Rebase {
 			t.Fatal("the regressed position must become the reference")
 		}
-		// Without a restart of the primary the same shape is another slot.
+		s.in.PrimaryRestarted = false
+		if a := s.only(t); a.Kind != KindNone || !a.Rebase {
+			t.Fatalf("without a restart of the primary: %+v", a)
+		}
+	})
+
+	t.Run("restart_lsn went back at a restart of the primary: same slot on older minors", func(t *testing.T) {
+		s := newScenario().primary(slot(idA, 0x0F00000, 0x1F00000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
+		s.in.PrimaryRestarted = true
+		if a := s.only(t); a.Kind == KindRecreate || !a.Rebase {
+			t.Fatalf("after a restart: %+v", a)
+		}
+		// Without a restart, restart_lsn going back is a recreation.
 		s.in.PrimaryRestarted = false
 		expect(t, s.only(t), KindRecreate, CodeRecreatedOnPrimary)
 	})

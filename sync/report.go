@@ -135,12 +135,21 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
-				StandbyWALEnd:  snap.Standby.Info.WALEnd(),
-				RequireHorizon: e.method == topology.MethodStatefile,
-				StandbyHorizon: snap.Physical.CatalogHorizon(),
-				WALVerified:    ent != nil && ent.WALVerified,
-				Exact:          e.cfg.Exact,
+				StandbyWALEnd: snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
+				RequireHorizon:  e.method == topology.MethodStatefile,
+				StandbyHorizon:  snap.Physical.CatalogHorizon(),
+				WALVerified:     ent != nil && ent.WALVerified,
+				RequireSnapshot: e.method == topology.MethodStatefile,
+				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
+					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
+				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
+				WasReady:            e.method != topology.MethodStatefile && ent != nil && ent.WasReady,
+				Exact:               e.cfg.Exact,
 			})
+			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.method != topology.MethodStatefile {
+				// Written with the gate record, which a changed verdict writes at once.
+				ent.WasReady = true
+			}
 			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
 		}
 		out = append(out, sr)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 )
@@ -294,6 +295,53 @@ func TestSQLMethodNeverDropsAnActiveCopy(t *testing.T) {
 		}
 		if _, ok := f.slotOn(f.pair.Standby, "cdc"); ok {
 			t.Fatal("copy still there")
+		}
+	})
+}
+
+// TestConsumerSentAheadOfStandby (rule 5): a consumer that was streamed changes the standby does
+// not have holds them whether or not it confirmed them: with the standby cut off, a walsender
+// that sent new changes to a consumer that confirms nothing makes the copy NOT READY.
+func TestConsumerSentAheadOfStandby(t *testing.T) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		waitNoReceiver(t, f)
+		ps, _ := f.slotOn(p, "cdc")
+		f.insert(3)
+
+		conn, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+		f.must(err)
+		defer conn.Close(context.Background())
+		f.must(pglogrepl.StartReplication(f.ctx, conn, "cdc", ps.ConfirmedFlush, pglogrepl.StartReplicationOptions{}))
+		for got := 0; got < 3; { // receive the three inserts; confirm nothing
+			msg, err := conn.ReceiveMessage(f.ctx)
+			f.must(err)
+			if cd, ok := msg.(*pgproto3.CopyData); ok && cd.Data[0] == pglogrepl.XLogDataByteID {
+				xld, err := pglogrepl.ParseXLogData(cd.Data[1:])
+				f.must(err)
+				if insertedID.Match(xld.WALData) {
+					got++
+				}
+			}
+		}
+		var r SlotReport
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if r = f.pass()["cdc"]; r.Verdict.Has(lsncheck.ReasonConsumerAheadOfStandby) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if now, _ := f.slotOn(p, "cdc"); now.ConfirmedFlush != ps.ConfirmedFlush {
+			t.Fatalf("setup: the consumer confirmed %s (was %s)", now.ConfirmedFlush, ps.ConfirmedFlush)
+		}
+		if r.Verdict.Ready || r.Verdict.ConsumerAheadBytes <= 0 {
+			t.Fatalf("a consumer streamed changes the standby lacks was judged %+v", r.Verdict)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -166,13 +167,15 @@ func TestStatefileLifecycle(t *testing.T) {
 }
 
 // TestStatefileLeastPrivilege runs the method as a role with REPLICATION, EXECUTE on
-// pg_read_binary_file(text) and (15+) pg_checkpoint: no superuser.
+// pg_read_binary_file(text) and pg_stat_file(text, boolean), and (15+) pg_checkpoint: no
+// superuser.
 func TestStatefileLeastPrivilege(t *testing.T) {
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
 		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO slotsync"))
+		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO slotsync"))
 		if major >= 15 {
 			f.must(p.Exec(f.ctx, "GRANT pg_checkpoint TO slotsync"))
 		}
@@ -360,6 +363,63 @@ func TestStatefileRecreateKeepsACopy(t *testing.T) {
 		cp, ok := f.slotOn(f.pair.Standby, "r")
 		if !ok || cp.Plugin != "test_decoding" {
 			t.Fatalf("until the restart the standby must keep the old copy: present %v, plugin %q", ok, cp.Plugin)
+		}
+	})
+}
+
+// TestStatefileOpenTransactionAcrossCopy: the copy's restart_lsn is a running-xacts record at
+// which another transaction was running (so decoding from there without the primary's serialized
+// snapshot must rebuild one from scratch), a transaction that began after that record is still
+// open when the copy is made and commits afterwards, and the consumer confirms nothing more.
+// After promotion the consumer must get that transaction (rule 4).
+func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
+	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(1)
+		f.consume(p, "cdc")
+
+		open := func(id int) pgx.Tx {
+			conn, err := p.Connect(f.ctx, "app")
+			f.must(err)
+			t.Cleanup(func() { conn.Close(context.Background()) })
+			tx, err := conn.Begin(f.ctx)
+			f.must(err)
+			_, err = tx.Exec(f.ctx, "INSERT INTO t VALUES ($1)", id)
+			f.must(err)
+			return tx
+		}
+		a := open(1000) // running at the record the copy will restart from
+		f.logRunningXacts()
+		f.consume(p, "cdc") // the primary serializes its snapshot at that record
+		b := open(2000)     // began after it: its restart point is that record
+		f.must(a.Commit(f.ctx))
+		f.logRunningXacts()
+		if got := f.consume(p, "cdc"); !equalInts(got, []int{1000}) {
+			t.Fatalf("before the copy the consumer got %v, want [1000]", got)
+		}
+		ps, _ := f.slotOn(p, "cdc")
+		// The case under test: the primary restarts decoding from its serialized snapshot at a
+		// record where a transaction was running. (16 keeps the slot's first restart_lsn here.)
+		snap := filepath.Join(p.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(uint64(ps.RestartLSN)))
+		if _, err := os.Stat(snap); err != nil && major <= 15 {
+			t.Fatalf("the primary has no decoding snapshot at its restart_lsn %s: the scenario was not set up (%v)", ps.RestartLSN, err)
+		}
+
+		if rep := f.passReport(); rep.StandbyRestarts != 1 {
+			t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+		}
+		cp, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok || cp.RestartLSN != ps.RestartLSN {
+			t.Fatalf("copy %+v, primary slot %+v", cp.Position, ps.Position)
+		}
+		f.must(b.Commit(f.ctx))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.untilReady("cdc", func() {}) // no consumer progress after the copy
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, []int{2000}) {
+			t.Fatalf("after promotion the consumer got %v, want [2000]: the transaction open across the copy point was lost", after)
 		}
 	})
 }

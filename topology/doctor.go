@@ -76,6 +76,11 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 			Issue: "the role may not call pg_read_binary_file(text): slot state files cannot be read",
 			Fix:   "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO <slotsync role>"})
 	}
+	if method == MethodStatefile && standby.InRecovery && !standby.CanStatFiles {
+		probs = append(probs, Problem{Check: "decoding_snapshots", Node: "standby",
+			Issue: "the role may not call pg_stat_file(text, boolean): slotsync cannot see whether a copy's decoding snapshot is on the standby, so every copy stays NOT READY",
+			Fix:   "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO <slotsync role> (on the primary; the standby replays it)"})
+	}
 	if method == MethodStatefile && !primary.CanCheckpoint {
 		fix := "GRANT pg_checkpoint TO <slotsync role>"
 		if primary.Major() < 15 {

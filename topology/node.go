@@ -29,6 +29,9 @@ type NodeInfo struct {
 	CanReadStateFiles bool
 	// CanCheckpoint: superuser, or pg_checkpoint on 15+.
 	CanCheckpoint bool
+	// CanStatFiles: may call pg_stat_file(text, boolean) (state-file method, on the standby: is
+	// a copy's decoding snapshot there?).
+	CanStatFiles bool
 	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
 	SynchronizedStandbySlots string
 	// IdleSlotTimeout is idle_replication_slot_timeout (18+; "" before, "0" when off).
@@ -95,6 +98,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		CASE WHEN current_setting('server_version_num')::int >= 160000
 			THEN has_function_privilege('pg_log_standby_snapshot()', 'EXECUTE') ELSE false END,
 		has_function_privilege('pg_read_binary_file(text)', 'EXECUTE'),
+		has_function_privilege('pg_stat_file(text, boolean)', 'EXECUTE'),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR
 			(current_setting('server_version_num')::int >= 150000 AND pg_has_role('pg_checkpoint', 'MEMBER')),
 		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
@@ -108,7 +112,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		` + setting("idle_replication_slot_timeout")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
-		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanCheckpoint,
+		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
 		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.IdleSlotTimeout)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)

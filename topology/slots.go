@@ -24,6 +24,54 @@ type Slot struct {
 	InvalidationReason string // 17+: invalidation_reason; earlier majors: derived
 	Failover           bool   // 17+
 	Synced             bool   // 17+: created and kept by the server's slot sync
+	// SentLSN is how far the walsender streaming the slot has read WAL (pg_stat_replication
+	// sent_lsn; 0 when none streams it or the role may not see it).
+	SentLSN lsncheck.LSN
+	// Snapshot: whether pg_logical/snapshots holds a serialized decoding snapshot at the slot's
+	// restart_lsn (read on a standby for the state-file method; SnapshotUnknown otherwise).
+	Snapshot SnapshotState
+}
+
+// SnapshotState says whether a node has a slot's decoding snapshot at its restart_lsn.
+type SnapshotState uint8
+
+// The states of SnapshotState.
+const (
+	SnapshotUnknown SnapshotState = iota // not looked at, or the role may not look
+	SnapshotPresent
+	SnapshotAbsent
+)
+
+// ReadSnapshots fills in Snapshot for each slot: whether the node's pg_logical/snapshots holds
+// the file decoding restores when it starts at the slot's restart_lsn. The role needs EXECUTE on
+// pg_stat_file(text, boolean) (NodeInfo.CanStatFiles).
+func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot) error {
+	rows, err := conn.Query(ctx, `SELECT slot_name::text, restart_lsn::text,
+		(pg_stat_file('pg_logical/snapshots/' || replace(restart_lsn::text, '/', '-') || '.snap', true)).size IS NOT NULL
+		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`)
+	if err != nil {
+		return fmt.Errorf("look for decoding snapshots: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, restart string
+		var present bool
+		if err := rows.Scan(&name, &restart, &present); err != nil {
+			return fmt.Errorf("look for decoding snapshots: %w", err)
+		}
+		// A slot that moved since it was listed is left unknown (judged again next pass).
+		if s, ok := slots[name]; ok && s.RestartLSN.String() == restart {
+			s.Snapshot = SnapshotAbsent
+			if present {
+				s.Snapshot = SnapshotPresent
+			}
+			slots[name] = s
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("look for decoding snapshots: %w", err)
+	}
+	return nil
 }
 
 // Seen returns the slot's identity and positions for lsncheck.
@@ -63,6 +111,9 @@ func slotColumns(versionNum int) []string {
 	ifVersion(170000, "coalesce(invalidation_reason, '')", "''")
 	ifVersion(170000, "failover", "false")
 	ifVersion(170000, "synced", "false")
+	// What the walsender streaming the slot has read: the consumer may hold changes up to there
+	// (rule 5). NULL without pg_read_all_stats for another role's walsender.
+	cols = append(cols, "coalesce((SELECT r.sent_lsn FROM pg_stat_replication r WHERE r.pid = active_pid), '0/0')::text")
 	return cols
 }
 
@@ -77,18 +128,21 @@ func LogicalSlots(ctx context.Context, conn *pgx.Conn, versionNum int) (map[stri
 	slots := map[string]Slot{}
 	for rows.Next() {
 		var s Slot
-		var restart, confirmed string
+		var restart, confirmed, sent string
 		var xmin int64
 		var conflicting bool
 		if err := rows.Scan(&s.Name, &s.Plugin, &s.Database, &s.Temporary, &s.Active, &s.ActivePID,
 			&restart, &confirmed, &xmin, &s.WALStatus, &s.TwoPhase, &conflicting, &s.InvalidationReason,
-			&s.Failover, &s.Synced); err != nil {
+			&s.Failover, &s.Synced, &sent); err != nil {
 			return nil, fmt.Errorf("list logical slots: %w", err)
 		}
 		if s.RestartLSN, err = lsncheck.ParseLSN(restart); err != nil {
 			return nil, err
 		}
 		if s.ConfirmedFlush, err = lsncheck.ParseLSN(confirmed); err != nil {
+			return nil, err
+		}
+		if s.SentLSN, err = lsncheck.ParseLSN(sent); err != nil {
 			return nil, err
 		}
 		s.CatalogXmin = lsncheck.XID(xmin)

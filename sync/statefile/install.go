@@ -146,9 +146,22 @@ func (in Installer) owner() (int, int, error) {
 
 // Install writes s as pg_replslot/<name> the way PostgreSQL does: <name>.tmp/state (mode 0600,
 // the data directory's owner), fsync, rename to <name>, fsync pg_replslot. A crash before the
-// rename leaves only <name>.tmp, which the server removes at its next start. Nothing else in the
-// data directory is touched.
-func (in Installer) Install(s *State) error {
+// rename leaves only <name>.tmp, which the server removes at its next start. snap, the primary's
+// decoding snapshot at s's restart_lsn (nil when it has none), is written first, into
+// pg_logical/snapshots: a slot in place always has it. Nothing else in the data directory is
+// touched.
+func (in Installer) Install(s *State, snap *Snapshot) error {
+	if snap != nil {
+		if err := in.checkStopped(); err != nil {
+			return err
+		}
+		if snap.LSN != s.RestartLSN {
+			return fmt.Errorf("slot %q: decoding snapshot at %s, restart_lsn %s", s.Name, lsnText(snap.LSN), lsnText(s.RestartLSN))
+		}
+		if err := in.installSnapshot(snap); err != nil {
+			return err
+		}
+	}
 	dir, err := in.stage(s)
 	if err != nil {
 		return err

@@ -59,3 +59,60 @@ func TestRemoveOnlyLogicalSlots(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallWithSnapshot: the decoding snapshot goes into pg_logical/snapshots under the name
+// PostgreSQL looks for, before the slot directory; one already there is kept; a snapshot of
+// another position than the state file's restart_lsn is refused and nothing is written.
+func TestInstallWithSnapshot(t *testing.T) {
+	raw, err := os.ReadFile("testdata/pg15.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	for _, d := range []string{"pg_replslot", "pg_logical/snapshots"} {
+		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := Installer{DataDir: data}
+	snapPath := filepath.Join(data, "pg_logical", "snapshots", SnapshotName(st.RestartLSN))
+
+	wrong := &Snapshot{LSN: st.RestartLSN + 8, Data: []byte{1, 0xE0, 0xA1, 0x51}}
+	if err := in.Install(st, wrong); err == nil {
+		t.Fatal("a snapshot of another position was installed")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(data, "pg_logical", "snapshots")); len(ents) != 0 {
+		t.Fatalf("a refused install wrote %v", ents)
+	}
+	if _, err := os.Stat(filepath.Join(data, "pg_replslot", st.Name)); !os.IsNotExist(err) {
+		t.Fatalf("a refused install wrote the slot: %v", err)
+	}
+
+	want := []byte{1, 0xE0, 0xA1, 0x51, 42}
+	if err := in.Install(st, &Snapshot{LSN: st.RestartLSN, Data: want}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(snapPath)
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("snapshot %s: %v %v", snapPath, got, err)
+	}
+	if fi, _ := os.Stat(snapPath); fi.Mode().Perm() != 0o600 {
+		t.Fatalf("snapshot mode %v", fi.Mode())
+	}
+	if err := in.Remove(st.Name); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Install(st, &Snapshot{LSN: st.RestartLSN, Data: []byte("other")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(snapPath); string(got) != string(want) {
+		t.Fatalf("a snapshot already there was overwritten: %v", got)
+	}
+	if SnapshotName(0x1_0000_2A30) != "1-2A30.snap" {
+		t.Fatalf("name %s", SnapshotName(0x1_0000_2A30))
+	}
+}

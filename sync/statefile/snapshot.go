@@ -1,0 +1,111 @@
+package statefile
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SnapshotMagic is the first word of a serialized decoding snapshot (snapbuild.c's
+// SNAPBUILD_MAGIC).
+const SnapshotMagic = 0x51A1E001
+
+// Snapshot is a serialized logical decoding snapshot: the file pg_logical/snapshots/<lsn>.snap
+// that decoding restores when it starts at a running-xacts record at lsn. The files are not
+// WAL-logged, so a standby has none of the primary's; a copy restarting at lsn without one
+// rebuilds a snapshot from scratch and skips a transaction open across that point (rule 4).
+type Snapshot struct {
+	LSN  uint64
+	Data []byte
+}
+
+// SnapshotName is the file name PostgreSQL gives the snapshot serialized at lsn.
+func SnapshotName(lsn uint64) string {
+	return fmt.Sprintf("%X-%X.snap", uint32(lsn>>32), uint32(lsn))
+}
+
+// ErrSlotMoved means the primary's slot moved on while its files were read: its snapshot at the
+// state file's restart_lsn may be gone. Read both again.
+var ErrSlotMoved = errors.New("the primary slot moved on while it was read")
+
+// ReadSnapshot fetches the primary's serialized snapshot at s's restart_lsn. It returns nil and
+// no error when the primary has none there while the slot still restarts there: the primary's
+// own decoding would then rebuild its snapshot from scratch exactly as the copy's will (a slot
+// nobody has consumed from since its creation, say). When the file is missing because the slot
+// moved on (a checkpoint removed it), the error wraps ErrSlotMoved.
+func ReadSnapshot(ctx context.Context, conn *pgx.Conn, s *State) (*Snapshot, error) {
+	if s.RestartLSN == 0 {
+		return nil, fmt.Errorf("slot %q: no restart_lsn", s.Name)
+	}
+	var data []byte
+	err := conn.QueryRow(ctx, "SELECT pg_read_binary_file($1)", "pg_logical/snapshots/"+SnapshotName(s.RestartLSN)).Scan(&data)
+	if err == nil {
+		if len(data) < 4 || binary.LittleEndian.Uint32(data) != SnapshotMagic {
+			return nil, fmt.Errorf("slot %q: the primary's decoding snapshot %s is not one (magic)", s.Name, SnapshotName(s.RestartLSN))
+		}
+		return &Snapshot{LSN: s.RestartLSN, Data: data}, nil
+	}
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "58P01" {
+		return nil, fmt.Errorf("read the decoding snapshot of slot %q on the primary: %w", s.Name, err)
+	}
+	var now string
+	if err := conn.QueryRow(ctx, "SELECT coalesce(restart_lsn, '0/0')::text FROM pg_replication_slots WHERE slot_name = $1", s.Name).Scan(&now); err != nil {
+		return nil, fmt.Errorf("slot %q on the primary: %w", s.Name, err)
+	}
+	if now != lsnText(s.RestartLSN) {
+		return nil, fmt.Errorf("slot %q: restart_lsn %s in its state file, %s now: %w", s.Name, lsnText(s.RestartLSN), now, ErrSlotMoved)
+	}
+	return nil, nil
+}
+
+func lsnText(lsn uint64) string { return fmt.Sprintf("%X/%X", uint32(lsn>>32), uint32(lsn)) }
+
+func (in Installer) snapshots() string { return filepath.Join(in.DataDir, "pg_logical", "snapshots") }
+
+// installSnapshot writes sn into pg_logical/snapshots the way snapbuild.c does (a temporary
+// file, fsync, rename, fsync the directory). A file already there is kept: the standby's own
+// decoding serialized the same point (PostgreSQL never overwrites one either).
+func (in Installer) installSnapshot(sn *Snapshot) error {
+	dir := in.snapshots()
+	final := filepath.Join(dir, SnapshotName(sn.LSN))
+	if _, err := os.Lstat(final); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	uid, gid, err := in.owner()
+	if err != nil {
+		return err
+	}
+	tmp := final + ".slotsync.tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
+	}
+	_, werr := f.Write(sn.Data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil && uid >= 0 {
+		werr = os.Lchown(tmp, uid, gid)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), werr)
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
+	}
+	return fsyncDir(dir)
+}
