@@ -22,13 +22,13 @@ type result struct {
 // flusher is a method that batches creations until the end of a pass (the state-file method
 // installs them in one standby restart).
 type flusher interface {
-	Flush(ctx context.Context) (map[string]result, bool)
+	Flush(ctx context.Context, snap Snapshot) (map[string]result, bool)
 }
 
 // execute carries out the changing actions on Workers sessions, each slot under its own
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
-func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) {
+func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) ([]result, int) {
 	results := make([]result, len(actions))
 	work := make(chan int)
 	var wg stdsync.WaitGroup
@@ -52,7 +52,7 @@ func (e *Engine) execute(ctx context.Context, actions []Action) ([]result, int) 
 	wg.Wait()
 	restarts := 0
 	if f, ok := e.app.(flusher); ok {
-		outcomes, restarted := f.Flush(ctx)
+		outcomes, restarted := f.Flush(ctx, snap)
 		if restarted {
 			restarts++
 			// Every standby connection died with the restart: drop them all now rather than

@@ -133,6 +133,9 @@ func (e *Engine) Close() {
 		s.Close()
 	}
 	e.sess = nil
+	if c, ok := e.app.(interface{ Close() }); ok {
+		c.Close()
+	}
 	e.obs.Close()
 	e.lock.release()
 }
@@ -219,7 +222,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		if err := e.recordIntents(actions); err != nil {
 			return rep, err
 		}
-		results, rep.StandbyRestarts = e.execute(ctx, actions)
+		results, rep.StandbyRestarts = e.execute(ctx, snap, actions)
 		if err := e.recordResults(actions, results, started); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}

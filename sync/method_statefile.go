@@ -48,14 +48,22 @@ type statefileMethod struct {
 	// scratch: the restart_lsn of each copy of this flush for which the primary had no decoding
 	// snapshot either (the primary's own decoding rebuilds one from scratch there too).
 	scratch map[string]lsncheck.LSN
+	// hold keeps the catalog rows of copies on the primary until the standby's feedback does.
+	hold *catalogHold
+	// snaps: the decoding snapshot each installed copy restarts from, kept until the copy has
+	// moved past it, to put back when the standby lost it (repairSnapshots).
+	snaps map[string]*statefile.Snapshot
 }
 
 func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger, restarting *atomic.Bool) *statefileMethod {
 	if cfg.MinRestartInterval <= 0 {
 		cfg.MinRestartInterval = 5 * time.Minute
 	}
-	return &statefileMethod{sql: sql, cfg: cfg, log: log, restarting: restarting}
+	return &statefileMethod{sql: sql, cfg: cfg, log: log, restarting: restarting, hold: newCatalogHold(log)}
 }
+
+// Close ends the catalog holds.
+func (m *statefileMethod) Close() { m.hold.Close() }
 
 func (m *statefileMethod) Session() applySession {
 	return &statefileSession{sqlSession: m.sql.Session().(*sqlSession), m: m}
@@ -89,6 +97,38 @@ func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB
 	return s.Create(ctx, ps)
 }
 
+// repairSnapshots puts back the decoding snapshot of a copy whose standby lost it: a copy staged
+// into a running standby is loaded at its next start, whose shutdown checkpoint removes the
+// snapshot staged beside it, since no loaded slot needed it yet. Once the copy is loaded, the
+// file stays. A copy that moved on from its first restart_lsn, or is gone, is forgotten.
+// copies nil: the copies were just loaded by a restart (write what is missing).
+func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
+	in := statefile.Installer{DataDir: m.cfg.DataDir}
+	for name, sn := range m.snaps {
+		if copies != nil {
+			cp, ok := copies[name]
+			if !ok && stagedAt(m.cfg.DataDir, name) == sn.LSN {
+				continue // staged, not loaded yet: its snapshot is put back once it is
+			}
+			if !ok || uint64(cp.RestartLSN) != sn.LSN {
+				delete(m.snaps, name)
+				continue
+			}
+			if cp.Snapshot != topology.SnapshotAbsent {
+				continue
+			}
+		}
+		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(sn.LSN))); err == nil {
+			continue
+		}
+		if err := in.InstallSnapshot(sn); err != nil {
+			m.log.Warn("could not put back a copy's decoding snapshot", "slot", name, "error", err)
+			continue
+		}
+		m.log.Info("put back the decoding snapshot the standby's restart removed", "slot", name, "restart_lsn", lsncheck.LSN(sn.LSN).String())
+	}
+}
+
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
 // the state file's restart_lsn (nil when the primary has none there either).
 type stateCopy struct {
@@ -101,9 +141,17 @@ type stateCopy struct {
 // and start it again. A slot whose file is bad is left out; if the standby does not start, the
 // new slot directories are removed and it is started again without them. It returns each slot's
 // outcome and whether the standby restarted.
-func (m *statefileMethod) Flush(ctx context.Context) (map[string]result, bool) {
+func (m *statefileMethod) Flush(ctx context.Context, snap Snapshot) (map[string]result, bool) {
 	m.scratch = map[string]lsncheck.LSN{}
-	errs, restarted := m.flush(ctx)
+	m.mu.Lock()
+	queued := map[string]bool{}
+	for _, ps := range m.pending {
+		queued[ps.Name] = true
+	}
+	m.mu.Unlock()
+	m.hold.Release(ctx, snap.Physical.CatalogHorizon(), snap.Standby.Slots, func(name string) bool { return queued[name] })
+	m.repairSnapshots(snap.Standby.Slots)
+	errs, restarted := m.flush(ctx, snap.Primary.Info.Major())
 	out := make(map[string]result, len(errs))
 	for name, err := range errs {
 		out[name] = result{err: err}
@@ -114,7 +162,7 @@ func (m *statefileMethod) Flush(ctx context.Context) (map[string]result, bool) {
 	return out, restarted
 }
 
-func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
+func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]error, bool) {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = nil
@@ -161,6 +209,10 @@ func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 		return failAll(err)
 	}
 	defer conn.Close(context.Background())
+	// The catalog rows each copy needs are held before its state file is read (catalog_hold.go).
+	for _, ps := range pending {
+		m.hold.Take(ctx, ep, ps, major)
+	}
 	checkpoint := !m.cfg.NoCheckpoint
 	var states []stateCopy
 	for _, ps := range pending {
@@ -188,6 +240,9 @@ func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 		}
 		if snap == nil {
 			m.scratch[ps.Name] = lsncheck.LSN(st.RestartLSN)
+			m.log.Debug("the primary has no decoding snapshot at the slot's restart_lsn either: the copy decodes from there as the primary would", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String())
+		} else {
+			m.log.Debug("copying the slot with the primary's decoding snapshot", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String(), "snapshot_bytes", len(snap.Data))
 		}
 		states = append(states, stateCopy{st, snap})
 	}
@@ -199,7 +254,7 @@ func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil || isStaged}
 	if m.cfg.Restarter == nil {
 		// A file staged earlier is of another incarnation (stagedFor said so): replaced.
-		for _, name := range installAll(in, states, out) {
+		for _, name := range m.installAll(in, states, out) {
 			out[name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
 		}
 		return out, false
@@ -226,7 +281,7 @@ func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}
 	m.lastRestart = time.Now()
-	installed := installAll(in, states, out)
+	installed := m.installAll(in, states, out)
 	startErr := m.cfg.Restarter.Start(ctx)
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
@@ -250,13 +305,14 @@ func (m *statefileMethod) flush(ctx context.Context) (map[string]error, bool) {
 // manager restart it. A restart that fails leaves the standby to its manager; if the server is
 // down then, the staged copies are removed and the restart tried once more without them.
 func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []stateCopy, out map[string]error) (map[string]error, bool) {
-	installed := installAll(in, states, out)
+	installed := m.installAll(in, states, out)
 	if len(installed) == 0 {
 		return out, false
 	}
 	m.lastRestart = time.Now()
 	err := r.Restart(ctx)
 	if err == nil {
+		m.repairSnapshots(nil) // the restart's shutdown checkpoint removed them: the copies are loaded now
 		return out, true
 	}
 	if running, rerr := statefile.ServerRunning(m.cfg.DataDir); rerr == nil && !running {
@@ -292,9 +348,35 @@ func stagedFor(dataDir string, ps topology.Slot) bool {
 	return change != lsncheck.NewIncarnation
 }
 
+// stagedAt is the restart_lsn of the state file in pg_replslot/<name> (0 when there is none).
+func stagedAt(dataDir, name string) uint64 {
+	data, err := os.ReadFile(filepath.Join(dataDir, "pg_replslot", name, "state"))
+	if err != nil {
+		return 0
+	}
+	st, err := statefile.Parse(data)
+	if err != nil {
+		return 0
+	}
+	return st.RestartLSN
+}
+
 // installAll puts each copy in place of whatever pg_replslot holds under its name (a copy of an
 // older incarnation whose drop did not happen, say), recording failures in out; it returns the
 // names installed.
+func (m *statefileMethod) installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
+	installed := installAll(in, states, out)
+	if m.snaps == nil {
+		m.snaps = map[string]*statefile.Snapshot{}
+	}
+	for _, c := range states {
+		if c.snap != nil && out[c.state.Name] == nil {
+			m.snaps[c.state.Name] = c.snap
+		}
+	}
+	return installed
+}
+
 func installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
 	var installed []string
 	for _, c := range states {

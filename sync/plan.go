@@ -3,6 +3,7 @@ package sync
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -172,8 +173,8 @@ func plan(in PlanInput) []Action {
 
 	for _, name := range sortedKeys(in.Primary.Slots) {
 		ps := in.Primary.Slots[name]
-		if !in.Select.Matches(name, ps.Database, ps.Plugin) {
-			continue
+		if !in.Select.Matches(name, ps.Database, ps.Plugin) || ps.Temporary && strings.HasPrefix(name, holdPrefix) {
+			continue // slotsync's own catalog holds (catalog_hold.go) are not consumers' slots
 		}
 		cp, hasCopy := in.Standby.Slots[name]
 		entry, owned := in.Journal.Slots[name]

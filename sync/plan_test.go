@@ -317,6 +317,12 @@ func TestPlanScenarios(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		ps.Temporary = true
 		expect(t, newScenario().primary(ps).only(t), KindSkip, CodePrimaryTemporary)
+		// slotsync's own catalog holds are not even listed.
+		hold := ps
+		hold.Name = holdName("cdc")
+		if got := Plan(newScenario().primary(hold).in); len(got) != 0 {
+			t.Fatalf("a catalog hold was planned for: %+v", got)
+		}
 	})
 
 	t.Run("selection", func(t *testing.T) {

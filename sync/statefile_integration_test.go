@@ -374,52 +374,134 @@ func TestStatefileRecreateKeepsACopy(t *testing.T) {
 // After promotion the consumer must get that transaction (rule 4).
 func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.insert(1)
-		f.consume(p, "cdc")
-
-		open := func(id int) pgx.Tx {
-			conn, err := p.Connect(f.ctx, "app")
-			f.must(err)
-			t.Cleanup(func() { conn.Close(context.Background()) })
-			tx, err := conn.Begin(f.ctx)
-			f.must(err)
-			_, err = tx.Exec(f.ctx, "INSERT INTO t VALUES ($1)", id)
-			f.must(err)
-			return tx
-		}
-		a := open(1000) // running at the record the copy will restart from
-		f.logRunningXacts()
-		f.consume(p, "cdc") // the primary serializes its snapshot at that record
-		b := open(2000)     // began after it: its restart point is that record
-		f.must(a.Commit(f.ctx))
-		f.logRunningXacts()
-		if got := f.consume(p, "cdc"); !equalInts(got, []int{1000}) {
-			t.Fatalf("before the copy the consumer got %v, want [1000]", got)
-		}
-		ps, _ := f.slotOn(p, "cdc")
-		// The case under test: the primary restarts decoding from its serialized snapshot at a
-		// record where a transaction was running. (16 keeps the slot's first restart_lsn here.)
-		snap := filepath.Join(p.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(uint64(ps.RestartLSN)))
-		if _, err := os.Stat(snap); err != nil && major <= 15 {
-			t.Fatalf("the primary has no decoding snapshot at its restart_lsn %s: the scenario was not set up (%v)", ps.RestartLSN, err)
-		}
-
-		if rep := f.passReport(); rep.StandbyRestarts != 1 {
-			t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
-		}
-		cp, ok := f.slotOn(f.pair.Standby, "cdc")
-		if !ok || cp.RestartLSN != ps.RestartLSN {
-			t.Fatalf("copy %+v, primary slot %+v", cp.Position, ps.Position)
-		}
-		f.must(b.Commit(f.ctx))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.untilReady("cdc", func() {}) // no consumer progress after the copy
-		f.must(f.pair.Promote(f.ctx))
-		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, []int{2000}) {
-			t.Fatalf("after promotion the consumer got %v, want [2000]: the transaction open across the copy point was lost", after)
+		// Stopped, installed, started; and staged in the running standby, restarted by its
+		// manager (--restart-command), whose shutdown checkpoint removes the staged snapshot.
+		for _, staged := range []bool{false, true} {
+			t.Run(map[bool]string{false: "stop-start", true: "restart-command"}[staged], func(t *testing.T) {
+				openTransactionAcrossCopy(t, major, staged)
+			})
 		}
 	})
+}
+
+// stagedNodeRestarter restarts a test standby in one step, as a manager's restart command does.
+type stagedNodeRestarter struct{ n *integration.Node }
+
+func (r stagedNodeRestarter) Stop(ctx context.Context) error    { return r.n.Stop(ctx) }
+func (r stagedNodeRestarter) Start(ctx context.Context) error   { return r.n.Start(ctx) }
+func (r stagedNodeRestarter) Restart(ctx context.Context) error { return r.n.Restart(ctx) }
+
+func openTransactionAcrossCopy(t *testing.T, major int, staged bool) {
+	f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+	if staged {
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
+		f.startEngine()
+	}
+	p := f.pair.Primary
+	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	f.insert(1)
+	f.consume(p, "cdc")
+
+	open := func(id int) pgx.Tx {
+		conn, err := p.Connect(f.ctx, "app")
+		f.must(err)
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		tx, err := conn.Begin(f.ctx)
+		f.must(err)
+		_, err = tx.Exec(f.ctx, "INSERT INTO t VALUES ($1)", id)
+		f.must(err)
+		return tx
+	}
+	a := open(1000) // running at the record the copy will restart from
+	f.logRunningXacts()
+	f.consume(p, "cdc") // the primary serializes its snapshot at that record
+	b := open(2000)     // began after it: its restart point is that record
+	f.must(a.Commit(f.ctx))
+	f.logRunningXacts()
+	if got := f.consume(p, "cdc"); !equalInts(got, []int{1000}) {
+		t.Fatalf("before the copy the consumer got %v, want [1000]", got)
+	}
+	ps, _ := f.slotOn(p, "cdc")
+	// The case under test: the primary restarts decoding from its serialized snapshot at a
+	// record where a transaction was running. (16 keeps the slot's first restart_lsn here.)
+	snap := filepath.Join(p.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(uint64(ps.RestartLSN)))
+	if _, err := os.Stat(snap); err != nil && major <= 15 {
+		t.Fatalf("the primary has no decoding snapshot at its restart_lsn %s: the scenario was not set up (%v)", ps.RestartLSN, err)
+	}
+
+	if rep := f.passReport(); rep.StandbyRestarts != 1 {
+		t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+	}
+	cp, ok := f.slotOn(f.pair.Standby, "cdc")
+	if !ok || cp.RestartLSN != ps.RestartLSN {
+		t.Fatalf("copy %+v, primary slot %+v", cp.Position, ps.Position)
+	}
+	f.must(b.Commit(f.ctx))
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.untilReady("cdc", func() {}) // no consumer progress after the copy
+	// The catalog hold goes once the standby's feedback covers the copy.
+	for deadline := time.Now().Add(30 * time.Second); holdsCatalog(f, "cdc"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the catalog hold stayed on the primary after the standby's feedback covered the copy")
+		}
+		f.pass()
+	}
+	f.must(f.pair.Promote(f.ctx))
+	if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, []int{2000}) {
+		t.Fatalf("after promotion the consumer got %v, want [2000]: the transaction open across the copy point was lost", after)
+	}
+}
+
+// TestStatefileCatalogHold: between reading a slot's state file and the standby's feedback
+// covering the copy, the primary holds the catalog rows the copy needs (a temporary copy of the
+// slot). A staged copy (no restart configured), then a schema change, the consumer moving on past
+// it, the standby's feedback too, and a VACUUM of the catalogs on the primary; the standby then
+// loads the copy and is promoted at once, before any advance: the consumer resumes from the
+// copy and the changes before the schema change must still decode.
+func TestStatefileCatalogHold(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = nil
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(2)
+		f.consume(p, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass() // staged
+		if !holdsCatalog(f, "cdc") {
+			t.Fatal("no catalog hold on the primary for the staged copy")
+		}
+
+		want := f.insert(3)
+		f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN extra int"))
+		f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN more int"))
+		want = append(want, f.insert(1)...)
+		for i := 0; i < 2; i++ {
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+		}
+		// The standby's feedback (every second here) moves on past the schema change too: only
+		// the hold keeps the old catalog rows now.
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET wal_receiver_status_interval = 1"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		time.Sleep(2500 * time.Millisecond)
+		f.must(p.ExecDB(f.ctx, "app", "VACUUM pg_class, pg_attribute, pg_type"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Standby.Restart(f.ctx)) // loads the staged copy
+		f.must(f.pair.WaitStreaming(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, want) {
+			t.Fatalf("after promotion the consumer got %v, want %v again", got, want)
+		}
+	})
+}
+
+// holdsCatalog reports whether the primary holds catalog rows for a copy of slot name.
+func holdsCatalog(f *fixture, name string) bool {
+	var n int
+	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{holdName(name)}, &n))
+	return n == 1
 }

@@ -5,9 +5,11 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
@@ -81,14 +83,16 @@ func TestSoak(t *testing.T) {
 	t.Logf("seed %d", seed)
 	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		for i := 0; i < n; i++ {
+			var logs strings.Builder
 			opts := Options{Kill: rng.Intn(2) == 1, Failovers: 1 + rng.Intn(2),
-				Duration: time.Duration(300+rng.Intn(1500)) * time.Millisecond, StateDir: t.TempDir()}
+				Duration: time.Duration(300+rng.Intn(1500)) * time.Millisecond, StateDir: t.TempDir(),
+				Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Debug})}
 			pair := pgtest.StartPair(t, integration.Options{Major: major})
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			v, err := Run(ctx, pair, opts)
 			cancel()
 			if err != nil || !v.OK {
-				t.Fatalf("iteration %d (%+v): %v %+v", i, opts, err, v)
+				t.Fatalf("iteration %d (%+v): %v %+v\nslotsync log:\n%s", i, opts, err, v, logs.String())
 			}
 			if err := pair.Close(); err != nil {
 				t.Fatal(err)

@@ -70,6 +70,12 @@ func lsnText(lsn uint64) string { return fmt.Sprintf("%X/%X", uint32(lsn>>32), u
 
 func (in Installer) snapshots() string { return filepath.Join(in.DataDir, "pg_logical", "snapshots") }
 
+// InstallSnapshot writes sn into pg_logical/snapshots of a running server. That is safe once a
+// slot restarting at sn.LSN is loaded (the server's checkpoints keep the snapshots at or after
+// the oldest slot's restart_lsn); before, a checkpoint may remove it, as the shutdown
+// checkpoint of a restart does with a snapshot staged beside a slot the server has not loaded.
+func (in Installer) InstallSnapshot(sn *Snapshot) error { return in.installSnapshot(sn) }
+
 // installSnapshot writes sn into pg_logical/snapshots the way snapbuild.c does (a temporary
 // file, fsync, rename, fsync the directory). A file already there is kept: the standby's own
 // decoding serialized the same point (PostgreSQL never overwrites one either).

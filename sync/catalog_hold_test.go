@@ -1,0 +1,50 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// TestCatalogHoldRelease: a hold goes when the standby's feedback covers its copy, when its copy
+// is neither there nor pending (the install failed), or after maxHold; it stays otherwise.
+func TestCatalogHoldRelease(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	h := newCatalogHold(hclog.NewNullLogger())
+	h.now = func() time.Time { return now }
+	for _, name := range []string{"covered", "uncovered", "nofeedback", "failed", "queued", "old"} {
+		h.held[name] = holding{temp: holdName(name), database: "app", since: now.Add(-time.Minute)}
+	}
+	h.held["old"] = holding{temp: holdName("old"), database: "app", since: now.Add(-time.Hour)}
+	copyAt := func(xmin lsncheck.XID) topology.Slot {
+		var s topology.Slot
+		s.CatalogXmin = xmin
+		return s
+	}
+	copies := map[string]topology.Slot{
+		"covered": copyAt(700), "uncovered": copyAt(690), "nofeedback": copyAt(0), "old": copyAt(690),
+	}
+	h.Release(context.Background(), 695, copies, func(name string) bool { return name == "queued" })
+	got := h.Held()
+	want := []string{"nofeedback", "queued", "uncovered"}
+	if len(got) != len(want) {
+		t.Fatalf("held %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("held %v, want %v", got, want)
+		}
+	}
+	// No feedback at all from the standby covers nothing.
+	h.Release(context.Background(), 0, map[string]topology.Slot{"uncovered": copyAt(900)}, func(string) bool { return true })
+	if len(h.Held()) != 3 {
+		t.Fatalf("without feedback: held %v", h.Held())
+	}
+	if n := holdName("a_slot_name_of_sixty_three_characters_aaaaaaaaaaaaaaaaaaaaaaaaa"); len(n) > 63 {
+		t.Fatalf("hold name %q is too long", n)
+	}
+}
