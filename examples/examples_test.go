@@ -227,6 +227,63 @@ func TestPatroniHookPolicy(t *testing.T) {
 	}
 }
 
+// TestSystemdStatefileDropIn: the state-file drop-in lets the unit write the standby's data
+// directory and restarts the standby through the standby's own unit (never pg_ctl: a postmaster
+// started by slotsync would live in slotsync's cgroup), and the polkit rule allows exactly those
+// two verbs on that unit to the unit's user.
+func TestSystemdStatefileDropIn(t *testing.T) {
+	dropIn, err := os.ReadFile("systemd/statefile.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	var rw string
+	for _, line := range strings.Split(string(dropIn), "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, "ReadWritePaths="); ok {
+			rw = v
+		}
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			k, val, _ := strings.Cut(strings.Trim(v, `"`), "=")
+			env[k] = val
+		}
+	}
+	known := knownEnv(t)
+	for k := range env {
+		if !known[k] {
+			t.Errorf("statefile.conf sets %s, which slotsync does not read", k)
+		}
+	}
+	if rw == "" || !strings.HasPrefix(env["SLOTSYNC_STANDBY_DATA_DIR"], rw+"/") {
+		t.Errorf("ReadWritePaths=%q does not cover the data directory %q (ProtectSystem=strict makes it read-only)", rw, env["SLOTSYNC_STANDBY_DATA_DIR"])
+	}
+	if env["SLOTSYNC_RESTART"] != "command" {
+		t.Errorf("SLOTSYNC_RESTART=%q: restart the standby through its unit (command), not pg_ctl", env["SLOTSYNC_RESTART"])
+	}
+	unit := ""
+	for _, verb := range []string{"stop", "start"} {
+		f := strings.Fields(env["SLOTSYNC_"+strings.ToUpper(verb)+"_COMMAND"])
+		if len(f) != 3 || f[0] != "systemctl" || f[1] != verb {
+			t.Fatalf("the %s command %q is not systemctl %s <unit>", verb, f, verb)
+		}
+		if unit != "" && f[2] != unit {
+			t.Errorf("stop and start name different units: %s, %s", unit, f[2])
+		}
+		unit = f[2]
+	}
+	rules, err := os.ReadFile("systemd/50-slotsync-postgresql.rules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	unitFile, _ := os.ReadFile("systemd/slotsync.service")
+	user := regexp.MustCompile(`(?m)^User=(\S+)`).FindStringSubmatch(string(unitFile))
+	for _, want := range []string{`"` + unit + `"`, `"stop"`, `"start"`, `subject.user == "` + user[1] + `"`, "org.freedesktop.systemd1.manage-units"} {
+		if !strings.Contains(string(rules), want) {
+			t.Errorf("the polkit rule does not hold %s", want)
+		}
+	}
+}
+
 func TestSystemdUnit(t *testing.T) {
 	if _, err := exec.LookPath("systemd-analyze"); err != nil {
 		t.Skip("systemd-analyze not installed: the unit is not verified here")
@@ -243,7 +300,20 @@ func TestSystemdUnit(t *testing.T) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("systemd-analyze", "verify", path).CombinedOutput()
+	// The state-file drop-in is verified with the unit.
+	dropIn, err := os.ReadFile("systemd/statefile.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "slotsync.service.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "slotsync.service.d", "statefile.conf"), dropIn, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("systemd-analyze", "verify", path)
+	cmd.Env = append(os.Environ(), "SYSTEMD_UNIT_PATH="+dir+":")
+	out, err := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.Contains(line, "slotsync.service") && !strings.Contains(line, "postgresql.service") {
 			t.Errorf("systemd-analyze: %s", line)

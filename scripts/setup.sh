@@ -24,6 +24,8 @@ command -v etcdctl >/dev/null || need+=(etcd-client)
 # A Docker engine and debootstrap, for the Docker backend's tests on a local image.
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# systemd-analyze verifies the example unit (the package is not started here).
+command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   $sudo apt-get update -qq
