@@ -93,10 +93,62 @@ func (s *localServer) kill(ctx context.Context) error {
 	if pid <= 0 {
 		return errors.New("not running (no postmaster.pid)")
 	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	err = syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		// The postmaster does not lead a process group (pg_ctl of 11 does not setsid): kill it
+		// and its children one by one.
+		return killTree(ctx, pid)
+	}
+	if err != nil {
 		return fmt.Errorf("signal process group %d: %w", pid, err)
 	}
 	return waitGone(ctx, pid)
+}
+
+// killTree SIGKILLs pid and its children and waits until they are gone.
+func killTree(ctx context.Context, pid int) error {
+	pids := append(childrenOf(pid), pid)
+	for _, p := range pids {
+		_ = syscall.Kill(p, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, p := range pids {
+		for syscall.Kill(p, 0) == nil {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("process %d still alive after SIGKILL", p)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// childrenOf lists the processes whose parent is pid (from /proc).
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after the last ')'.
+		rest := string(data[strings.LastIndexByte(string(data), ')')+1:])
+		if f := strings.Fields(rest); len(f) > 1 {
+			if ppid, _ := strconv.Atoi(f[1]); ppid == pid {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
 }
 
 // waitGone waits until no process of group pgid is left.

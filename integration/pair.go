@@ -215,15 +215,7 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s",
 		prim.port, Superuser, StandbyAppName)
-	standbyConf := append([]string{
-		"cluster_name = 'standby'",
-		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
-		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
-	}, opts.StandbyConf...)
-	if err := writeNodeConf(run, stby, standbyConf); err != nil {
-		return p, err
-	}
-	if err := writeOwned(run, filepath.Join(stby.dataDir, "standby.signal"), nil); err != nil {
+	if err := makeStandby(run, stby, opts.Major, conninfo, opts.StandbyConf); err != nil {
 		return p, err
 	}
 	p.Standby = &Node{Name: "standby", Major: opts.Major, DataDir: stby.dataDir, life: stby}
@@ -232,6 +224,26 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// makeStandby configures s as a standby streaming from conninfo through the pair's physical
+// slot: settings and standby.signal on 12+, recovery.conf on 11 (where these are not settings).
+func makeStandby(run runAs, s *localServer, major int, conninfo string, extra []string) error {
+	recovery := []string{
+		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
+		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
+	}
+	if major < 12 {
+		if err := writeNodeConf(run, s, append([]string{"cluster_name = 'standby'"}, extra...)); err != nil {
+			return err
+		}
+		_ = os.Remove(filepath.Join(s.dataDir, "recovery.done"))
+		return writeOwned(run, filepath.Join(s.dataDir, "recovery.conf"), []byte("standby_mode = 'on'\n"+strings.Join(recovery, "\n")+"\n"))
+	}
+	if err := writeNodeConf(run, s, append(append([]string{"cluster_name = 'standby'"}, recovery...), extra...)); err != nil {
+		return err
+	}
+	return writeOwned(run, filepath.Join(s.dataDir, "standby.signal"), nil)
 }
 
 // writeNodeConf writes the settings that differ between the nodes (node.conf, included last
@@ -380,12 +392,19 @@ func (p *Pair) Promote(ctx context.Context) error {
 			return !rec, err
 		})
 	}
-	var ok bool
-	if err := p.Standby.QueryRow(ctx, "SELECT pg_promote(true, 120)", nil, &ok); err != nil {
-		return err
-	}
-	if !ok {
-		return errors.New("promote standby: pg_promote returned false")
+	if local, isLocal := p.Standby.life.(*localServer); isLocal && p.Major < 12 {
+		// 11 has no pg_promote(): pg_ctl promote, as its operators do.
+		if err := local.pgctl(ctx, "-w", "-t", "120", "promote"); err != nil {
+			return fmt.Errorf("promote standby: %w", err)
+		}
+	} else {
+		var ok bool
+		if err := p.Standby.QueryRow(ctx, "SELECT pg_promote(true, 120)", nil, &ok); err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("promote standby: pg_promote returned false")
+		}
 	}
 	return poll(ctx, time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
 		rec, err := p.Standby.InRecovery(ctx)
@@ -450,14 +469,7 @@ func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
 		return err
 	}
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s", newPrim.port, Superuser, StandbyAppName)
-	if err := writeNodeConf(oldPrim.run, oldPrim, append([]string{
-		"cluster_name = 'standby'",
-		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
-		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
-	}, p.standbyConf...)); err != nil {
-		return err
-	}
-	if err := writeOwned(oldPrim.run, filepath.Join(oldPrim.dataDir, "standby.signal"), nil); err != nil {
+	if err := makeStandby(oldPrim.run, oldPrim, p.Major, conninfo, p.standbyConf); err != nil {
 		return err
 	}
 	p.Primary, p.Standby = p.Standby, p.Primary

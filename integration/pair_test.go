@@ -20,7 +20,8 @@ func TestParseMajors(t *testing.T) {
 		{"", nil, false, false},
 		{"15,16,17,18", []int{15, 16, 17, 18}, true, false},
 		{" 17 , 17,13", []int{17, 13}, true, false},
-		{"12", nil, true, true},
+		{"10", nil, true, true},
+		{"11,12", []int{11, 12}, true, false},
 		{"15,x", nil, true, true},
 	}
 	for _, c := range cases {

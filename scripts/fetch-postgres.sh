@@ -12,6 +12,8 @@ cache=${SLOTSYNC_PG_CACHE:-$repo/.pgcache}
 # Pinned package versions, one per major.
 version_for() {
   case "$1" in
+    11) echo 11.22.1-beta.11 ;;
+    12) echo 12.22.0-beta.15 ;;
     13) echo 13.23.0-beta.16 ;;
     14) echo 14.23.0-beta.17 ;;
     16) echo 16.14.0-beta.17 ;;

@@ -79,6 +79,17 @@ func setting(name string) string {
 	return fmt.Sprintf("coalesce((SELECT setting FROM pg_settings WHERE name = '%s'), '')", name)
 }
 
+// recoverySetting reads a recovery setting; on 11, where recovery.conf holds it and it is no
+// setting, the WAL receiver's column of it (the conninfo without its obfuscated password: a
+// password then comes from a passfile or PGPASSWORD).
+func recoverySetting(name, receiverColumn string) string {
+	receiver := fmt.Sprintf("(SELECT %s FROM pg_stat_wal_receiver)", receiverColumn)
+	if receiverColumn == "conninfo" {
+		receiver = fmt.Sprintf(`regexp_replace(%s, '\s*password=\S+', '', 'g')`, receiver)
+	}
+	return fmt.Sprintf("CASE WHEN current_setting('server_version_num')::int < 120000 THEN coalesce(%s, '') ELSE %s END", receiver, setting(name))
+}
+
 // ReadNodeInfo reads the node's identity, role, settings and WAL positions in one query.
 func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	var n NodeInfo
@@ -90,7 +101,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		pg_is_in_recovery(),
 		current_setting('wal_level'),
 		current_setting('hot_standby_feedback') = 'on',
-		` + setting("primary_slot_name") + `,
+		` + recoverySetting("primary_slot_name", "slot_name") + `,
 		` + setting("primary_conninfo") + ` ~ '(^|\s)dbname\s*=' OR ` + setting("primary_conninfo") + ` ~ '^postgres(ql)?://[^?]*/[^/?]+',
 		` + setting("sync_replication_slots") + ` = 'on',
 		(SELECT rolsuper OR rolreplication FROM pg_roles WHERE rolname = current_user),
@@ -107,7 +118,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT coalesce(status, 'unknown') FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
-		` + setting("primary_conninfo") + `,
+		` + recoverySetting("primary_conninfo", "conninfo") + `,
 		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni'),
 		` + setting("idle_replication_slot_timeout")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
