@@ -223,6 +223,7 @@ func TestClassify(t *testing.T) {
 		{context.DeadlineExceeded, SkipSlot},
 		{&NodeError{Node: "primary", Err: context.DeadlineExceeded}, Retry},
 		{&NodeError{Node: "standby", Err: &pgconn.PgError{Code: "42501"}}, Stop},
+		{&topology.NotFollowingError{Why: "another timeline"}, Retry}, // rule 7: waited out, never a stop
 	}
 	for _, c := range cases {
 		if got := Classify(c.err); got != c.want {

@@ -197,6 +197,9 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil && !o.noVerify {
 		return Snapshot{}, err
 	}
+	if err := topology.CheckFollows(snap.Primary.Info, snap.Standby.Info, snap.Physical); err != nil && !o.noVerify {
+		return Snapshot{}, err // rule 7: a pass to retry
+	}
 	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
 	if snap.Primary.Info.Major() >= 17 {
 		if snap.SyncedStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, pconn, snap.Primary.Info.SynchronizedStandbySlots); err != nil {

@@ -36,6 +36,9 @@ type NodeInfo struct {
 	SynchronizedStandbySlots string
 	// IdleSlotTimeout is idle_replication_slot_timeout (18+; "" before, "0" when off).
 	IdleSlotTimeout string
+	// Timeline: on a primary, the timeline it writes; on a standby, the timeline its WAL
+	// receiver receives (0 when it does not stream, or the role may not see it).
+	Timeline int
 	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
 	ManagedByPatroni bool
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
@@ -120,11 +123,13 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		` + setting("synchronized_standby_slots") + `,
 		` + recoverySetting("primary_conninfo", "conninfo") + `,
 		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni'),
+		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)
+			ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END,
 		` + setting("idle_replication_slot_timeout")
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.IdleSlotTimeout)
+		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

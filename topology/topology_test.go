@@ -240,6 +240,9 @@ func TestReadRealPair(t *testing.T) {
 		if w := Warnings(pi, si, ph); len(w) != 0 {
 			t.Fatalf("a healthy pair has warnings: %+v", w)
 		}
+		if pi.Timeline != 1 || si.Timeline != 1 || CheckFollows(pi, si, ph) != nil {
+			t.Fatalf("timelines: primary %d, standby %d: %v", pi.Timeline, si.Timeline, CheckFollows(pi, si, ph))
+		}
 		slots, err := LogicalSlots(ctx, pc, pi.VersionNum)
 		if err != nil {
 			t.Fatal(err)
@@ -385,6 +388,33 @@ func TestWALAvailable(t *testing.T) {
 		s.RestartLSN = 0x100
 		if got := s.WALAvailable(); got != want {
 			t.Errorf("wal_status %q: available %v, want %v", status, got, want)
+		}
+	}
+}
+
+// TestCheckFollows: the standby follows this primary unless it receives another timeline, or
+// streams while its slot here is idle; what cannot be seen proves nothing.
+func TestCheckFollows(t *testing.T) {
+	prim := NodeInfo{Timeline: 2}
+	streaming := NodeInfo{Timeline: 2, ReceiverStatus: "streaming", PrimarySlotName: "s"}
+	active := PhysicalSlot{Exists: true, Active: true}
+	cases := []struct {
+		name    string
+		standby NodeInfo
+		phys    PhysicalSlot
+		follows bool
+	}{
+		{"same timeline, slot in use", streaming, active, true},
+		{"another timeline", NodeInfo{Timeline: 1, ReceiverStatus: "streaming"}, active, false},
+		{"streams, slot idle here", streaming, PhysicalSlot{Exists: true}, false},
+		{"not streaming, slot idle", NodeInfo{Timeline: 0, ReceiverStatus: ""}, PhysicalSlot{Exists: true}, true},
+		{"timeline not visible to the role", NodeInfo{ReceiverStatus: "streaming"}, active, true},
+	}
+	for _, c := range cases {
+		err := CheckFollows(prim, c.standby, c.phys)
+		var nf *NotFollowingError
+		if (err == nil) != c.follows || (err != nil && !errors.As(err, &nf)) {
+			t.Errorf("%s: %v", c.name, err)
 		}
 	}
 }

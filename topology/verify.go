@@ -136,6 +136,29 @@ func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
 	return nil
 }
 
+// NotFollowingError says the standby does not stream from this primary right now (rule 7):
+// another timeline, or it streams while its slot on this primary is idle. It is a state to wait
+// out (a standby switching to a new primary after a failover), not a configuration to fix:
+// nothing is changed until it passes.
+type NotFollowingError struct{ Why string }
+
+func (e *NotFollowingError) Error() string {
+	return "the standby does not stream from this primary: " + e.Why + " (nothing is changed until it does)"
+}
+
+// CheckFollows checks that the standby streams from this primary: the timeline its WAL receiver
+// receives is the primary's, and while it streams, its slot on the primary is in use. Unknown
+// facts (a role that may not see the WAL receiver, a standby not streaming) prove nothing.
+func CheckFollows(primary, standby NodeInfo, phys PhysicalSlot) error {
+	if primary.Timeline != 0 && standby.Timeline != 0 && primary.Timeline != standby.Timeline {
+		return &NotFollowingError{Why: fmt.Sprintf("it receives timeline %d, the primary writes timeline %d", standby.Timeline, primary.Timeline)}
+	}
+	if standby.ReceiverStatus == "streaming" && phys.Exists && !phys.Active {
+		return &NotFollowingError{Why: fmt.Sprintf("it streams, but its slot %q on this primary is not in use: it streams from another server", standby.PrimarySlotName)}
+	}
+	return nil
+}
+
 // VerifyMethod checks what the chosen method needs beyond a healthy pair.
 func VerifyMethod(standby NodeInfo, method Method) error {
 	if probs := methodProblems(standby, method); len(probs) > 0 {
