@@ -52,6 +52,9 @@ type Config struct {
 	ObserveTimeout time.Duration
 	// Native configures what slotsync may do for PostgreSQL 17's own slot sync.
 	Native NativeConfig
+	// DropLeftAlone drops the copies slotsync made and no longer syncs (their primary slot is
+	// invalidated, or they are no longer selected); by default they are reported and kept.
+	DropLeftAlone bool
 	// Statefile configures the state-file method.
 	Statefile StatefileConfig
 	// Workers is how many slots are worked on at once.

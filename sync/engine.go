@@ -210,7 +210,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
-		Recopy: e.recopy, Native: e.cfg.Native,
+		Recopy: e.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
 		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
 	results := make([]result, len(actions))

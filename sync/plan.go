@@ -62,6 +62,8 @@ const (
 	CodeBackoff             Code = "retry_backoff"                 // skip: failed, retried later (lesson 3)
 	CodeGaveUp              Code = "gave_up_repeated_copies"       // skip: copied too often (lesson 1)
 	CodeWaitStreaming       Code = "waiting_for_standby_streaming" // none: no state-file copy before it streams
+	CodeUnselected          Code = "copy_not_selected"             // skip: slotsync's copy of a slot no longer selected
+	CodeLeftAloneDropped    Code = "left_alone_copy_dropped"       // drop (--drop-left-alone)
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -82,6 +84,8 @@ type Action struct {
 	// Rebase: record the primary slot's position as the new reference for rule 2 (its
 	// confirmed_flush went back in a crash of the primary).
 	Rebase bool
+	// LeftAlone: a copy slotsync made and no longer syncs (reported with what it holds).
+	LeftAlone bool
 }
 
 // Changes reports whether the action changes the standby or the journal.
@@ -105,6 +109,10 @@ type PlanInput struct {
 	Recopy map[string]string
 	// Native holds the opt-in actions for the server's own slot sync (17+).
 	Native NativeConfig
+	// DropLeftAlone drops the copies slotsync made and no longer syncs (their primary slot is
+	// invalidated, or they are no longer selected) instead of leaving them to pin the
+	// standby's WAL and catalog rows. Slots slotsync did not make are never dropped.
+	DropLeftAlone bool
 	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
 	// restart_lsn may have gone back on older minors (rule 2).
 	PrimaryRestarted bool
@@ -173,11 +181,17 @@ func plan(in PlanInput) []Action {
 
 	for _, name := range sortedKeys(in.Primary.Slots) {
 		ps := in.Primary.Slots[name]
-		if !in.Select.Matches(name, ps.Database, ps.Plugin) || ps.Temporary && strings.HasPrefix(name, holdPrefix) {
+		if ps.Temporary && strings.HasPrefix(name, holdPrefix) {
 			continue // slotsync's own catalog holds (catalog_hold.go) are not consumers' slots
 		}
 		cp, hasCopy := in.Standby.Slots[name]
 		entry, owned := in.Journal.Slots[name]
+		if !in.Select.Matches(name, ps.Database, ps.Plugin) {
+			if owned && hasCopy && !cp.Synced {
+				actions = append(actions, leftAlone(in, name, cp, CodeUnselected, "no longer selected (--slots, --databases, --plugins)"))
+			}
+			continue
+		}
 		act := func(kind Kind, code Code, format string, args ...any) {
 			actions = append(actions, Action{Kind: kind, Code: code, Slot: name, Primary: ps, Identity: ps.Identity, Reason: fmt.Sprintf(format, args...)})
 		}
@@ -190,6 +204,10 @@ func plan(in PlanInput) []Action {
 			act(KindSkip, CodeSetFailoverInUse, "failover=false and in use (pid %d): failover=true is set only while the slot is idle", ps.ActivePID)
 		case in.Method == topology.MethodNative && in.Native.SetFailover:
 			act(KindSetFailover, CodeSetFailover, "failover=false: setting failover=true so the server's slot sync keeps it (--set-failover)")
+		case ps.Invalidated && owned && hasCopy && !cp.Synced:
+			a := leftAlone(in, name, cp, CodePrimaryInvalidated, fmt.Sprintf("invalidated on the primary (%s): its consumer must resnapshot", ps.InvalidationReason))
+			a.Primary = ps
+			actions = append(actions, a)
 		case ps.Invalidated:
 			act(KindSkip, CodePrimaryInvalidated, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
 		case !ps.Known():
@@ -214,11 +232,14 @@ func plan(in PlanInput) []Action {
 			continue
 		}
 		entry := in.Journal.Slots[name]
+		cp, hasCopy := in.Standby.Slots[name]
 		if !in.Select.Matches(name, entry.Identity.Database, entry.Identity.Plugin) {
+			if hasCopy && !cp.Synced && cp.Identity == entry.Identity {
+				actions = append(actions, leftAlone(in, name, cp, CodeUnselected, "no longer selected (--slots, --databases, --plugins), and gone from the primary"))
+			}
 			continue
 		}
 		a := Action{Slot: name, Identity: entry.Identity}
-		cp, hasCopy := in.Standby.Slots[name]
 		switch {
 		case !hasCopy:
 			a.Kind, a.Code, a.Reason = KindForget, CodeGoneFromBoth, "gone from both nodes"
@@ -234,6 +255,21 @@ func plan(in PlanInput) []Action {
 		actions = append(actions, a)
 	}
 	return actions
+}
+
+// leftAlone decides for a copy slotsync made and no longer syncs: reported with what it holds
+// (report.go), and dropped only with DropLeftAlone and while nobody reads it on the standby.
+func leftAlone(in PlanInput, name string, cp topology.Slot, code Code, why string) Action {
+	a := Action{Slot: name, Identity: cp.Identity, CopyDatabase: cp.Database, LeftAlone: true}
+	switch {
+	case in.DropLeftAlone && !cp.Active:
+		a.Kind, a.Code = KindDrop, CodeLeftAloneDropped
+		a.Reason = why + ": dropping slotsync's copy, which would pin the standby's WAL and catalog rows for nothing (--drop-left-alone)"
+	default:
+		a.Kind, a.Code = KindSkip, code
+		a.Reason = why + ": slotsync's copy is left as it is and still holds WAL and catalog rows on the standby; drop it, or run with --drop-left-alone"
+	}
+	return a
 }
 
 // planFailoverSlot decides for a failover=true slot (17+): the server's slot sync keeps its

@@ -243,8 +243,26 @@ func TestPlanScenarios(t *testing.T) {
 	t.Run("invalidated on the primary: copy left alone", func(t *testing.T) {
 		ps := slot(idA, 0, 0x2000000, 700)
 		ps.Invalidated, ps.InvalidationReason = true, "wal_removed"
-		a := newScenario().primary(ps).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
+		s := newScenario().primary(ps).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
+		a := s.only(t)
 		expect(t, a, KindSkip, CodePrimaryInvalidated)
+		if !a.LeftAlone {
+			t.Fatal("an invalidated slot's copy must be reported as left alone")
+		}
+		// --drop-left-alone drops slotsync's copy; a copy someone reads is still left alone.
+		s.in.DropLeftAlone = true
+		expect(t, s.only(t), KindDrop, CodeLeftAloneDropped)
+		cp := slot(idA, 0x1000000, 0x2000000, 700)
+		cp.Active, cp.ActivePID = true, 7
+		s2 := newScenario().primary(ps).standby(cp).owned(idA, pos)
+		s2.in.DropLeftAlone = true
+		expect(t, s2.only(t), KindSkip, CodePrimaryInvalidated)
+		// A slot of that name slotsync did not make is never dropped.
+		s3 := newScenario().primary(ps).standby(slot(idA, 0x1000000, 0x2000000, 700))
+		s3.in.DropLeftAlone = true
+		if a := s3.only(t); a.Kind == KindDrop || a.LeftAlone {
+			t.Fatalf("a slot slotsync did not make: %+v", a)
+		}
 	})
 
 	t.Run("slot still being created on the primary (NULL positions)", func(t *testing.T) {
@@ -334,8 +352,24 @@ func TestPlanScenarios(t *testing.T) {
 		if a.Slot != "debezium_b" {
 			t.Fatalf("selected %s", a.Slot)
 		}
-		// Owned copies of slots outside the selection are not dropped either.
-		s = newScenario().standby(slot(idA, 1, 2, 3)).owned(idA, pos)
+		// Owned copies of slots outside the selection are not dropped either: reported as left
+		// alone (on the primary or gone from it), dropped only with --drop-left-alone.
+		for _, onPrimary := range []bool{false, true} {
+			s = newScenario().standby(slot(idA, 1, 2, 3)).owned(idA, pos)
+			if onPrimary {
+				s.primary(slot(idA, 1, 2, 3))
+			}
+			s.in.Select = Selection{Patterns: []string{"debezium_*"}}
+			a := s.only(t)
+			expect(t, a, KindSkip, CodeUnselected)
+			if !a.LeftAlone {
+				t.Fatalf("on the primary %v: not reported as left alone: %+v", onPrimary, a)
+			}
+			s.in.DropLeftAlone = true
+			expect(t, s.only(t), KindDrop, CodeLeftAloneDropped)
+		}
+		// An unselected slot without a copy of slotsync's is not mentioned at all.
+		s = newScenario().primary(slot(idA, 1, 2, 3)).standby(slot(idA, 1, 2, 3))
 		s.in.Select = Selection{Patterns: []string{"debezium_*"}}
 		if acts := Plan(s.in); len(acts) != 0 {
 			t.Fatalf("unselected slot acted on: %+v", acts)

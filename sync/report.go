@@ -10,17 +10,20 @@ import (
 
 // SlotReport is the outcome of one pass for one slot.
 type SlotReport struct {
-	Name        string             `json:"name"`
-	Database    string             `json:"database"`
-	Plugin      string             `json:"plugin"`
-	Action      Kind               `json:"action"`
-	Code        Code               `json:"code,omitempty"`
-	Reason      string             `json:"reason"`
-	Error       string             `json:"error,omitempty"`
-	ErrorClass  string             `json:"error_class,omitempty"`
-	Incarnation string             `json:"incarnation,omitempty"`
-	Primary     *lsncheck.Position `json:"primary,omitempty"`
-	Copy        *lsncheck.Position `json:"copy,omitempty"`
+	Name        string `json:"name"`
+	Database    string `json:"database"`
+	Plugin      string `json:"plugin"`
+	Action      Kind   `json:"action"`
+	Code        Code   `json:"code,omitempty"`
+	Reason      string `json:"reason"`
+	Error       string `json:"error,omitempty"`
+	ErrorClass  string `json:"error_class,omitempty"`
+	Incarnation string `json:"incarnation,omitempty"`
+	// LeftAlone: a copy slotsync made and no longer syncs (primary slot invalidated, or no
+	// longer selected): it still holds WAL and catalog rows on the standby (--drop-left-alone).
+	LeftAlone bool               `json:"left_alone,omitempty"`
+	Primary   *lsncheck.Position `json:"primary,omitempty"`
+	Copy      *lsncheck.Position `json:"copy,omitempty"`
 	// WAL each side keeps for the slot: from its restart_lsn to the node's WAL end.
 	PrimaryRetainedWALBytes int64  `json:"primary_retained_wal_bytes"`
 	CopyRetainedWALBytes    int64  `json:"copy_retained_wal_bytes"`
@@ -104,7 +107,8 @@ func (r Report) Ready() bool {
 func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
 	var out []SlotReport
 	for i, a := range actions {
-		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason}
+		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
+			LeftAlone: a.LeftAlone && a.Kind != KindDrop}
 		var deferred *deferredError
 		if err := results[i].err; errors.As(err, &deferred) {
 			sr.Reason = deferred.why // waiting, not failing
@@ -126,7 +130,7 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 			sr.PrimaryWALStatus = ps.WALStatus
 			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
 		}
-		if onPrimary && !ps.Temporary {
+		if onPrimary && !ps.Temporary && a.Code != CodeUnselected && a.Code != CodeLeftAloneDropped {
 			pos := ps.Position
 			sr.Primary = &pos
 			sr.Gate = true

@@ -345,3 +345,42 @@ func TestConsumerSentAheadOfStandby(t *testing.T) {
 		}
 	})
 }
+
+// TestLeftAloneCopies: a copy slotsync made of a slot it no longer selects is reported as left
+// alone with the WAL it holds, kept by default, and dropped with DropLeftAlone; a standby slot
+// slotsync did not make is never dropped.
+func TestLeftAloneCopies(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		f.must(f.pair.Standby.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('theirs', 'test_decoding')"))
+
+		f.eng.Close()
+		f.cfg.Select = Selection{Patterns: []string{"debezium_*"}}
+		f.startEngine()
+		r, ok := f.pass()["cdc"]
+		if !ok || !r.LeftAlone || r.Code != CodeUnselected || r.Gate || r.Copy == nil {
+			t.Fatalf("an unselected copy of slotsync's: %+v (reported %v)", r, ok)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); !ok {
+			t.Fatal("a left-alone copy was dropped without --drop-left-alone")
+		}
+		f.eng.Close()
+		f.cfg.DropLeftAlone = true
+		f.startEngine()
+		if r := f.pass()["cdc"]; r.Action != KindDrop || r.Code != CodeLeftAloneDropped {
+			t.Fatalf("with DropLeftAlone: %+v", r)
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "cdc"); ok {
+			t.Fatal("the left-alone copy is still there")
+		}
+		if _, ok := f.slotOn(f.pair.Standby, "theirs"); !ok {
+			t.Fatal("a standby slot slotsync did not make was dropped")
+		}
+		if _, ok := f.eng.journal.Slots["cdc"]; ok {
+			t.Fatal("the dropped copy is still in the journal")
+		}
+	})
+}

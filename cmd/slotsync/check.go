@@ -258,7 +258,7 @@ func printStatus(w io.Writer, r checkResult) {
 	}
 	tw.Flush()
 	for _, name := range r.StandbyOnly {
-		fmt.Fprintf(w, "standby-only slot %s: not on the primary and not made by slotsync (never touched)\n", name)
+		fmt.Fprintf(w, "standby-only slot %s: not on the primary and not made by slotsync (never touched; it holds WAL and catalog rows on the standby until someone drops it)\n", name)
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s (fix: %s)\n", wn.Node, wn.Issue, wn.Fix)

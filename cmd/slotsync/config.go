@@ -31,6 +31,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
 		&cli.BoolFlag{Name: "set-failover", Usage: "native (17+): set failover=true on primary slots that lack it, while they are idle", EnvVars: []string{"SLOTSYNC_SET_FAILOVER"}},
+		&cli.BoolFlag{Name: "drop-left-alone", Usage: "drop the copies slotsync made and no longer syncs (primary slot invalidated, or no longer selected) instead of keeping them; slots slotsync did not make are never dropped", EnvVars: []string{"SLOTSYNC_DROP_LEFT_ALONE"}},
 		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
 		&cli.BoolFlag{Name: "native-drive", Usage: "native (17+): call pg_sync_replication_slots() every pass instead of requiring sync_replication_slots = on", EnvVars: []string{"SLOTSYNC_NATIVE_DRIVE"}},
 		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
@@ -76,8 +77,9 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		Method: topology.Method(c.String("method")), ReadOnly: readOnly, ObserveTimeout: c.Duration("timeout"),
 		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
 			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},
-		Logger: log,
-		Native: slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")},
+		Logger:        log,
+		Native:        slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")},
+		DropLeftAlone: c.Bool("drop-left-alone"),
 	}
 	var err error
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {

@@ -25,6 +25,7 @@ type metrics struct {
 	promotionReady  prometheus.Gauge
 	nodeIsPrimary   prometheus.Gauge
 	withoutPrimary  prometheus.Gauge
+	leftAlone       *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -43,12 +44,13 @@ func newMetrics() *metrics {
 	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node."}, []string{"node"})
 	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
 	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
+	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, build,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -81,6 +83,17 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
 		v.Reset() // slots that are gone disappear
 	}
+	ours := 0
+	for _, s := range rep.Slots {
+		if s.LeftAlone {
+			ours++
+			if s.Copy != nil {
+				m.retainedWAL.WithLabelValues(s.Name, "standby").Set(float64(s.CopyRetainedWALBytes))
+			}
+		}
+	}
+	m.leftAlone.WithLabelValues("slotsync").Set(float64(ours))
+	m.leftAlone.WithLabelValues("other").Set(float64(len(rep.StandbyOnly)))
 	for _, s := range rep.Slots {
 		if s.Error != "" {
 			m.errs.WithLabelValues(s.ErrorClass).Inc()
