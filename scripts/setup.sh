@@ -26,6 +26,8 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 # systemd-analyze verifies the example unit (the package is not started here).
 command -v systemd-analyze >/dev/null || need+=(systemd)
+# zsh checks the syntax of the generated zsh completion.
+command -v zsh >/dev/null || need+=(zsh)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   $sudo apt-get update -qq

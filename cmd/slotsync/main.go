@@ -38,6 +38,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			versionCommand(),
 			drillCommand(),
 			sandboxCommand(),
+			completionCommand(),
 		},
 		// Usage errors (unknown flags, bad values) exit 3 like configuration errors.
 		OnUsageError:   usageError,
@@ -49,11 +50,14 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			return cli.ShowAppHelp(c)
 		},
 	}
+	app.Commands = append(app.Commands, docCommands()...)
 	for _, cmd := range app.Commands {
 		// One line on stderr naming the fix, never the whole help on stdout; and no stray
 		// arguments: an unquoted DSN ("--standby host=x port=1") would drop everything after it.
 		cmd.OnUsageError = usageError
-		cmd.Before = noStrayArguments
+		if cmd.ArgsUsage == "" { // completion takes its shell as an argument
+			cmd.Before = noStrayArguments
+		}
 	}
 	return app
 }
