@@ -15,13 +15,22 @@ if [ -z "${SLOTSYNC_DOCKER_IMAGE:-}" ] && command -v docker >/dev/null && docker
 fi
 export TESTCONTAINERS_RYUK_DISABLED=${TESTCONTAINERS_RYUK_DISABLED:-true}
 
+# This run's test clusters live under a directory of its own (traversable by the unprivileged
+# user they run as), so the safety net below stops only what this run left behind, never the
+# servers of another run on the same machine.
+run_tmp=$(mktemp -d "${TMPDIR:-/tmp}/slotsync-run.XXXXXX")
+chmod 755 "$run_tmp"
+export TMPDIR=$run_tmp
+
 # Safety net: stop any test server a killed test binary left behind.
 reap() {
-  for pidfile in "${TMPDIR:-/tmp}"/slotsync-pg*/*/postmaster.pid; do
+  for pidfile in "$run_tmp"/slotsync-pg*/*/postmaster.pid; do
     [ -f "$pidfile" ] || continue
     pid=$(head -1 "$pidfile")
-    [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null || true
+    # The postmaster leads its process group, except on 11 (pg_ctl does not setsid there).
+    [ -n "$pid" ] && { kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true; }
   done
+  rm -rf "$run_tmp"
 }
 trap reap EXIT
 

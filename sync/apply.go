@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	stdsync "sync"
+	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
@@ -111,6 +112,9 @@ func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result 
 
 // logOutcome logs what a pass did: changes once each, failures once per distinct error,
 // waiting states once per distinct reason; nothing repeats every pass.
+// progressEvery is the rhythm of progress logs for long operations.
+const progressEvery = 10 * time.Second
+
 func (e *Engine) logOutcome(a Action, r result) {
 	var deferred *deferredError
 	if errors.As(r.err, &deferred) {
@@ -145,6 +149,16 @@ func (e *Engine) logOutcome(a Action, r result) {
 		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
 		delete(e.lastReason, a.Slot)
 	case KindAdvance:
+		if a.Code == CodeCatchingUp {
+			// Progress at a steady rhythm while a copy catches up, not every pass.
+			if last, ok := e.progressAt[a.Slot]; !ok || e.now().Sub(last) >= progressEvery {
+				e.progressAt[a.Slot] = e.now()
+				e.log.Info("slot copy catching up", "slot", a.Slot, "at", r.end.String(), "behind_bytes", lsncheck.Bytes(a.Primary.ConfirmedFlush, r.end))
+			}
+		} else if _, ok := e.progressAt[a.Slot]; ok {
+			delete(e.progressAt, a.Slot)
+			e.log.Info("slot copy caught up", "slot", a.Slot, "at", r.end.String())
+		}
 		e.log.Debug("slot advanced", "slot", a.Slot, "to", r.end)
 		delete(e.lastReason, a.Slot)
 	case KindNone:

@@ -57,6 +57,10 @@ type Config struct {
 	DropLeftAlone bool
 	// Statefile configures the state-file method.
 	Statefile StatefileConfig
+	// AdvanceStep bounds how far one advance moves a copy (default 256 MiB): a copy far behind
+	// (a standby back from an outage) catches up in steps of at most this much WAL, each well
+	// within SlotTimeout, while every other slot keeps moving; progress is logged as it goes.
+	AdvanceStep int64
 	// Workers is how many slots are worked on at once.
 	Workers int
 	Logger  hclog.Logger
@@ -104,6 +108,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4
+	}
+	if c.AdvanceStep <= 0 {
+		c.AdvanceStep = 256 << 20
 	}
 	if c.Statefile.MaxAttempts <= 0 {
 		c.Statefile.MaxAttempts = 2

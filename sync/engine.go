@@ -32,6 +32,8 @@ type Engine struct {
 	restarting atomic.Bool
 	failures   map[string]*slotFailure
 	lastReason map[string]string
+	// progressAt: when each copy catching up last logged its progress.
+	progressAt map[string]time.Time
 	// recopy: owned state-file copies to make again, with why; copies: how many times each
 	// slot was copied without becoming READY (no restart loops).
 	recopy       map[string]string
@@ -119,7 +121,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
-		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, lastWarnings: "[]", now: time.Now,
+		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, progressAt: map[string]time.Time{}, lastWarnings: "[]", now: time.Now,
 		recopy: map[string]string{}, copies: map[string]int{}}
 }
 
@@ -210,7 +212,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
-		Recopy: e.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone,
+		Recopy: e.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
 		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
 	results := make([]result, len(actions))

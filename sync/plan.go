@@ -64,6 +64,7 @@ const (
 	CodeWaitStreaming       Code = "waiting_for_standby_streaming" // none: no state-file copy before it streams
 	CodeUnselected          Code = "copy_not_selected"             // skip: slotsync's copy of a slot no longer selected
 	CodeLeftAloneDropped    Code = "left_alone_copy_dropped"       // drop (--drop-left-alone)
+	CodeCatchingUp          Code = "catching_up"                   // advance by at most AdvanceStep
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -109,6 +110,8 @@ type PlanInput struct {
 	Recopy map[string]string
 	// Native holds the opt-in actions for the server's own slot sync (17+).
 	Native NativeConfig
+	// AdvanceStep bounds one advance (0: unbounded): a copy further behind catches up in steps.
+	AdvanceStep int64
 	// DropLeftAlone drops the copies slotsync made and no longer syncs (their primary slot is
 	// invalidated, or they are no longer selected) instead of leaving them to pin the
 	// standby's WAL and catalog rows. Slots slotsync did not make are never dropped.
@@ -347,6 +350,10 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		// to where the copy already is decodes from restart_lsn) before calling it READY.
 		a.Kind, a.Code, a.Target = KindAdvance, CodeVerifyWAL, cp.ConfirmedFlush
 		a.Reason = "reading the copy's WAL once to prove the standby still has it"
+	case in.AdvanceStep > 0 && lsncheck.Bytes(target, cp.ConfirmedFlush) > in.AdvanceStep:
+		a.Kind, a.Code, a.Target = KindAdvance, CodeCatchingUp, cp.ConfirmedFlush+lsncheck.LSN(in.AdvanceStep)
+		a.Reason = fmt.Sprintf("catching up: the copy (%s) is %d bytes behind %s; advancing it by %d bytes this pass",
+			cp.ConfirmedFlush, lsncheck.Bytes(target, cp.ConfirmedFlush), target, in.AdvanceStep)
 	case target > cp.ConfirmedFlush:
 		a.Kind, a.Code, a.Target = KindAdvance, CodeConsumerMoved, target
 		a.Reason = fmt.Sprintf("consumer confirmed %s; advancing the copy from %s to %s", ps.ConfirmedFlush, cp.ConfirmedFlush, target)

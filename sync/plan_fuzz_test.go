@@ -30,6 +30,8 @@ func fuzzInput(data []byte) PlanInput {
 	if next()%4 == 0 {
 		in.Method = topology.MethodStatefile
 	}
+	in.AdvanceStep = int64(next() % 2048) // 0: unbounded
+	in.DropLeftAlone = next()%3 == 0
 	in.Now = time.Unix(1000, 0)
 	in.Failing, in.Copies, in.MaxCopies = map[string]Backoff{}, map[string]int{}, int(next()%3)
 	plugins := []string{"pgoutput", "test_decoding"}
@@ -93,9 +95,15 @@ func FuzzPlan(f *testing.F) {
 				if a.Target < cp.ConfirmedFlush || a.Target > in.Standby.Info.ReplayLSN || a.Target > ps.ConfirmedFlush && a.Target != cp.ConfirmedFlush {
 					t.Fatalf("advance to %s: copy %s, replay %s, consumer %s", a.Target, cp.ConfirmedFlush, in.Standby.Info.ReplayLSN, ps.ConfirmedFlush)
 				}
+				if in.AdvanceStep > 0 && lsncheck.Bytes(a.Target, cp.ConfirmedFlush) > in.AdvanceStep {
+					t.Fatalf("advance by %d bytes, step %d", lsncheck.Bytes(a.Target, cp.ConfirmedFlush), in.AdvanceStep)
+				}
 			case KindDrop, KindRecreate:
 				if !hasCopy || cp.Active {
 					t.Fatalf("%s of a copy that is absent or active: %+v", a.Kind, a)
+				}
+				if a.Code == CodeLeftAloneDropped && !in.DropLeftAlone {
+					t.Fatalf("a left-alone copy dropped without the opt-in: %+v", a)
 				}
 				staleOptIn := a.Kind == KindDrop && in.Native.DropStale && ps.Failover && !cp.Synced
 				if !owned && !staleOptIn {

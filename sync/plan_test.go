@@ -121,6 +121,19 @@ func TestPlanScenarios(t *testing.T) {
 		}
 	})
 
+	t.Run("far behind: catch up in bounded steps", func(t *testing.T) {
+		// A copy 16 MiB behind with a 4 MiB step moves 4 MiB this pass; within a step, all of it.
+		s := newScenario().primary(slot(idA, 0x1800000, 0x3000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)
+		s.in.AdvanceStep = 4 << 20
+		a := s.only(t)
+		expect(t, a, KindAdvance, CodeCatchingUp)
+		if a.Target != 0x2400000 {
+			t.Fatalf("target %s, want one step to 0/2400000", a.Target)
+		}
+		s.in.AdvanceStep = 16 << 20
+		expect(t, s.only(t), KindAdvance, CodeConsumerMoved)
+	})
+
 	t.Run("standby lagging: advance only to the replay LSN", func(t *testing.T) {
 		// Rule 1: the copy may not pass the WAL the standby has replayed.
 		s := newScenario().primary(slot(idA, 0x1800000, 0xA000000, 710)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos)

@@ -384,3 +384,62 @@ func TestLeftAloneCopies(t *testing.T) {
 		}
 	})
 }
+
+// TestCatchUpInBoundedSteps: a copy far behind its consumer (a standby that paused) catches up
+// in advances of at most AdvanceStep, logs its progress, stays READY (it trails, nothing is
+// lost), and another slot keeps moving meanwhile.
+func TestCatchUpInBoundedSteps(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.eng.Close()
+		f.cfg.AdvanceStep = 4 << 20
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('far', 'test_decoding')"))
+		f.untilReady("far", func() { f.consume(p, "far") })
+
+		// About 80 MiB of WAL, all of it confirmed by the consumer of "far"; then a slot "near"
+		// whose consumer keeps confirming a little every pass.
+		for i := 0; i < 5; i++ {
+			f.insert(1)
+			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.insert(1)
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_replication_slot_advance('far', pg_current_wal_lsn())"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('near', 'test_decoding')"))
+		f.untilReady("near", func() { f.consume(p, "near") })
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		steps := 0
+		for deadline := time.Now().Add(time.Minute); ; {
+			before, _ := f.slotOn(f.pair.Standby, "far")
+			f.insert(1)
+			f.consume(p, "near")
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep := f.pass()
+			after, _ := f.slotOn(f.pair.Standby, "far")
+			if moved := lsncheck.Bytes(after.ConfirmedFlush, before.ConfirmedFlush); moved > f.cfg.AdvanceStep {
+				t.Fatalf("one advance moved the copy %d bytes, step %d", moved, f.cfg.AdvanceStep)
+			}
+			if !rep["far"].Verdict.Ready || !rep["near"].Verdict.Ready {
+				t.Fatalf("while catching up: far %+v, near %+v", rep["far"].Verdict, rep["near"].Verdict)
+			}
+			if near, _ := f.slotOn(f.pair.Standby, "near"); rep["near"].Verdict.SyncLagBytes != 0 || near.ConfirmedFlush == 0 {
+				t.Fatalf("the other slot did not keep up: %+v", rep["near"])
+			}
+			if rep["far"].Code != CodeCatchingUp {
+				break
+			}
+			steps++
+			if time.Now().After(deadline) {
+				t.Fatalf("still catching up after %d steps", steps)
+			}
+		}
+		if steps < 4 {
+			t.Fatalf("caught up in %d steps of 4 MiB over about 80 MiB", steps)
+		}
+		logs := f.logs.String()
+		if !strings.Contains(logs, "slot copy catching up") || !strings.Contains(logs, "slot copy caught up") {
+			t.Fatalf("no progress logged:\n%s", logs)
+		}
+	})
+}

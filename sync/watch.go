@@ -107,6 +107,9 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 		if target <= w.copyAt {
 			continue
 		}
+		if lsncheck.Bytes(target, w.copyAt) > e.cfg.AdvanceStep {
+			continue // a catch-up: the full pass moves it in bounded steps and reports progress
+		}
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.SlotTimeout)
 		end, err := e.sess[0].Advance(sctx, name, w.database, target)
 		cancel()

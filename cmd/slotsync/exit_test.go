@@ -113,3 +113,16 @@ func TestDrillAgainstAGivenPair(t *testing.T) {
 		}
 	})
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"256MB": 256 << 20, "1GB": 1 << 30, "512kB": 512 << 10, "4096": 4096, " 2 GB ": 2 << 30} {
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "0", "-1MB", "1.5GB", "12XB", "MB", "9999999999TB"} {
+		if _, err := parseSize(bad); err == nil || !strings.Contains(err.Error(), "e.g. 256MB") {
+			t.Errorf("parseSize(%q): %v", bad, err)
+		}
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"os/signal"
+	"strconv"
+	"strings"
 	stdsync "sync"
 	"syscall"
 	"time"
@@ -30,6 +32,7 @@ func runCommand() *cli.Command {
 			&cli.DurationFlag{Name: "watch-interval", Value: 50 * time.Millisecond, Usage: "between full passes, how often to look at the primary slots' positions and advance copies whose consumer moved (0: never)", EnvVars: []string{"SLOTSYNC_WATCH_INTERVAL"}},
 			&cli.DurationFlag{Name: "max-backoff", Value: 30 * time.Second, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
 			&cli.DurationFlag{Name: "slot-timeout", Value: 30 * time.Second, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
+			&cli.StringFlag{Name: "advance-step", Value: "256MB", Usage: "the most WAL one advance moves a copy (kB, MB, GB): a copy far behind catches up in such steps, logging its progress, while the other slots keep moving", EnvVars: []string{"SLOTSYNC_ADVANCE_STEP"}},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7461", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
@@ -58,6 +61,9 @@ func runAction(c *cli.Context) error {
 		return err
 	}
 	cfg.Interval, cfg.MaxBackoff, cfg.SlotTimeout, cfg.Workers = c.Duration("interval"), c.Duration("max-backoff"), c.Duration("slot-timeout"), c.Int("workers")
+	if cfg.AdvanceStep, err = parseSize(c.String("advance-step")); err != nil {
+		return configError("--advance-step: %v", err)
+	}
 	cfg.WatchInterval = c.Duration("watch-interval")
 	if cfg.WatchInterval == 0 {
 		cfg.WatchInterval = -1 // 0 on the command line: no watch
@@ -260,4 +266,26 @@ func statefileConfig(c *cli.Context) (slotsync.StatefileConfig, error) {
 		return sc, configError("--restart %q: use pg_ctl, command or never", c.String("restart"))
 	}
 	return sc, nil
+}
+
+// parseSize reads a size as PostgreSQL writes one: a number of bytes, or with kB, MB, GB or TB
+// (powers of 1024).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		shift  uint
+	}{{"TB", 40}, {"GB", 30}, {"MB", 20}, {"kB", 10}, {"B", 0}}
+	shift := uint(0)
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, shift = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)>>shift {
+		return 0, fmt.Errorf("%q is not a size: give bytes or a number with kB, MB, GB or TB, e.g. 256MB", s)
+	}
+	return n << shift, nil
 }
