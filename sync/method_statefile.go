@@ -277,12 +277,12 @@ func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]erro
 	if err := markRestart(m.cfg.stateDir); err != nil {
 		return failAll(err)
 	}
-	if err := m.cfg.Restarter.Stop(ctx); err != nil {
+	if err := withProgress(m.log, progressEvery, "stopping the standby", func() error { return m.cfg.Restarter.Stop(ctx) }); err != nil {
 		return failAll(fmt.Errorf("stop the standby: %w", err))
 	}
 	m.lastRestart = time.Now()
 	installed := m.installAll(in, states, out)
-	startErr := m.cfg.Restarter.Start(ctx)
+	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return m.cfg.Restarter.Start(ctx) })
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
 		_ = m.cfg.Restarter.Stop(ctx)
@@ -310,7 +310,7 @@ func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, 
 		return out, false
 	}
 	m.lastRestart = time.Now()
-	err := r.Restart(ctx)
+	err := withProgress(m.log, progressEvery, "restarting the standby through its manager", func() error { return r.Restart(ctx) })
 	if err == nil {
 		m.repairSnapshots(nil) // the restart's shutdown checkpoint removed them: the copies are loaded now
 		return out, true

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/sync/statefile"
 )
 
@@ -163,4 +164,25 @@ func (e *Engine) finishInterruptedRestart(ctx context.Context) {
 	}
 	clearRestart(e.cfg.StateDir)
 	e.obs.Reset()
+}
+
+// withProgress runs fn (a standby stop, start or restart) and logs every `every` that it is
+// still running, so a long restart shows in the logs at a steady rhythm, not only at its end.
+func withProgress(log hclog.Logger, every time.Duration, what string, fn func() error) error {
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() { done <- fn() }()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case err := <-done:
+			if time.Since(start) >= every {
+				log.Info(what+" finished", "elapsed_seconds", time.Since(start).Seconds(), "ok", err == nil)
+			}
+			return err
+		case <-t.C:
+			log.Info("still "+what, "elapsed_seconds", time.Since(start).Round(time.Second).Seconds())
+		}
+	}
 }

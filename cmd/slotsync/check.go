@@ -102,11 +102,21 @@ func checkCommand() *cli.Command {
 				return failJSON(c, err)
 			}
 			defer eng.Close()
-			deadline := time.Now().Add(c.Duration("wait"))
+			start := time.Now()
+			deadline, lastProgress := start.Add(c.Duration("wait")), start
 			for {
 				rep, err := eng.Inspect(c.Context)
 				res := newCheckResult(&rep, err)
 				done := res.Ready || res.ExitCode == exitUsage || time.Now().After(deadline) || c.Context.Err() != nil
+				if !done && time.Since(lastProgress) >= progressEvery {
+					// A long wait says what it waits for, at a steady rhythm (stderr: stdout is the answer).
+					lastProgress = time.Now()
+					what := res.Error
+					if what == "" {
+						what = "not ready: " + strings.Join(res.NotReady, ", ")
+					}
+					fmt.Fprintf(c.App.ErrWriter, "still waiting after %s (up to %s): %s\n", time.Since(start).Round(time.Second), c.Duration("wait"), what)
+				}
 				if done {
 					if c.Bool("json") {
 						writeJSON(c.App.Writer, res)
@@ -271,3 +281,6 @@ func dash(s string) string {
 	}
 	return s
 }
+
+// progressEvery is the rhythm of progress lines during long waits.
+const progressEvery = 10 * time.Second
