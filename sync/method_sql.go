@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -80,6 +81,12 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
 		}
 		if _, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase); err != nil {
+			if ctx.Err() != nil {
+				// A new copy is consistent only once every transaction running on the primary when
+				// it started has ended: say which one it still waits for.
+				return fmt.Errorf("create standby copy of slot %q: %w; it waits for the transactions running on the primary when it began to end (%s)",
+					ps.Name, err, s.oldestTransaction())
+			}
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
 		}
 		if err := stillInRecovery(ctx, c); err != nil {
@@ -90,6 +97,43 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 		}
 		return nil
 	})
+}
+
+// oldestTransaction describes the oldest transaction with an xid on the primary, and the oldest
+// prepared one: what a new copy waits for. No query text: it may hold secrets.
+func (s *sqlSession) oldestTransaction() string {
+	ep := s.m.primary.endpoint()
+	if ep == nil {
+		return "the primary is unknown"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	pc, err := ep.Connect(ctx, "")
+	if err != nil {
+		return "the primary cannot be asked which: " + err.Error()
+	}
+	defer pc.Close(context.Background())
+	var running, prepared string
+	err = pc.QueryRow(ctx, `SELECT
+		coalesce((SELECT format('the oldest is pid %s, xid %s, user %s, application %L, open since %s (%s s)', pid, backend_xid, usename,
+			application_name, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - xact_start)))
+			FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 1), ''),
+		coalesce((SELECT format('prepared transaction %L, xid %s, since %s (%s s): COMMIT PREPARED or ROLLBACK PREPARED ends it', gid, transaction,
+			to_char(prepared, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - prepared)))
+			FROM pg_prepared_xacts ORDER BY prepared LIMIT 1), '')`).Scan(&running, &prepared)
+	if err != nil {
+		return "the primary cannot be asked which: " + err.Error()
+	}
+	var parts []string
+	for _, p := range []string{running, prepared} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if len(parts) == 0 {
+		return "none is running on the primary now: the copy needs the primary's next running-xacts record"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // stillInRecovery returns topology.ErrPromoted when the node the connection is on is not in

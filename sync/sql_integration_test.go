@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -441,5 +442,45 @@ func TestCatchUpInBoundedSteps(t *testing.T) {
 		if !strings.Contains(logs, "slot copy catching up") || !strings.Contains(logs, "slot copy caught up") {
 			t.Fatalf("no progress logged:\n%s", logs)
 		}
+	})
+}
+
+// TestCreateSaysWhatItWaitsFor: a new copy waits for the transactions running on the primary
+// when it began; a long one makes the create time out, and the error names that transaction
+// (pid, since when) instead of a bare deadline. Once it ends, the copy is made.
+func TestCreateSaysWhatItWaitsFor(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.eng.Close()
+		f.cfg.SlotTimeout = 3 * time.Second
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		conn, err := p.Connect(f.ctx, "app")
+		f.must(err)
+		defer conn.Close(context.Background())
+		tx, err := conn.Begin(f.ctx)
+		f.must(err)
+		_, err = tx.Exec(f.ctx, "INSERT INTO t VALUES (999)")
+		f.must(err)
+		var pid int
+		f.must(conn.QueryRow(f.ctx, "SELECT pg_backend_pid()").Scan(&pid))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+
+		rep, err := f.eng.RunOnce(f.ctx)
+		f.must(err)
+		var got SlotReport
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" {
+				got = s
+			}
+		}
+		if !strings.Contains(got.Error, fmt.Sprintf("the oldest is pid %d", pid)) || !strings.Contains(got.Error, "open since") {
+			t.Fatalf("a create blocked by a long transaction: %+v", got)
+		}
+		f.must(tx.Commit(f.ctx))
+		f.eng.Close()
+		f.startEngine() // no backoff left from the failure
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
 	})
 }
