@@ -484,3 +484,41 @@ func TestCreateSaysWhatItWaitsFor(t *testing.T) {
 		f.untilReady("cdc", func() { f.consume(p, "cdc") })
 	})
 }
+
+// TestTwoPhaseChangedOn18: PostgreSQL 18 can turn two_phase on for an existing slot
+// (ALTER_REPLICATION_SLOT). The copy without it is another slot for a consumer that now gets
+// prepared transactions: NOT READY (identity), replaced by a copy with two_phase, READY once the
+// consumer confirms past it; after promotion the consumer resumes exactly.
+func TestTwoPhaseChangedOn18(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{18}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+
+		rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+		f.must(err)
+		_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc (TWO_PHASE true)").ReadAll()
+		rc.Close(context.Background())
+		f.must(err)
+		if ps, _ := f.slotOn(p, "cdc"); !ps.TwoPhase {
+			t.Fatal("setup: two_phase did not change on the primary")
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		if r.Verdict.Ready || r.Action != KindRecreate {
+			t.Fatalf("after two_phase changed on the primary: %+v", r)
+		}
+		r = f.untilReady("cdc", func() { f.insert(1); f.consume(p, "cdc") })
+		if cp, _ := f.slotOn(f.pair.Standby, "cdc"); !cp.TwoPhase {
+			t.Fatalf("READY with a copy without two_phase: %+v", cp)
+		}
+		rest := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, rest) {
+			t.Fatalf("after promotion the consumer got %v, want %v", after, rest)
+		}
+	})
+}
