@@ -98,7 +98,7 @@ func New(cfg Config) (*Engine, error) {
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout}, j)
 	e.lock = lock
 	e.newApp = func(m topology.Method) (applier, error) {
-		sqlm := &sqlMethod{primary: link, standby: standby, log: cfg.Logger}
+		sqlm := &sqlMethod{primary: link, standby: standby, log: cfg.Logger, nudger: newNudger(link, cfg.Logger)}
 		switch m {
 		case topology.MethodSQL:
 			return sqlm, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	stdsync "sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,6 +19,7 @@ type sqlMethod struct {
 	primary *primaryLink
 	standby *topology.Endpoint
 	log     hclog.Logger
+	nudger  *nudger
 }
 
 func (m *sqlMethod) Session() applySession {
@@ -69,9 +71,7 @@ func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) err
 // from the primary; asking the primary to log one (pg_log_standby_snapshot, 16+) ends the wait
 // in milliseconds instead of up to 15 s.
 func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
-	nudgeCtx, stopNudge := context.WithCancel(ctx)
-	defer stopNudge()
-	go s.nudge(nudgeCtx)
+	defer s.m.nudger.hold()()
 	return s.exec(ctx, ps.Database, func(c *pgx.Conn) error {
 		// Rule 3: never create on a promoted node. A slot made on a primary starts at its current
 		// position and silently skips what the consumer has not read (lesson 9). Checked in this
@@ -157,9 +157,47 @@ func (s *sqlSession) Replace(ctx context.Context, ps topology.Slot, copyDB strin
 	return s.Create(ctx, ps)
 }
 
-// nudge asks the primary for running-xacts records until ctx ends.
-func (s *sqlSession) nudge(ctx context.Context) {
-	ep := s.m.primary.endpoint()
+// nudger asks the primary for running-xacts records while any new copy waits for one: one
+// connection and one rhythm for every create at once, however many (500 new slots do not open
+// 500 connections). Each new waiter restarts the rhythm at 20 ms; it slows to once a second.
+type nudger struct {
+	primary *primaryLink
+	log     hclog.Logger
+	mu      stdsync.Mutex
+	waiting int
+	stop    context.CancelFunc
+	kick    chan struct{}
+}
+
+func newNudger(primary *primaryLink, log hclog.Logger) *nudger {
+	return &nudger{primary: primary, log: log, kick: make(chan struct{}, 1)}
+}
+
+// hold marks a create as waiting; the returned function ends the wait.
+func (n *nudger) hold() func() {
+	n.mu.Lock()
+	n.waiting++
+	if n.waiting == 1 {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stop = cancel
+		go n.run(ctx)
+	}
+	n.mu.Unlock()
+	select {
+	case n.kick <- struct{}{}:
+	default:
+	}
+	return func() {
+		n.mu.Lock()
+		if n.waiting--; n.waiting == 0 {
+			n.stop()
+		}
+		n.mu.Unlock()
+	}
+}
+
+func (n *nudger) run(ctx context.Context) {
+	ep := n.primary.endpoint()
 	if ep == nil {
 		return
 	}
@@ -168,10 +206,11 @@ func (s *sqlSession) nudge(ctx context.Context) {
 		return
 	}
 	defer pc.Close(context.Background())
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, time.Second) {
+	delay := 20 * time.Millisecond
+	for {
 		if _, err := pc.Exec(ctx, "SELECT pg_log_standby_snapshot()"); err != nil {
 			if ctx.Err() == nil {
-				s.m.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
+				n.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
 					"error", err, "fix", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>")
 			}
 			return
@@ -179,7 +218,10 @@ func (s *sqlSession) nudge(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-n.kick:
+			delay = 20 * time.Millisecond
 		case <-time.After(delay):
+			delay = min(2*delay, time.Second)
 		}
 	}
 }

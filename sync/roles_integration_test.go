@@ -146,7 +146,7 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 		link := f.cfg.primaryLink(nil)
 		_, standby, err := f.cfg.Endpoints()
 		f.must(err)
-		m := &sqlMethod{primary: link, standby: standby, log: f.cfg.Logger}
+		m := &sqlMethod{primary: link, standby: standby, log: f.cfg.Logger, nudger: newNudger(link, f.cfg.Logger)}
 		sess := m.Session()
 		defer sess.Close()
 		err = sess.Create(f.ctx, ps)

@@ -522,3 +522,47 @@ func TestTwoPhaseChangedOn18(t *testing.T) {
 		}
 	})
 }
+
+// TestOneNudgerForManyCreates: many copies created in one pass ask the primary for
+// running-xacts records over one shared connection, not one per create.
+func TestOneNudgerForManyCreates(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		f.eng.Close()
+		f.cfg.Workers = 8
+		f.startEngine()
+		p := f.pair.Primary
+		for i := 0; i < 24; i++ {
+			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot($1, 'test_decoding')", fmt.Sprintf("bulk%02d", i)))
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		stop := make(chan struct{})
+		most := make(chan int, 1)
+		go func() {
+			m := 0
+			for {
+				select {
+				case <-stop:
+					most <- m
+					return
+				case <-time.After(2 * time.Millisecond):
+				}
+				var n int
+				if err := p.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_activity WHERE query = 'SELECT pg_log_standby_snapshot()' AND pid <> pg_backend_pid()", nil, &n); err == nil {
+					m = max(m, n)
+				}
+			}
+		}()
+		rep := f.passReport()
+		close(stop)
+		created := 0
+		for _, s := range rep.Slots {
+			if s.Action == KindCreate && s.Error == "" {
+				created++
+			}
+		}
+		if m := <-most; created != 24 || m > 1 {
+			t.Fatalf("%d copies created; at most %d connections asked the primary for running-xacts records at once, want 1", created, m)
+		}
+	})
+}

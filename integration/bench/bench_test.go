@@ -309,3 +309,71 @@ func BenchmarkSidecar(b *testing.B) {
 		b.ReportMetric((utime+stime)/100/20*100, "cpu-%")
 	}
 }
+
+// BenchmarkBulkCreate: 500 slots created on the primary at once, their consumers confirming as
+// they go; the time from the last creation until every copy is READY, for the daemon at its
+// defaults (1 s passes, 50 ms watch, 4 workers), beside PostgreSQL 17's own sync of 500
+// failover slots in the same run (17+).
+func BenchmarkBulkCreate(b *testing.B) {
+	m := major(b)
+	if m < 16 {
+		b.Skip("the sql method needs PostgreSQL 16+")
+	}
+	const n = 500
+	for i := 0; i < b.N; i++ {
+		for _, native := range []bool{false, true} {
+			if native && m < 17 {
+				continue
+			}
+			who := map[bool]string{false: "slotsync", true: "postgres"}[native]
+			b.Run(who, func(b *testing.B) {
+				var conf []string
+				if native {
+					conf = []string{"sync_replication_slots = on"}
+				}
+				p, ctx := startPair(b, m, conf...)
+				cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: b.TempDir(),
+					Logger: hclog.NewNullLogger()}
+				e, err := slotsync.New(cfg)
+				must(b, err)
+				gcfg := cfg
+				gcfg.ReadOnly = true
+				gate, err := slotsync.New(gcfg)
+				must(b, err)
+				defer gate.Close()
+				runCtx, stop := context.WithCancel(ctx)
+				runDone := make(chan struct{})
+				go func() { _ = e.Run(runCtx, nil); close(runDone) }()
+				defer func() { stop(); <-runDone; e.Close() }()
+				createSlots(b, ctx, p, n, native)
+				start := time.Now()
+				conn, err := p.Primary.Connect(ctx, "postgres")
+				must(b, err)
+				defer conn.Close(context.Background())
+				for {
+					// The consumers: a write, then every slot confirms all of it.
+					_, err := conn.Exec(ctx, "INSERT INTO t (v) VALUES ('x')")
+					must(b, err)
+					_, err = conn.Exec(ctx, "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) FROM pg_replication_slots WHERE slot_type = 'logical' AND NOT temporary")
+					must(b, err)
+					rep, err := gate.Inspect(ctx)
+					must(b, err)
+					ready := 0
+					for _, s := range rep.Slots {
+						if s.Gate && s.Verdict.Ready {
+							ready++
+						}
+					}
+					if ready == n {
+						break
+					}
+					if time.Since(start) > 3*time.Minute {
+						b.Fatalf("%d of %d ready after 3 minutes", ready, n)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				b.ReportMetric(time.Since(start).Seconds(), who+"-all-ready-s")
+			})
+		}
+	}
+}
