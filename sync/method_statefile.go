@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
@@ -126,6 +127,32 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 			continue
 		}
 		m.log.Info("put back the decoding snapshot the standby's restart removed", "slot", name, "restart_lsn", lsncheck.LSN(sn.LSN).String())
+	}
+}
+
+// installWAL puts into the stopped standby the WAL the new copies need from their restart_lsn
+// that its restartpoints already removed, fetched from the primary (which keeps it for the
+// slots). Without it a copy could not decode, and would be made again at the next restart.
+func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, in statefile.Installer, states []stateCopy, out map[string]error) {
+	var from uint64
+	for _, c := range states {
+		if out[c.state.Name] == nil && (from == 0 || c.state.RestartLSN < from) {
+			from = c.state.RestartLSN
+		}
+	}
+	if from == 0 {
+		return
+	}
+	src, err := statefile.ReadWALSource(ctx, conn)
+	if err == nil {
+		var n int
+		n, err = in.InstallWAL(ctx, src, from)
+		if n > 0 {
+			m.log.Info("copied from the primary the WAL the new copies need, which the standby had removed", "segments", n, "from", lsncheck.LSN(from).String())
+		}
+	}
+	if err != nil {
+		m.log.Warn("could not copy the WAL the new copies need from the primary; a copy whose WAL is gone is made again", "error", err)
 	}
 }
 
@@ -282,6 +309,7 @@ func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]erro
 	}
 	m.lastRestart = time.Now()
 	installed := m.installAll(in, states, out)
+	m.installWAL(ctx, conn, in, states, out)
 	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return m.cfg.Restarter.Start(ctx) })
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)

@@ -513,3 +513,44 @@ func holdsCatalog(f *fixture, name string) bool {
 	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{holdName(name)}, &n))
 	return n == 1
 }
+
+// TestStatefileWALRemovedBeforeCopy: the primary wrote many segments since the slot's
+// restart_lsn, and the standby's restartpoints removed them (no slot of its own needed them).
+// The copy brings that WAL from the primary and is READY after one restart, and after promotion
+// the consumer gets every change after its position.
+func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(1)
+		f.consume(p, "cdc")
+		ps, _ := f.slotOn(p, "cdc")
+		want := f.insert(2)
+		for i := 0; i < 4; i++ {
+			want = append(want, f.insert(1)...)
+			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.must(p.Exec(f.ctx, "CHECKPOINT"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint: old segments go
+		var tli int
+		f.must(p.QueryRow(f.ctx, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int", nil, &tli))
+		seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", statefile.SegmentName(uint32(tli), uint64(ps.RestartLSN), 16<<20))
+		if _, err := os.Stat(seg); err == nil {
+			t.Fatalf("setup: the standby still has %s", seg)
+		}
+		if rep := f.passReport(); rep.StandbyRestarts != 1 {
+			t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+		}
+		f.untilReady("cdc", func() {})
+		if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
+			t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, want) {
+			t.Fatalf("after promotion the consumer got %v, want %v", after, want)
+		}
+	})
+}

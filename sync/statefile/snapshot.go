@@ -91,27 +91,8 @@ func (in Installer) installSnapshot(sn *Snapshot) error {
 	if err != nil {
 		return err
 	}
-	tmp := final + ".slotsync.tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := writeFileDurably(final, sn.Data, uid, gid); err != nil {
 		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
 	}
-	_, werr := f.Write(sn.Data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil && uid >= 0 {
-		werr = os.Lchown(tmp, uid, gid)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), werr)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
-	}
-	return fsyncDir(dir)
+	return nil
 }

@@ -1,0 +1,117 @@
+package statefile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// WALSource is the primary as the WAL a copy needs is fetched from it: its timeline and segment
+// size, and a connection that may call pg_read_binary_file.
+type WALSource struct {
+	Conn        *pgx.Conn
+	Timeline    uint32
+	SegmentSize uint64
+}
+
+// ReadWALSource reads the primary's timeline and WAL segment size.
+func ReadWALSource(ctx context.Context, conn *pgx.Conn) (WALSource, error) {
+	src := WALSource{Conn: conn}
+	var tli int64
+	var seg int64
+	err := conn.QueryRow(ctx, `SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint,
+		(SELECT setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
+			FROM pg_settings WHERE name = 'wal_segment_size')`).Scan(&tli, &seg)
+	if err != nil {
+		return src, fmt.Errorf("read the primary's timeline and WAL segment size: %w", err)
+	}
+	src.Timeline, src.SegmentSize = uint32(tli), uint64(seg)
+	return src, nil
+}
+
+// SegmentName is the name of the WAL segment holding lsn on timeline tli.
+func SegmentName(tli uint32, lsn, segSize uint64) string {
+	segno := lsn / segSize
+	perID := uint64(0x100000000) / segSize
+	return fmt.Sprintf("%08X%08X%08X", tli, uint32(segno/perID), uint32(segno%perID))
+}
+
+// InstallWAL puts into the stopped standby's pg_wal every WAL segment from the one holding from
+// up to the first one it still has, fetched from the primary (which keeps them for the slot the
+// copy is of). A standby's restartpoints remove the segments no slot of its own needs, so the
+// WAL from an older restart_lsn is usually gone before the copy arrives; without it the copy
+// could not decode. A segment the primary no longer has ends the fetch (the copy's WAL read then
+// fails and it is made again, or given up on). It returns how many segments it wrote.
+func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) (int, error) {
+	if err := in.checkStopped(); err != nil {
+		return 0, err
+	}
+	if src.SegmentSize == 0 || src.Timeline == 0 {
+		return 0, errors.New("install WAL: unknown timeline or segment size")
+	}
+	dir := filepath.Join(in.DataDir, "pg_wal")
+	uid, gid, err := in.owner()
+	if err != nil {
+		return 0, err
+	}
+	written := 0
+	for lsn := from - from%src.SegmentSize; ; lsn += src.SegmentSize {
+		name := SegmentName(src.Timeline, lsn, src.SegmentSize)
+		final := filepath.Join(dir, name)
+		if _, err := os.Lstat(final); err == nil {
+			return written, nil // from here on the standby has its WAL
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return written, err
+		}
+		var data []byte
+		err := src.Conn.QueryRow(ctx, "SELECT pg_read_binary_file($1)", "pg_wal/"+name).Scan(&data)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "58P01" {
+			return written, nil
+		}
+		if err != nil {
+			return written, fmt.Errorf("read WAL segment %s on the primary: %w", name, err)
+		}
+		if uint64(len(data)) != src.SegmentSize {
+			return written, fmt.Errorf("WAL segment %s on the primary is %d bytes, want %d", name, len(data), src.SegmentSize)
+		}
+		if err := writeFileDurably(final, data, uid, gid); err != nil {
+			return written, fmt.Errorf("install WAL segment %s: %w", name, err)
+		}
+		written++
+	}
+}
+
+// writeFileDurably writes data to path through a temporary file: write, fsync, chown, rename,
+// fsync the directory.
+func writeFileDurably(path string, data []byte, uid, gid int) error {
+	tmp := path + ".slotsync.tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil && uid >= 0 {
+		werr = os.Lchown(tmp, uid, gid)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return werr
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return fsyncDir(filepath.Dir(path))
+}
