@@ -63,7 +63,10 @@ type Config struct {
 	AdvanceStep int64
 	// Workers is how many slots are worked on at once.
 	Workers int
-	Logger  hclog.Logger
+	// CreateWorkers is how many new copies are made at once, on sessions of their own (default
+	// 32): a new copy mostly waits for the primary's next running-xacts record.
+	CreateWorkers int
+	Logger        hclog.Logger
 }
 
 // Validate checks the configuration and fills defaults. Errors name the fix; nothing is changed.
@@ -108,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 4
+	}
+	if c.CreateWorkers <= 0 {
+		c.CreateWorkers = 32
 	}
 	if c.AdvanceStep <= 0 {
 		c.AdvanceStep = 256 << 20
