@@ -146,8 +146,29 @@ func BenchmarkSyncLag(b *testing.B) {
 	if m < 17 {
 		b.Skip("the comparison needs PostgreSQL 17+")
 	}
-	for _, interval := range []time.Duration{time.Second, 100 * time.Millisecond} {
-		b.Run("interval="+interval.String(), func(b *testing.B) {
+	// Rhythms: the consumer confirms every 100 ms (busy), every 2 s (sparse), or five times in
+	// quick succession every 2 s (burst). At the defaults (1 s passes, the 50 ms watch) and at
+	// 100 ms passes.
+	type run struct {
+		interval time.Duration
+		rhythm   string
+	}
+	runs := []run{{time.Second, "busy"}, {time.Second, "sparse"}, {time.Second, "burst"}, {100 * time.Millisecond, "busy"}}
+	if r := os.Getenv("SLOTSYNC_BENCH_RHYTHM"); r != "" {
+		runs = []run{{time.Second, r}}
+	}
+	gap := func(rhythm string, i int) time.Duration {
+		switch {
+		case rhythm == "sparse", rhythm == "burst" && i%5 == 4:
+			return 2 * time.Second
+		case rhythm == "burst":
+			return 10 * time.Millisecond
+		}
+		return 100 * time.Millisecond
+	}
+	for _, r := range runs {
+		interval, rhythm := r.interval, r.rhythm
+		b.Run("interval="+interval.String()+"/"+rhythm, func(b *testing.B) {
 			p, ctx := startPair(b, m, "sync_replication_slots = on")
 			createSlots(b, ctx, p, 1, false) // s0000: slotsync
 			must(b, p.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('native', 'test_decoding', false, false, true)"))
@@ -202,9 +223,18 @@ func BenchmarkSyncLag(b *testing.B) {
 					}(who, slot)
 				}
 				wg.Wait()
+				b.StopTimer()
+				time.Sleep(gap(rhythm, i))
+				b.StartTimer()
 			}
 			for _, who := range []string{"slotsync", "postgres"} {
 				d := *lags[who]
+				ms := make([]string, len(d))
+				for i, x := range d {
+					ms[i] = strconv.FormatInt(x.Milliseconds(), 10)
+				}
+				// Every sample, for the plot in docs/BENCHMARKS.md (scripts/plot-lag).
+				b.Logf("lag-samples-ms %s %s %s: %s", interval, rhythm, who, strings.Join(ms, " "))
 				b.ReportMetric(float64(percentile(d, 0.5).Milliseconds()), who+"-p50-ms")
 				b.ReportMetric(float64(percentile(d, 0.99).Milliseconds()), who+"-p99-ms")
 			}
