@@ -61,7 +61,16 @@ func read(r io.Reader) ([]series, error) {
 			s.ms = append(s.ms, math.Max(v, 1))
 		}
 		sort.Float64s(s.ms)
-		out = append(out, s)
+		// A benchmark prints its samples once per round (b.N = 1 first): the last round counts.
+		replaced := false
+		for i := range out {
+			if out[i].run == s.run && out[i].who == s.who {
+				out[i], replaced = s, true
+			}
+		}
+		if !replaced {
+			out = append(out, s)
+		}
 	}
 	return out, sc.Err()
 }
