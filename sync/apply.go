@@ -130,11 +130,11 @@ func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result 
 	return result{}
 }
 
-// logOutcome logs what a pass did: changes once each, failures once per distinct error,
-// waiting states once per distinct reason; nothing repeats every pass.
 // progressEvery is the rhythm of progress logs for long operations.
 const progressEvery = 10 * time.Second
 
+// logOutcome logs what a pass did: changes once each, failures once per distinct error,
+// waiting states once per distinct reason; nothing repeats every pass.
 func (e *Engine) logOutcome(a Action, r result) {
 	var deferred *deferredError
 	if errors.As(r.err, &deferred) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	stdsync "sync"
 	"testing"
 	"time"
 
@@ -35,22 +36,30 @@ func (o *fakeObserver) SyncSlots(context.Context) error          { return nil }
 func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
 
 // fakeApplier records calls; failing names fail with failErr.
+// (Sessions run at once: new copies on their own sessions beside the workers.)
 type fakeApplier struct {
+	mu      stdsync.Mutex
 	calls   []string
 	failing map[string]error
 }
 
+func (a *fakeApplier) record(call string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, call)
+}
+
 func (a *fakeApplier) Session() applySession { return a }
 func (a *fakeApplier) Create(_ context.Context, ps topology.Slot) error {
-	a.calls = append(a.calls, "create "+ps.Name)
+	a.record("create " + ps.Name)
 	return a.failing[ps.Name]
 }
 func (a *fakeApplier) Advance(_ context.Context, name, _ string, t lsncheck.LSN) (lsncheck.LSN, error) {
-	a.calls = append(a.calls, "advance "+name)
+	a.record("advance " + name)
 	return t, a.failing[name]
 }
 func (a *fakeApplier) Drop(_ context.Context, name, _ string) error {
-	a.calls = append(a.calls, "drop "+name)
+	a.record("drop " + name)
 	return a.failing[name]
 }
 func (a *fakeApplier) Replace(ctx context.Context, ps topology.Slot, db string) error {
