@@ -259,11 +259,18 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 }
 
 // TestStatefileWALGoneNoLoop: a slot whose WAL the standby no longer has (its restart_lsn
-// predates the standby's oldest segment) is copied, fails its WAL read with 58P01, is copied
-// once more, and is then given up on and reported: never a restart loop, never READY.
+// predates the standby's oldest segment), staged and loaded by a restart of the standby's
+// manager, fails its WAL read with 58P01, is copied once more, and is then given up on and
+// reported: never a restart loop, never READY.
 func TestStatefileWALGoneNoLoop(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		// Copies staged into the running standby and loaded by its manager's restart: the WAL
+		// the standby removed is not brought back that way (a stopped standby gets it from the
+		// primary, TestStatefileWALRemovedBeforeCopy), so the copy's WAL read fails.
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
+		f.startEngine()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))
 		// Move the WAL on by a few segments; the idle slot keeps them on the primary only.
