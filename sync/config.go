@@ -64,7 +64,7 @@ type Config struct {
 	// Workers is how many slots are worked on at once.
 	Workers int
 	// CreateWorkers is how many new copies are made at once, on sessions of their own (default
-	// 32): a new copy mostly waits for the primary's next running-xacts record.
+	// 16): a new copy mostly waits for the primary's next running-xacts record.
 	CreateWorkers int
 	Logger        hclog.Logger
 }
@@ -113,7 +113,7 @@ func (c *Config) Validate() error {
 		c.Workers = 4
 	}
 	if c.CreateWorkers <= 0 {
-		c.CreateWorkers = 32
+		c.CreateWorkers = 16
 	}
 	if c.AdvanceStep <= 0 {
 		c.AdvanceStep = 256 << 20

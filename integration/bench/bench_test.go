@@ -318,38 +318,93 @@ func BenchmarkTimeToReady(b *testing.B) {
 	}
 }
 
-// BenchmarkSidecar: the real daemon over 1000 slots for 20 s of 1 s passes: resident memory and
-// CPU time, read from /proc.
+// BenchmarkSidecar: the real daemon at its defaults for 20 s over 10 and 1000 slots, idle or
+// with busy consumers (one client confirming every slot as fast as it can, a write between
+// rounds): resident memory and CPU time read from /proc, and the load its queries put on the
+// primary (transactions per second in pg_stat_database, the consumers' own subtracted).
 func BenchmarkSidecar(b *testing.B) {
 	m := major(b)
-	p, ctx := startPair(b, m)
-	createSlots(b, ctx, p, 1000, false)
 	bin := filepath.Join(b.TempDir(), "slotsync")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/slotsync").CombinedOutput(); err != nil {
 		b.Fatalf("%v %s", err, out)
 	}
-	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(bin, "run", "--primary", p.Primary.DSN("postgres"), "--standby", p.Standby.DSN("postgres"),
-			"--state-dir", b.TempDir(), "--listen", "", "--log-level", "warn", "--method", string(topology.MethodSQL))
-		must(b, cmd.Start())
-		time.Sleep(20 * time.Second)
-		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		var rssKB float64
-		for _, line := range strings.Split(string(status), "\n") {
-			if strings.HasPrefix(line, "VmHWM:") {
-				f := strings.Fields(line)
-				rssKB, _ = strconv.ParseFloat(f[1], 64)
-			}
+	for _, n := range []int{10, 1000} {
+		for _, busy := range []bool{false, true} {
+			b.Run(fmt.Sprintf("slots=%d/busy=%v", n, busy), func(b *testing.B) {
+				p, ctx := startPair(b, m)
+				createSlots(b, ctx, p, n, false)
+				for i := 0; i < b.N; i++ {
+					sidecarRun(b, ctx, p, bin, busy)
+				}
+			})
 		}
+	}
+}
+
+func sidecarRun(b *testing.B, ctx context.Context, p *integration.Pair, bin string, busy bool) {
+	const secs = 20
+	cmd := exec.Command(bin, "run", "--primary", p.Primary.DSN("postgres"), "--standby", p.Standby.DSN("postgres"),
+		"--state-dir", b.TempDir(), "--listen", "", "--log-level", "warn", "--method", string(topology.MethodSQL))
+	must(b, cmd.Start())
+	time.Sleep(5 * time.Second) // the copies are made
+	xacts := func() float64 {
+		var x float64
+		must(b, p.Primary.QueryRow(ctx, "SELECT sum(xact_commit + xact_rollback)::float8 FROM pg_stat_database", nil, &x))
+		return x
+	}
+	stopConsumers := make(chan struct{})
+	consumerXacts := make(chan float64, 1)
+	go func() {
+		own := 0.0
+		defer func() { consumerXacts <- own }()
+		if !busy {
+			return
+		}
+		conn, err := p.Primary.Connect(ctx, "postgres")
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		for {
+			select {
+			case <-stopConsumers:
+				return
+			default:
+			}
+			_, _ = conn.Exec(ctx, "INSERT INTO t (v) VALUES ('x')")
+			_, _ = conn.Exec(ctx, "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn())) FROM pg_replication_slots WHERE slot_type = 'logical' AND NOT temporary")
+			own += 2
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	cpuTicks := func() float64 { // user + system, in clock ticks (100 a second)
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
 		fields := strings.Fields(string(stat))
 		utime, _ := strconv.ParseFloat(fields[13], 64)
 		stime, _ := strconv.ParseFloat(fields[14], 64)
-		b.ReportMetric(rssKB/1024, "peak-rss-MiB")
-		b.ReportMetric((utime+stime)/100/20*100, "cpu-%")
+		return utime + stime
 	}
+	cpu0 := cpuTicks()
+	x0 := xacts()
+	time.Sleep(secs * time.Second)
+	x1 := xacts()
+	cpu1 := cpuTicks()
+	close(stopConsumers)
+	own := <-consumerXacts
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	var rssKB float64
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			f := strings.Fields(line)
+			rssKB, _ = strconv.ParseFloat(f[1], 64)
+		}
+	}
+	b.ReportMetric(rssKB/1024, "peak-rss-MiB")
+	b.ReportMetric((cpu1-cpu0)/100/secs*100, "cpu-%")
+	// Two reads of pg_stat_database are ours, not the sidecar's.
+	b.ReportMetric((x1-x0-own-2)/secs, "primary-xacts/s")
 }
 
 // BenchmarkBulkCreate: 500 slots created on the primary at once, their consumers confirming as
