@@ -201,6 +201,31 @@ func (f *fixture) logRunningXacts() {
 	}
 }
 
+// promoteExpect promotes the standby and checks that the consumer of slot gets exactly want
+// there: nothing lost, nothing past its confirmed position delivered again.
+func (f *fixture) promoteExpect(slot string, want []int) {
+	f.t.Helper()
+	f.must(f.pair.Promote(f.ctx))
+	if got := f.consume(f.pair.Standby, slot); !equalInts(got, want) {
+		f.t.Fatalf("after promotion the consumer of %s got %v, want exactly %v", slot, got, want)
+	}
+}
+
+// leaveWALBehind writes and switches WAL segments on the primary, then makes the standby run a
+// restartpoint: the segments no slot of the standby's needs are gone there.
+func (f *fixture) leaveWALBehind(segments int) []int {
+	f.t.Helper()
+	var rows []int
+	for i := 0; i < segments; i++ {
+		rows = append(rows, f.insert(1)...)
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_switch_wal()"))
+	}
+	f.must(f.pair.Primary.Exec(f.ctx, "CHECKPOINT"))
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint recycles the old segments
+	return rows
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false

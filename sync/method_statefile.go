@@ -46,9 +46,6 @@ type statefileMethod struct {
 	pending     []topology.Slot
 	lastRestart time.Time
 	restarting  *atomic.Bool // shared with the engine, read by a stopping process
-	// scratch: the restart_lsn of each copy of this flush for which the primary had no decoding
-	// snapshot either (the primary's own decoding rebuilds one from scratch there too).
-	scratch map[string]lsncheck.LSN
 	// hold keeps the catalog rows of copies on the primary until the standby's feedback does.
 	hold *catalogHold
 	// snaps: the decoding snapshot each installed copy restarts from, kept until the copy has
@@ -108,7 +105,7 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 	for name, sn := range m.snaps {
 		if copies != nil {
 			cp, ok := copies[name]
-			if !ok && stagedAt(m.cfg.DataDir, name) == sn.LSN {
+			if st := readStaged(m.cfg.DataDir, name); !ok && st != nil && st.RestartLSN == sn.LSN {
 				continue // staged, not loaded yet: its snapshot is put back once it is
 			}
 			if !ok || uint64(cp.RestartLSN) != sn.LSN {
@@ -119,21 +116,19 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 				continue
 			}
 		}
-		if _, err := os.Stat(filepath.Join(m.cfg.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(sn.LSN))); err == nil {
-			continue
-		}
-		if err := in.InstallSnapshot(sn); err != nil {
+		wrote, err := in.InstallSnapshot(sn)
+		if err != nil {
 			m.log.Warn("could not put back a copy's decoding snapshot", "slot", name, "error", err)
-			continue
+		} else if wrote {
+			m.log.Info("put back the decoding snapshot the standby's restart removed", "slot", name, "restart_lsn", lsncheck.LSN(sn.LSN).String())
 		}
-		m.log.Info("put back the decoding snapshot the standby's restart removed", "slot", name, "restart_lsn", lsncheck.LSN(sn.LSN).String())
 	}
 }
 
 // installWAL puts into the stopped standby the WAL the new copies need from their restart_lsn
 // that its restartpoints already removed, fetched from the primary (which keeps it for the
 // slots). Without it a copy could not decode, and would be made again at the next restart.
-func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, in statefile.Installer, states []stateCopy, out map[string]error) {
+func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in statefile.Installer, states []stateCopy, out map[string]error) {
 	var from uint64
 	for _, c := range states {
 		if out[c.state.Name] == nil && (from == 0 || c.state.RestartLSN < from) {
@@ -143,7 +138,7 @@ func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, in sta
 	if from == 0 {
 		return
 	}
-	src, err := statefile.ReadWALSource(ctx, conn)
+	src, err := statefile.ReadWALSource(ctx, conn, uint32(primary.Timeline))
 	if err == nil {
 		var n int
 		n, err = in.InstallWAL(ctx, src, from)
@@ -169,7 +164,9 @@ type stateCopy struct {
 // new slot directories are removed and it is started again without them. It returns each slot's
 // outcome and whether the standby restarted.
 func (m *statefileMethod) Flush(ctx context.Context, snap Snapshot) (map[string]result, bool) {
-	m.scratch = map[string]lsncheck.LSN{}
+	// scratch: the restart_lsn of each copy for which the primary had no decoding snapshot
+	// either (the primary's own decoding rebuilds one from scratch there too).
+	scratch := map[string]lsncheck.LSN{}
 	m.mu.Lock()
 	queued := map[string]bool{}
 	for _, ps := range m.pending {
@@ -178,18 +175,18 @@ func (m *statefileMethod) Flush(ctx context.Context, snap Snapshot) (map[string]
 	m.mu.Unlock()
 	m.hold.Release(ctx, snap.Physical.CatalogHorizon(), snap.Standby.Slots, func(name string) bool { return queued[name] })
 	m.repairSnapshots(snap.Standby.Slots)
-	errs, restarted := m.flush(ctx, snap.Primary.Info.Major())
+	errs, restarted := m.flush(ctx, snap.Primary.Info, scratch)
 	out := make(map[string]result, len(errs))
 	for name, err := range errs {
 		out[name] = result{err: err}
 	}
-	for name, at := range m.scratch {
+	for name, at := range scratch {
 		out[name] = result{err: errs[name], scratchAt: at}
 	}
 	return out, restarted
 }
 
-func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]error, bool) {
+func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = nil
@@ -238,7 +235,7 @@ func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]erro
 	defer conn.Close(context.Background())
 	// The catalog rows each copy needs are held before its state file is read (catalog_hold.go).
 	for _, ps := range pending {
-		m.hold.Take(ctx, ep, ps, major)
+		m.hold.Take(ctx, ep, ps, primary.Major())
 	}
 	checkpoint := !m.cfg.NoCheckpoint
 	var states []stateCopy
@@ -266,7 +263,7 @@ func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]erro
 			continue
 		}
 		if snap == nil {
-			m.scratch[ps.Name] = lsncheck.LSN(st.RestartLSN)
+			scratch[ps.Name] = lsncheck.LSN(st.RestartLSN)
 			m.log.Debug("the primary has no decoding snapshot at the slot's restart_lsn either: the copy decodes from there as the primary would", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String())
 		} else {
 			m.log.Debug("copying the slot with the primary's decoding snapshot", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String(), "snapshot_bytes", len(snap.Data))
@@ -309,7 +306,7 @@ func (m *statefileMethod) flush(ctx context.Context, major int) (map[string]erro
 	}
 	m.lastRestart = time.Now()
 	installed := m.installAll(in, states, out)
-	m.installWAL(ctx, conn, in, states, out)
+	m.installWAL(ctx, conn, primary, in, states, out)
 	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return m.cfg.Restarter.Start(ctx) })
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
@@ -362,12 +359,8 @@ func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, 
 // two_phase, and positions the primary slot has not gone back from (rule 2). A copy of another
 // incarnation, or one that cannot be read, is not.
 func stagedFor(dataDir string, ps topology.Slot) bool {
-	data, err := os.ReadFile(filepath.Join(dataDir, "pg_replslot", ps.Name, "state"))
-	if err != nil {
-		return false
-	}
-	st, err := statefile.Parse(data)
-	if err != nil || st.Database == 0 || st.Plugin != ps.Plugin || st.TwoPhase != ps.TwoPhase {
+	st := readStaged(dataDir, ps.Name)
+	if st == nil || st.Database == 0 || st.Plugin != ps.Plugin || st.TwoPhase != ps.TwoPhase {
 		return false
 	}
 	staged := lsncheck.Seen{Identity: ps.Identity, Position: lsncheck.Position{
@@ -376,36 +369,27 @@ func stagedFor(dataDir string, ps topology.Slot) bool {
 	return change != lsncheck.NewIncarnation
 }
 
-// stagedAt is the restart_lsn of the state file in pg_replslot/<name> (0 when there is none).
-func stagedAt(dataDir, name string) uint64 {
+// readStaged reads the state file in pg_replslot/<name> (nil when there is none, or it cannot
+// be read).
+func readStaged(dataDir, name string) *statefile.State {
 	data, err := os.ReadFile(filepath.Join(dataDir, "pg_replslot", name, "state"))
 	if err != nil {
-		return 0
+		return nil
 	}
 	st, err := statefile.Parse(data)
 	if err != nil {
-		return 0
+		return nil
 	}
-	return st.RestartLSN
+	return st
 }
 
 // installAll puts each copy in place of whatever pg_replslot holds under its name (a copy of an
-// older incarnation whose drop did not happen, say), recording failures in out; it returns the
-// names installed.
+// older incarnation whose drop did not happen, say), recording failures in out, and remembers
+// the decoding snapshots installed (repairSnapshots); it returns the names installed.
 func (m *statefileMethod) installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
-	installed := installAll(in, states, out)
 	if m.snaps == nil {
 		m.snaps = map[string]*statefile.Snapshot{}
 	}
-	for _, c := range states {
-		if c.snap != nil && out[c.state.Name] == nil {
-			m.snaps[c.state.Name] = c.snap
-		}
-	}
-	return installed
-}
-
-func installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
 	var installed []string
 	for _, c := range states {
 		name := c.state.Name
@@ -416,6 +400,9 @@ func installAll(in statefile.Installer, states []stateCopy, out map[string]error
 		if err := in.Install(c.state, c.snap); err != nil {
 			out[name] = err
 			continue
+		}
+		if c.snap != nil {
+			m.snaps[name] = c.snap
 		}
 		installed = append(installed, name)
 	}

@@ -274,13 +274,7 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))
 		// Move the WAL on by a few segments; the idle slot keeps them on the primary only.
-		for i := 0; i < 3; i++ {
-			f.insert(2)
-			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
-		}
-		f.must(p.Exec(f.ctx, "CHECKPOINT"))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint recycles the old segments
+		f.leaveWALBehind(3)
 		restarts := 0
 		var last SlotReport
 		// Passes for a while, past every retry backoff.
@@ -462,10 +456,7 @@ func openTransactionAcrossCopy(t *testing.T, major int, staged bool) {
 		}
 		f.pass()
 	}
-	f.must(f.pair.Promote(f.ctx))
-	if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, []int{2000}) {
-		t.Fatalf("after promotion the consumer got %v, want [2000]: the transaction open across the copy point was lost", after)
-	}
+	f.promoteExpect("cdc", []int{2000}) // the transaction open across the copy point
 }
 
 // TestStatefileCatalogHold: between reading a slot's state file and the standby's feedback
@@ -507,10 +498,7 @@ func TestStatefileCatalogHold(t *testing.T) {
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.must(f.pair.Standby.Restart(f.ctx)) // loads the staged copy
 		f.must(f.pair.WaitStreaming(f.ctx))
-		f.must(f.pair.Promote(f.ctx))
-		if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, want) {
-			t.Fatalf("after promotion the consumer got %v, want %v again", got, want)
-		}
+		f.promoteExpect("cdc", want)
 	})
 }
 
@@ -533,14 +521,7 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 		f.insert(1)
 		f.consume(p, "cdc")
 		ps, _ := f.slotOn(p, "cdc")
-		want := f.insert(2)
-		for i := 0; i < 4; i++ {
-			want = append(want, f.insert(1)...)
-			f.must(p.Exec(f.ctx, "SELECT pg_switch_wal()"))
-		}
-		f.must(p.Exec(f.ctx, "CHECKPOINT"))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint: old segments go
+		want := append(f.insert(2), f.leaveWALBehind(4)...)
 		var tli int
 		f.must(p.QueryRow(f.ctx, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int", nil, &tli))
 		seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", statefile.SegmentName(uint32(tli), uint64(ps.RestartLSN), 16<<20))
@@ -555,9 +536,6 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 			t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
 		}
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.must(f.pair.Promote(f.ctx))
-		if after := f.consume(f.pair.Standby, "cdc"); !equalInts(after, want) {
-			t.Fatalf("after promotion the consumer got %v, want %v", after, want)
-		}
+		f.promoteExpect("cdc", want)
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 // ErrExists means pg_replslot already holds a directory of that name.
@@ -156,9 +157,9 @@ func (in Installer) Install(s *State, snap *Snapshot) error {
 			return err
 		}
 		if snap.LSN != s.RestartLSN {
-			return fmt.Errorf("slot %q: decoding snapshot at %s, restart_lsn %s", s.Name, lsnText(snap.LSN), lsnText(s.RestartLSN))
+			return fmt.Errorf("slot %q: decoding snapshot at %s, restart_lsn %s", s.Name, lsncheck.LSN(snap.LSN), lsncheck.LSN(s.RestartLSN))
 		}
-		if err := in.installSnapshot(snap); err != nil {
+		if _, err := in.InstallSnapshot(snap); err != nil {
 			return err
 		}
 	}

@@ -7,17 +7,24 @@ import (
 	"testing"
 )
 
-// TestRemoveOnlyLogicalSlots: Installer.Remove takes away a logical slot's directory, and never a
-// physical slot's (a cascaded standby's, say) or one whose state file it cannot read.
-func TestRemoveOnlyLogicalSlots(t *testing.T) {
+// golden15 is a state file written by a real PostgreSQL 15, raw and parsed.
+func golden15(t *testing.T) ([]byte, *State) {
+	t.Helper()
 	raw, err := os.ReadFile("testdata/pg15.state")
 	if err != nil {
 		t.Fatal(err)
 	}
-	logical, err := Parse(raw)
+	st, err := Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return raw, st
+}
+
+// TestRemoveOnlyLogicalSlots: Installer.Remove takes away a logical slot's directory, and never a
+// physical slot's (a cascaded standby's, say) or one whose state file it cannot read.
+func TestRemoveOnlyLogicalSlots(t *testing.T) {
+	raw, logical := golden15(t)
 	physical, _ := Parse(raw)
 	physical.Database, physical.Plugin = 0, ""
 	physRaw, err := physical.Encode()
@@ -64,14 +71,7 @@ func TestRemoveOnlyLogicalSlots(t *testing.T) {
 // PostgreSQL looks for, before the slot directory; one already there is kept; a snapshot of
 // another position than the state file's restart_lsn is refused and nothing is written.
 func TestInstallWithSnapshot(t *testing.T) {
-	raw, err := os.ReadFile("testdata/pg15.state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := golden15(t)
 	data := t.TempDir()
 	for _, d := range []string{"pg_replslot", "pg_logical/snapshots"} {
 		if err := os.MkdirAll(filepath.Join(data, d), 0o700); err != nil {

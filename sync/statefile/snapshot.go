@@ -5,12 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 // SnapshotMagic is the first word of a serialized decoding snapshot (snapbuild.c's
@@ -44,55 +42,46 @@ func ReadSnapshot(ctx context.Context, conn *pgx.Conn, s *State) (*Snapshot, err
 	if s.RestartLSN == 0 {
 		return nil, fmt.Errorf("slot %q: no restart_lsn", s.Name)
 	}
-	var data []byte
-	err := conn.QueryRow(ctx, "SELECT pg_read_binary_file($1)", "pg_logical/snapshots/"+SnapshotName(s.RestartLSN)).Scan(&data)
-	if err == nil {
+	data, missing, err := readPrimaryFile(ctx, conn, "pg_logical/snapshots/"+SnapshotName(s.RestartLSN))
+	if err != nil {
+		return nil, fmt.Errorf("read the decoding snapshot of slot %q on the primary: %w", s.Name, err)
+	}
+	if !missing {
 		if len(data) < 4 || binary.LittleEndian.Uint32(data) != SnapshotMagic {
 			return nil, fmt.Errorf("slot %q: the primary's decoding snapshot %s is not one (magic)", s.Name, SnapshotName(s.RestartLSN))
 		}
 		return &Snapshot{LSN: s.RestartLSN, Data: data}, nil
 	}
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "58P01" {
-		return nil, fmt.Errorf("read the decoding snapshot of slot %q on the primary: %w", s.Name, err)
-	}
 	var now string
 	if err := conn.QueryRow(ctx, "SELECT coalesce(restart_lsn, '0/0')::text FROM pg_replication_slots WHERE slot_name = $1", s.Name).Scan(&now); err != nil {
 		return nil, fmt.Errorf("slot %q on the primary: %w", s.Name, err)
 	}
-	if now != lsnText(s.RestartLSN) {
-		return nil, fmt.Errorf("slot %q: restart_lsn %s in its state file, %s now: %w", s.Name, lsnText(s.RestartLSN), now, ErrSlotMoved)
+	if file := lsncheck.LSN(s.RestartLSN).String(); now != file {
+		return nil, fmt.Errorf("slot %q: restart_lsn %s in its state file, %s now: %w", s.Name, file, now, ErrSlotMoved)
 	}
 	return nil, nil
 }
 
-func lsnText(lsn uint64) string { return fmt.Sprintf("%X/%X", uint32(lsn>>32), uint32(lsn)) }
-
 func (in Installer) snapshots() string { return filepath.Join(in.DataDir, "pg_logical", "snapshots") }
 
-// InstallSnapshot writes sn into pg_logical/snapshots of a running server. That is safe once a
-// slot restarting at sn.LSN is loaded (the server's checkpoints keep the snapshots at or after
-// the oldest slot's restart_lsn); before, a checkpoint may remove it, as the shutdown
-// checkpoint of a restart does with a snapshot staged beside a slot the server has not loaded.
-func (in Installer) InstallSnapshot(sn *Snapshot) error { return in.installSnapshot(sn) }
-
-// installSnapshot writes sn into pg_logical/snapshots the way snapbuild.c does (a temporary
-// file, fsync, rename, fsync the directory). A file already there is kept: the standby's own
-// decoding serialized the same point (PostgreSQL never overwrites one either).
-func (in Installer) installSnapshot(sn *Snapshot) error {
-	dir := in.snapshots()
-	final := filepath.Join(dir, SnapshotName(sn.LSN))
-	if _, err := os.Lstat(final); err == nil {
-		return nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return err
+// InstallSnapshot writes sn into pg_logical/snapshots the way snapbuild.c does (a temporary
+// file, fsync, rename, fsync the directory) and reports whether it wrote it: a file already
+// there is kept (the standby's own decoding serialized the same point; PostgreSQL never
+// overwrites one either). Into a running server that is safe once a slot restarting at sn.LSN is
+// loaded (its checkpoints keep the snapshots at or after the oldest slot's restart_lsn); before,
+// a checkpoint may remove it, as the shutdown checkpoint of a restart does with a snapshot
+// staged beside a slot the server has not loaded.
+func (in Installer) InstallSnapshot(sn *Snapshot) (bool, error) {
+	final := filepath.Join(in.snapshots(), SnapshotName(sn.LSN))
+	if there, err := exists(final); err != nil || there {
+		return false, err
 	}
 	uid, gid, err := in.owner()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := writeFileDurably(final, sn.Data, uid, gid); err != nil {
-		return fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
+		return false, fmt.Errorf("install decoding snapshot %s: %w", SnapshotName(sn.LSN), err)
 	}
-	return nil
+	return true, nil
 }

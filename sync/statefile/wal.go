@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // WALSource is the primary as the WAL a copy needs is fetched from it: its timeline and segment
@@ -20,18 +17,17 @@ type WALSource struct {
 	SegmentSize uint64
 }
 
-// ReadWALSource reads the primary's timeline and WAL segment size.
-func ReadWALSource(ctx context.Context, conn *pgx.Conn) (WALSource, error) {
-	src := WALSource{Conn: conn}
-	var tli int64
+// ReadWALSource reads the primary's WAL segment size; timeline is the one it writes, as observed
+// (topology.NodeInfo.Timeline).
+func ReadWALSource(ctx context.Context, conn *pgx.Conn, timeline uint32) (WALSource, error) {
+	src := WALSource{Conn: conn, Timeline: timeline}
 	var seg int64
-	err := conn.QueryRow(ctx, `SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint,
-		(SELECT setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
-			FROM pg_settings WHERE name = 'wal_segment_size')`).Scan(&tli, &seg)
+	err := conn.QueryRow(ctx, `SELECT setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
+		FROM pg_settings WHERE name = 'wal_segment_size'`).Scan(&seg)
 	if err != nil {
-		return src, fmt.Errorf("read the primary's timeline and WAL segment size: %w", err)
+		return src, fmt.Errorf("read the primary's WAL segment size: %w", err)
 	}
-	src.Timeline, src.SegmentSize = uint32(tli), uint64(seg)
+	src.SegmentSize = uint64(seg)
 	return src, nil
 }
 
@@ -64,15 +60,11 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 	for lsn := from - from%src.SegmentSize; ; lsn += src.SegmentSize {
 		name := SegmentName(src.Timeline, lsn, src.SegmentSize)
 		final := filepath.Join(dir, name)
-		if _, err := os.Lstat(final); err == nil {
-			return written, nil // from here on the standby has its WAL
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return written, err
+		if there, err := exists(final); err != nil || there {
+			return written, err // from here on the standby has its WAL
 		}
-		var data []byte
-		err := src.Conn.QueryRow(ctx, "SELECT pg_read_binary_file($1)", "pg_wal/"+name).Scan(&data)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "58P01" {
+		data, missing, err := readPrimaryFile(ctx, src.Conn, "pg_wal/"+name)
+		if missing {
 			return written, nil
 		}
 		if err != nil {
@@ -86,32 +78,4 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 		}
 		written++
 	}
-}
-
-// writeFileDurably writes data to path through a temporary file: write, fsync, chown, rename,
-// fsync the directory.
-func writeFileDurably(path string, data []byte, uid, gid int) error {
-	tmp := path + ".slotsync.tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil && uid >= 0 {
-		werr = os.Lchown(tmp, uid, gid)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return werr
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return err
-	}
-	return fsyncDir(filepath.Dir(path))
 }
