@@ -58,7 +58,8 @@ func expect(t *testing.T, a Action, kind Kind, code Code) {
 	}
 }
 
-var goldenCalls = map[string]int{}
+// goldenCalls counts the plans of each running scenario (a rerun with -count is a new test).
+var goldenCalls = map[*testing.T]int{}
 
 var update = flag.Bool("update", false, "rewrite the plan scenarios' golden files in testdata/plan")
 
@@ -80,10 +81,10 @@ func golden(t *testing.T, acts []Action) {
 	}
 	name := strings.NewReplacer("/", "__", " ", "_", ":", "", "'", "", ",", "", "(", "", ")", "").Replace(strings.TrimPrefix(t.Name(), "TestPlanScenarios/"))
 	// A scenario that plans more than once gets a file per plan, numbered in order.
-	if n := goldenCalls[t.Name()]; n > 0 {
+	if n := goldenCalls[t]; n > 0 {
 		name += fmt.Sprintf("_%d", n+1)
 	}
-	goldenCalls[t.Name()]++
+	goldenCalls[t]++
 	path := filepath.Join("testdata", "plan", name+".golden")
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
