@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "slotsync")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+	// nethttpomithttp2 as the release builds it, so the daemon's endpoints are tested as they ship
+	// (the man page stays: its test runs this binary).
+	if out, err := exec.Command("go", "build", "-tags", "nethttpomithttp2", "-o", binary, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build slotsync: %v\n%s", err, out)
 		os.Exit(1)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -59,6 +61,54 @@ func TestSidecarLinksNoTestCode(t *testing.T) {
 			strings.Contains(pkg, "moby/") || strings.Contains(pkg, "opentelemetry") || strings.HasSuffix(pkg, "/pgtest") ||
 			strings.HasSuffix(pkg, "/drilltest") || strings.HasSuffix(pkg, "integration/docker") {
 			t.Errorf("the slotsync binary links %s", pkg)
+		}
+	}
+}
+
+// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md).
+const maxReleaseBytes = 16_000_000
+
+// TestReleaseBinaryIsLean builds the binary as releases and the image do (the build tags of
+// .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it
+// against the size aim, and what Go records of it against the test harness's modules.
+func TestReleaseBinaryIsLean(t *testing.T) {
+	gr, err := os.ReadFile("../../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`-tags=(\S+)`).FindSubmatch(gr)
+	if m == nil {
+		t.Fatal(".goreleaser.yaml gives the build no -tags")
+	}
+	tags := string(m[1])
+	if !strings.Contains(string(df), "-tags "+tags+" ") {
+		t.Fatalf("the Dockerfile must build with the release's tags (-tags %s)", tags)
+	}
+	bin := filepath.Join(t.TempDir(), "slotsync")
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", tags, "-ldflags", "-s -w", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("release build: %v\n%s", err, out)
+	}
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("release binary (%s/%s, -tags %s): %d bytes", runtime.GOOS, runtime.GOARCH, tags, st.Size())
+	if st.Size() > maxReleaseBytes {
+		t.Errorf("the release binary is %d bytes, over the %d aim: see what a new dependency brought", st.Size(), maxReleaseBytes)
+	}
+	mods, err := exec.Command("go", "version", "-m", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"testify", "testcontainers", "github.com/docker/", "github.com/moby/", "go.opentelemetry.io"} {
+		if strings.Contains(string(mods), bad) {
+			t.Errorf("the release binary records module %s", bad)
 		}
 	}
 }
