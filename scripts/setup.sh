@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build slotsync and run its real
 # PostgreSQL pairs: PostgreSQL 15 from the distribution, Node's npm (to fetch the other majors),
-# Patroni and etcd (the HA-manager tests), a Docker engine with a local PostgreSQL image built by
-# debootstrap (the Docker backend's tests),
+# Patroni and etcd (the HA-manager tests), a Docker engine with a local PostgreSQL 17 image built
+# by debootstrap from Debian's packages (the Docker backend's tests and the drill on Docker),
 # an unprivileged user for the test clusters when run as root, and the binary cache for the
 # majors in $SLOTSYNC_PG_MAJORS (default 15,16,17,18). Idempotent; Go 1.26+ must be installed.
 set -euo pipefail
@@ -49,7 +49,7 @@ if command -v docker >/dev/null && ! docker info >/dev/null 2>&1 && [ "$(id -u)"
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
 fi
 if docker info >/dev/null 2>&1 && command -v debootstrap >/dev/null && [ "$(id -u)" -eq 0 ]; then
-  "$repo/scripts/docker-image.sh" slotsync-postgres:15
+  "$repo/scripts/docker-image.sh" 17
 else
   echo "no Docker engine here: the Docker backend's tests will skip"
 fi

@@ -10,8 +10,8 @@ export SLOTSYNC_PG_MAJORS=${SLOTSYNC_PG_MAJORS:-15,16,17,18}
 
 # The Docker backend's tests use the local image scripts/setup.sh builds, when it is there (else
 # the official postgres image), and no reaper container (the tests remove their own).
-if [ -z "${SLOTSYNC_DOCKER_IMAGE:-}" ] && command -v docker >/dev/null && docker image inspect slotsync-postgres:15 >/dev/null 2>&1; then
-  export SLOTSYNC_DOCKER_IMAGE=slotsync-postgres:15 SLOTSYNC_DOCKER_MAJOR=15
+if [ -z "${SLOTSYNC_DOCKER_IMAGE:-}" ] && command -v docker >/dev/null && docker image inspect slotsync-postgres:17 >/dev/null 2>&1; then
+  export SLOTSYNC_DOCKER_IMAGE=slotsync-postgres:17 SLOTSYNC_DOCKER_MAJOR=17
 fi
 export TESTCONTAINERS_RYUK_DISABLED=${TESTCONTAINERS_RYUK_DISABLED:-true}
 

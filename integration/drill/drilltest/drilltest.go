@@ -32,13 +32,30 @@ func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill
 	if err != nil {
 		t.Fatalf("drill on PostgreSQL %d could not run: %v", pairOpts.Major, err)
 	}
+	if len(v.Failovers) == 0 {
+		t.Fatalf("drill on PostgreSQL %d: no failover was carried out", pairOpts.Major)
+	}
 	for _, f := range v.Failovers {
+		if len(f.Slots) == 0 {
+			t.Errorf("failover %d (%s): no slot was checked", f.Number, f.Mode)
+		}
 		for _, s := range f.Slots {
-			if !s.OK {
+			switch {
+			case !s.OK:
 				t.Errorf("failover %d (%s), slot %s: lost %v, repeated %v, ahead of the new primary %v",
 					f.Number, f.Mode, s.Slot, s.Lost, s.Repeated, s.Ahead)
+			case s.Durable == 0 || s.Resumed == 0:
+				// Nothing confirmed before, or nothing received after: the failover proved nothing.
+				t.Errorf("failover %d (%s), slot %s: %d changes confirmed before, %d received after: nothing was proven",
+					f.Number, f.Mode, s.Slot, s.Durable, s.Resumed)
+			default:
+				t.Logf("failover %d (%s), slot %s: %d changes confirmed before, %d received after from %s, none lost or repeated",
+					f.Number, f.Mode, s.Slot, s.Durable, s.Resumed, s.Confirmed)
 			}
 		}
+	}
+	if !v.OK && !t.Failed() {
+		t.Errorf("drill on PostgreSQL %d: not OK", pairOpts.Major)
 	}
 	return v
 }
