@@ -11,6 +11,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -224,6 +226,14 @@ func (f *fixture) leaveWALBehind(segments int) []int {
 	f.must(f.pair.WaitCaughtUp(f.ctx))
 	f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint recycles the old segments
 	return rows
+}
+
+// segmentOf is the name of the primary's WAL segment holding lsn, on its current timeline.
+func (f *fixture) segmentOf(lsn lsncheck.LSN) string {
+	f.t.Helper()
+	var tli int
+	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int", nil, &tli))
+	return statefile.SegmentName(uint32(tli), uint64(lsn), 16<<20)
 }
 
 func equalInts(a, b []int) bool {

@@ -125,9 +125,11 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 	}
 }
 
-// installWAL puts into the stopped standby the WAL the new copies need from their restart_lsn
-// that its restartpoints already removed, fetched from the primary (which keeps it for the
-// slots). Without it a copy could not decode, and would be made again at the next restart.
+// installWAL puts into the standby the WAL the new copies need from their restart_lsn that its
+// restartpoints already removed, fetched from the primary (which keeps it for the slots):
+// while it is stopped, or once its manager's restart loaded the staged copies (only segments
+// older than the oldest it has, which no server process writes, and which the loaded copies now
+// keep from its restartpoints). Without it a copy could not decode, and would be made again.
 func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in statefile.Installer, states []stateCopy, out map[string]error) {
 	var from uint64
 	for _, c := range states {
@@ -296,7 +298,7 @@ func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, 
 	m.restarting.Store(true)
 	defer m.restarting.Store(false)
 	if isStaged {
-		return m.restartStaged(ctx, staged, in, states, out)
+		return m.restartStaged(ctx, staged, in, states, out, func() { m.installWAL(ctx, conn, primary, in, states, out) })
 	}
 	if err := markRestart(m.cfg.stateDir); err != nil {
 		return failAll(err)
@@ -327,9 +329,11 @@ func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, 
 }
 
 // restartStaged stages every copy in the running standby's pg_replslot and has the standby's
-// manager restart it. A restart that fails leaves the standby to its manager; if the server is
+// manager restart it; once the copies are loaded, installWAL puts back the WAL they need that
+// the standby removed. A restart that fails leaves the standby to its manager; if the server is
 // down then, the staged copies are removed and the restart tried once more without them.
-func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []stateCopy, out map[string]error) (map[string]error, bool) {
+func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []stateCopy, out map[string]error,
+	installWAL func()) (map[string]error, bool) {
 	installed := m.installAll(in, states, out)
 	if len(installed) == 0 {
 		return out, false
@@ -338,6 +342,7 @@ func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, 
 	err := withProgress(m.log, progressEvery, "restarting the standby through its manager", func() error { return r.Restart(ctx) })
 	if err == nil {
 		m.repairSnapshots(nil) // the restart's shutdown checkpoint removed them: the copies are loaded now
+		installWAL()
 		return out, true
 	}
 	if running, rerr := statefile.ServerRunning(m.cfg.DataDir); rerr == nil && !running {

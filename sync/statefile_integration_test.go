@@ -259,15 +259,13 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 }
 
 // TestStatefileWALGoneNoLoop: a slot whose WAL the standby no longer has (its restart_lsn
-// predates the standby's oldest segment), staged and loaded by a restart of the standby's
-// manager, fails its WAL read with 58P01, is copied once more, and is then given up on and
-// reported: never a restart loop, never READY.
+// predates the standby's oldest segment) and cannot get from the primary either (here the
+// segment is unreadable there), staged and loaded by a restart of the standby's manager, fails
+// its WAL read with 58P01, is copied once more, and is then given up on and reported: never a
+// restart loop, never READY.
 func TestStatefileWALGoneNoLoop(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		// Copies staged into the running standby and loaded by its manager's restart: the WAL
-		// the standby removed is not brought back that way (a stopped standby gets it from the
-		// primary, TestStatefileWALRemovedBeforeCopy), so the copy's WAL read fails.
 		f.eng.Close()
 		f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
 		f.startEngine()
@@ -275,6 +273,10 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))
 		// Move the WAL on by a few segments; the idle slot keeps them on the primary only.
 		f.leaveWALBehind(3)
+		ps, _ := f.slotOn(p, "stale")
+		unreadable := filepath.Join(p.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
+		f.must(os.Chmod(unreadable, 0))
+		t.Cleanup(func() { _ = os.Chmod(unreadable, 0o600) })
 		restarts := 0
 		var last SlotReport
 		// Passes for a while, past every retry backoff.
@@ -512,30 +514,39 @@ func holdsCatalog(f *fixture, name string) bool {
 // TestStatefileWALRemovedBeforeCopy: the primary wrote many segments since the slot's
 // restart_lsn, and the standby's restartpoints removed them (no slot of its own needed them).
 // The copy brings that WAL from the primary and is READY after one restart, and after promotion
-// the consumer gets every change after its position.
+// the consumer gets every change after its position: installed into the stopped standby, and
+// staged into the running one and loaded by its manager's restart (the WAL is put back once
+// the copy is loaded).
 func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.insert(1)
-		f.consume(p, "cdc")
-		ps, _ := f.slotOn(p, "cdc")
-		want := append(f.insert(2), f.leaveWALBehind(4)...)
-		var tli int
-		f.must(p.QueryRow(f.ctx, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int", nil, &tli))
-		seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", statefile.SegmentName(uint32(tli), uint64(ps.RestartLSN), 16<<20))
-		if _, err := os.Stat(seg); err == nil {
-			t.Fatalf("setup: the standby still has %s", seg)
+		for _, staged := range []bool{false, true} {
+			t.Run(map[bool]string{false: "stop-start", true: "restart-command"}[staged], func(t *testing.T) {
+				f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+				if staged {
+					f.eng.Close()
+					f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
+					f.startEngine()
+				}
+				p := f.pair.Primary
+				f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+				f.insert(1)
+				f.consume(p, "cdc")
+				ps, _ := f.slotOn(p, "cdc")
+				want := append(f.insert(2), f.leaveWALBehind(4)...)
+				seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
+				if _, err := os.Stat(seg); err == nil {
+					t.Fatalf("setup: the standby still has %s", seg)
+				}
+				if rep := f.passReport(); rep.StandbyRestarts != 1 {
+					t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+				}
+				f.untilReady("cdc", func() {})
+				if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
+					t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
+				}
+				f.must(f.pair.WaitCaughtUp(f.ctx))
+				f.promoteExpect("cdc", want)
+			})
 		}
-		if rep := f.passReport(); rep.StandbyRestarts != 1 {
-			t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
-		}
-		f.untilReady("cdc", func() {})
-		if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
-			t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
-		}
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.promoteExpect("cdc", want)
 	})
 }

@@ -38,8 +38,9 @@ func SegmentName(tli uint32, lsn, segSize uint64) string {
 	return fmt.Sprintf("%08X%08X%08X", tli, uint32(segno/perID), uint32(segno%perID))
 }
 
-// InstallWAL puts into the stopped standby's pg_wal every WAL segment from the one holding from
-// up to the first one it still has, fetched from the primary (which keeps them for the slot the
+// InstallWAL puts into the standby's pg_wal every WAL segment from the one holding from up to
+// the first one it still has (stopped, or running with AllowRunning once copies that keep them
+// are loaded: those segments are older than any it reads or writes), fetched from the primary (which keeps them for the slot the
 // copy is of). A standby's restartpoints remove the segments no slot of its own needs, so the
 // WAL from an older restart_lsn is usually gone before the copy arrives; without it the copy
 // could not decode. A segment the primary no longer has ends the fetch (the copy's WAL read then
