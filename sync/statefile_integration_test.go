@@ -266,9 +266,7 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 func TestStatefileWALGoneNoLoop(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		f.eng.Close()
-		f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
-		f.startEngine()
+		f.stageRestarts()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('stale', 'test_decoding')"))
 		// Move the WAL on by a few segments; the idle slot keeps them on the primary only.
@@ -385,13 +383,8 @@ func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
 	// primary's, so with no consumer progress the strict rule for state-file copies keeps it
 	// NOT READY (never READY wrongly); the scenario is settled on 13-16.
 	pgtest.ForEachMajor(t, []int{13, 14, 15, 16}, func(t *testing.T, major int) {
-		// Stopped, installed, started; and staged in the running standby, restarted by its
-		// manager (--restart-command), whose shutdown checkpoint removes the staged snapshot.
-		for _, staged := range []bool{false, true} {
-			t.Run(map[bool]string{false: "stop-start", true: "restart-command"}[staged], func(t *testing.T) {
-				openTransactionAcrossCopy(t, major, staged)
-			})
-		}
+		// Staged, the restart's shutdown checkpoint removes the staged snapshot.
+		restartWays(t, major, openTransactionAcrossCopy)
 	})
 }
 
@@ -402,13 +395,29 @@ func (r stagedNodeRestarter) Stop(ctx context.Context) error    { return r.n.Sto
 func (r stagedNodeRestarter) Start(ctx context.Context) error   { return r.n.Start(ctx) }
 func (r stagedNodeRestarter) Restart(ctx context.Context) error { return r.n.Restart(ctx) }
 
-func openTransactionAcrossCopy(t *testing.T, major int, staged bool) {
-	f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-	if staged {
-		f.eng.Close()
-		f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
-		f.startEngine()
+// restartWays runs fn on a fresh state-file fixture for each way a copy reaches the standby:
+// installed into the stopped standby and started; and staged in the running standby and loaded
+// by its manager's restart (--restart-command).
+func restartWays(t *testing.T, major int, fn func(t *testing.T, f *fixture)) {
+	for _, staged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stop-start", true: "restart-command"}[staged], func(t *testing.T) {
+			f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+			if staged {
+				f.stageRestarts()
+			}
+			fn(t, f)
+		})
 	}
+}
+
+// stageRestarts has the fixture's engine stage copies and restart the standby in one step.
+func (f *fixture) stageRestarts() {
+	f.eng.Close()
+	f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
+	f.startEngine()
+}
+
+func openTransactionAcrossCopy(t *testing.T, f *fixture) {
 	p := f.pair.Primary
 	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 	f.insert(1)
@@ -437,7 +446,7 @@ func openTransactionAcrossCopy(t *testing.T, major int, staged bool) {
 	// The case under test: the primary restarts decoding from its serialized snapshot at a
 	// record where a transaction was running. (16 keeps the slot's first restart_lsn here.)
 	snap := filepath.Join(p.DataDir, "pg_logical", "snapshots", statefile.SnapshotName(uint64(ps.RestartLSN)))
-	if _, err := os.Stat(snap); err != nil && major <= 15 {
+	if _, err := os.Stat(snap); err != nil && f.pair.Major <= 15 {
 		t.Fatalf("the primary has no decoding snapshot at its restart_lsn %s: the scenario was not set up (%v)", ps.RestartLSN, err)
 	}
 
@@ -519,34 +528,26 @@ func holdsCatalog(f *fixture, name string) bool {
 // the copy is loaded).
 func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
-		for _, staged := range []bool{false, true} {
-			t.Run(map[bool]string{false: "stop-start", true: "restart-command"}[staged], func(t *testing.T) {
-				f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-				if staged {
-					f.eng.Close()
-					f.cfg.Statefile.Restarter = stagedNodeRestarter{f.pair.Standby}
-					f.startEngine()
-				}
-				p := f.pair.Primary
-				f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-				f.insert(1)
-				f.consume(p, "cdc")
-				ps, _ := f.slotOn(p, "cdc")
-				want := append(f.insert(2), f.leaveWALBehind(4)...)
-				seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
-				if _, err := os.Stat(seg); err == nil {
-					t.Fatalf("setup: the standby still has %s", seg)
-				}
-				if rep := f.passReport(); rep.StandbyRestarts != 1 {
-					t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
-				}
-				f.untilReady("cdc", func() {})
-				if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
-					t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
-				}
-				f.must(f.pair.WaitCaughtUp(f.ctx))
-				f.promoteExpect("cdc", want)
-			})
-		}
+		restartWays(t, major, func(t *testing.T, f *fixture) {
+			p := f.pair.Primary
+			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+			f.insert(1)
+			f.consume(p, "cdc")
+			ps, _ := f.slotOn(p, "cdc")
+			want := append(f.insert(2), f.leaveWALBehind(4)...)
+			seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
+			if _, err := os.Stat(seg); err == nil {
+				t.Fatalf("setup: the standby still has %s", seg)
+			}
+			if rep := f.passReport(); rep.StandbyRestarts != 1 {
+				t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+			}
+			f.untilReady("cdc", func() {})
+			if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
+				t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
+			}
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			f.promoteExpect("cdc", want)
+		})
 	})
 }
