@@ -208,7 +208,7 @@ func (n *nudger) run(ctx context.Context) {
 	defer pc.Close(context.Background())
 	delay := 20 * time.Millisecond
 	for {
-		if _, err := pc.Exec(ctx, "SELECT pg_log_standby_snapshot()"); err != nil {
+		if err := logRunningXacts(ctx, pc); err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
 					"error", err, "fix", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>")
@@ -224,6 +224,25 @@ func (n *nudger) run(ctx context.Context) {
 			delay = min(2*delay, time.Second)
 		}
 	}
+}
+
+// logRunningXacts asks the primary for a running-xacts record (pg_log_standby_snapshot, 16+)
+// and has it flushed at once. The record is written without a flush, and walsenders send only
+// flushed WAL: left alone, it reaches the standby (and the primary's own decoders) at the WAL
+// writer's next round, about 150 ms later here (wal_writer_delay is 200 ms by default). Logged
+// in a transaction that then takes an xid, its commit flushes it: a transaction that wrote WAL
+// and has an xid commits synchronously (one without WAL would not flush). The record is logged
+// before the xid exists, so it does not list it; the transaction changes nothing and decodes to
+// nothing (no change was logged under its xid); its commit waits for no synchronous standby
+// (synchronous_commit = local, on slotsync's own session). Should that be refused, the record
+// is asked for alone: it arrives, only later.
+func logRunningXacts(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.PgConn().Exec(ctx, "SET synchronous_commit = local; SELECT pg_log_standby_snapshot(); SELECT pg_current_xact_id()").ReadAll()
+	if err == nil {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_log_standby_snapshot()")
+	return err
 }
 
 // Advance moves the copy forward; the server clamps the target to the replay position.

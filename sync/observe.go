@@ -241,8 +241,7 @@ func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = pconn.Exec(ctx, "SELECT pg_log_standby_snapshot()")
-	return err
+	return logRunningXacts(ctx, pconn)
 }
 
 func (o *pgObserver) Reset() { o.Close() }
