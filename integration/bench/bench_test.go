@@ -44,6 +44,11 @@ func startPair(b *testing.B, m int, standbyConf ...string) (*integration.Pair, c
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	b.Cleanup(cancel)
 	conf := []string{"max_replication_slots = 2100", "max_connections = 200"}
+	if os.Getenv("SLOTSYNC_BENCH_FSYNC") == "off" {
+		// A disk whose flushes cost nothing: both servers on this machine share one disk, and
+		// every slot save (a consumer's confirmation, a copy's advance) waits for an fsync.
+		conf = append(conf, "fsync = off")
+	}
 	p := pgtest.StartPair(b, integration.Options{Major: m, Conf: conf, StandbyConf: standbyConf})
 	must(b, p.Primary.Exec(ctx, "CREATE TABLE t (id serial PRIMARY KEY, v text)"))
 	must(b, p.WaitCaughtUp(ctx))
