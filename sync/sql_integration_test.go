@@ -595,6 +595,18 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 				t.Fatalf("the running-xacts record logged after %s is not flushed", before)
 			}
 		}
+		// A role made read-only (default_transaction_read_only) flushes it too: taking an xid
+		// is not a write.
+		_, err = conn.Exec(f.ctx, "SET default_transaction_read_only = on")
+		f.must(err)
+		var before string
+		f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before))
+		f.must(logRunningXacts(f.ctx, conn))
+		var flushed bool
+		f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", before).Scan(&flushed))
+		if !flushed {
+			t.Fatal("in a read-only session the running-xacts record is not flushed")
+		}
 		var rows []string
 		f.must(p.QueryRowDB(f.ctx, "app", "SELECT coalesce(array_agg(data), '{}') FROM pg_logical_slot_get_changes('probe', NULL, NULL, 'skip-empty-xacts', '0')", nil, &rows))
 		if len(rows) != 0 {
