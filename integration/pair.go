@@ -479,3 +479,56 @@ func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
 	}
 	return p.WaitStreaming(ctx)
 }
+
+// Twin starts a third server of the pair's system: a copy of the cleanly stopped primary (which
+// is started again at once), running as a primary of its own. With newTimeline it is first
+// started as a standby of nothing and promoted, so it writes a new timeline, as a sibling standby
+// promoted elsewhere would; without, it writes the primary's timeline, as a clone after a split
+// brain does. No slot is copied. For tests of what slotsync does when pointed at a server its
+// standby does not follow; local pairs of 12+ only; stopped with the pair.
+func (p *Pair) Twin(ctx context.Context, newTimeline bool) (*Node, error) {
+	prim, ok := p.Primary.life.(*localServer)
+	if !ok || p.Major < 12 {
+		return nil, errors.New("twin needs a local pair of 12+")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("twin%d", len(p.cleanup))
+	twin := &localServer{bin: prim.bin, run: prim.run, dataDir: filepath.Join(p.Dir, name), sockDir: prim.sockDir,
+		logFile: filepath.Join(p.Dir, name+".log"), port: port}
+	if err := p.Primary.Stop(ctx); err != nil {
+		return nil, err
+	}
+	copyErr := copyDataDir(prim.dataDir, twin.dataDir)
+	if err := p.Primary.Start(ctx); err != nil {
+		return nil, err
+	}
+	if copyErr != nil {
+		return nil, fmt.Errorf("twin: copy the primary: %w", copyErr)
+	}
+	extra := []string{"cluster_name = 'twin'"}
+	if err := writeNodeConf(prim.run, twin, extra); err != nil {
+		return nil, err
+	}
+	if newTimeline {
+		if err := writeOwned(prim.run, filepath.Join(twin.dataDir, "standby.signal"), nil); err != nil {
+			return nil, err
+		}
+	}
+	if err := prim.run.chownTree(twin.dataDir); err != nil {
+		return nil, err
+	}
+	n := &Node{Name: name, Major: p.Major, DataDir: twin.dataDir, life: twin}
+	p.cleanup = append(p.cleanup, twin.close)
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	if newTimeline {
+		if err := n.Exec(ctx, "SELECT pg_promote(true, 60)"); err != nil {
+			return nil, fmt.Errorf("twin: promote: %w", err)
+		}
+	}
+	return n, nil
+}

@@ -158,3 +158,37 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 		}
 	})
 }
+
+// TestStandbyFollowsAnotherServer (rule 7): pointed at a server of the same system that its
+// standby does not stream from, slotsync copies nothing from it, and retries: a clone writing
+// the same timeline (the standby's slot there exists but is not in use), and a sibling promoted
+// to a new timeline. Both hold a logical slot the standby would otherwise get a copy of.
+func TestStandbyFollowsAnotherServer(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		for _, newTimeline := range []bool{false, true} {
+			twin, err := f.pair.Twin(f.ctx, newTimeline)
+			f.must(err)
+			f.must(f.pair.WaitStreaming(f.ctx))
+			f.must(twin.Exec(f.ctx, "SELECT pg_create_physical_replication_slot($1)", integration.PhysicalSlot))
+			f.must(twin.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('elsewhere', 'test_decoding')"))
+			cfg := f.cfg
+			cfg.PrimaryDSN, cfg.StateDir = twin.DSN("postgres"), t.TempDir()
+			e, err := New(cfg)
+			f.must(err)
+			for i := 0; i < 3; i++ {
+				_, err = e.RunOnce(f.ctx)
+				var nf *topology.NotFollowingError
+				if !errors.As(err, &nf) || Classify(err) != Retry {
+					t.Fatalf("new timeline %v: pass %d against a server the standby does not follow: %v (%v)", newTimeline, i, err, Classify(err))
+				}
+				t.Logf("new timeline %v: %v", newTimeline, err)
+			}
+			e.Close()
+			if _, ok := f.slotOn(f.pair.Standby, "elsewhere"); ok {
+				t.Fatalf("new timeline %v: copied a slot from a server the standby does not follow", newTimeline)
+			}
+			f.must(twin.Stop(f.ctx))
+		}
+	})
+}
