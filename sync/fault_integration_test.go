@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	stdsync "sync"
 	"testing"
@@ -225,4 +226,51 @@ func TestHostileSlotNames(t *testing.T) {
 	if err := statefile.ValidateSlotName("debezium_orders_2"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCopyInvalidatedOnStandby: the standby's max_slot_wal_keep_size gives up the WAL of a READY
+// copy whose consumer is idle. On a standby no "unreserved" comes first (on 17 wal_status stayed
+// "reserved", segments past the limit, until the restartpoint invalidated the copy): the gate
+// says NOT READY as soon as the copy is invalidated, the copy is made again, and once the
+// consumer has confirmed past it, READY again and a promotion loses nothing.
+func TestCopyInvalidatedOnStandby(t *testing.T) {
+	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{StandbyConf: []string{"max_slot_wal_keep_size = 1MB"}})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.untilReady("cdc", func() {
+			f.insert(1)
+			f.consume(p, "cdc")
+		})
+		f.insert(2)
+		f.leaveWALBehind(3)
+		var status string
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT coalesce(wal_status, '') FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &status))
+		if status != "lost" {
+			t.Fatalf("setup: the copy's wal_status is %q, want lost", status)
+		}
+		gcfg := f.cfg
+		gcfg.ReadOnly = true
+		gate, err := New(gcfg)
+		f.must(err)
+		defer gate.Close()
+		rep, err := gate.Inspect(f.ctx)
+		f.must(err)
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" && (s.Verdict.Ready || !slices.Contains(s.Verdict.Reasons, lsncheck.ReasonCopyInvalidated)) {
+				t.Fatalf("an invalidated copy: %+v", s.Verdict)
+			}
+		}
+		f.untilReady("cdc", func() {
+			f.insert(1)
+			f.consume(p, "cdc")
+		})
+		if c, _ := f.slotOn(f.pair.Standby, "cdc"); c.Invalidated || c.RestartLSN == 0 {
+			t.Fatalf("the copy was not made again: %+v", c)
+		}
+		want := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
 }
