@@ -274,3 +274,57 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 		f.promoteExpect("cdc", want)
 	})
 }
+
+// TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's
+// last checkpoint are in memory only, so a crash and restart of the primary (no failover) takes
+// its slot's confirmed_flush back behind the copy. That is the same slot: the copy is kept (not
+// made again), the gate says NOT READY while the copy is ahead of its consumer, and once the
+// consumer has confirmed again (receiving again what it had confirmed: redelivered, not lost),
+// READY, and a promotion loses nothing.
+func TestPrimaryCrashTakesConfirmedBack(t *testing.T) {
+	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.untilReady("cdc", func() {
+			f.insert(1)
+			f.consume(p, "cdc")
+		})
+		// A slot is saved when its restart_lsn moves (a running-xacts record decoded, then
+		// confirmed past) and at checkpoints. Settle: decode past the last such record.
+		f.insert(1)
+		f.consume(p, "cdc")
+		f.consume(p, "cdc")
+		again := f.insert(3)
+		f.consume(p, "cdc") // confirmed in memory only: no running-xacts record since
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready {
+			t.Fatalf("before the crash: %+v", r.Verdict)
+		}
+		before, _ := f.slotOn(f.pair.Standby, "cdc")
+		f.must(p.Kill(f.ctx))
+		f.must(p.Start(f.ctx))
+		f.must(f.pair.WaitStreaming(f.ctx))
+		after, _ := f.slotOn(p, "cdc")
+		if after.ConfirmedFlush >= before.ConfirmedFlush {
+			t.Fatalf("setup: the primary's confirmed_flush %s did not go back behind the copy's %s", after.ConfirmedFlush, before.ConfirmedFlush)
+		}
+		r := f.pass()["cdc"]
+		if r.Action == KindRecreate || r.Action == KindCreate || r.Verdict.Ready ||
+			!slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyConfirmedAhead) {
+			t.Fatalf("after the crash: %s %s, verdict %+v", r.Action, r.Code, r.Verdict)
+		}
+		if c, _ := f.slotOn(f.pair.Standby, "cdc"); c.RestartLSN < before.RestartLSN || c.ConfirmedFlush != before.ConfirmedFlush {
+			t.Fatalf("the copy was changed: %+v, was %+v", c.Position, before.Position)
+		}
+		// From the slot's last save: at least what it confirmed since, and nothing new.
+		if got := f.consume(p, "cdc"); len(got) < len(again) || !equalInts(got[len(got)-len(again):], again) {
+			t.Fatalf("the consumer got again %v, want it to end with %v", got, again)
+		}
+		f.untilReady("cdc", func() {})
+		want := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
+}
