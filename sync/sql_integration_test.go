@@ -616,3 +616,46 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 		}
 	})
 }
+
+// TestCopyAheadAfterFirstReady (rule 4, was_ready): once READY, a copy's own advances may move
+// its restart_lsn past the primary slot's, which is normal. Here the consumer confirms past two
+// running-xacts records in one step (its restart_lsn moves to the first), while the copy is moved
+// in two (standby replay paused between them: it moves to the second). The copy is then ahead,
+// and still READY; a promotion loses nothing.
+func TestCopyAheadAfterFirstReady(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.untilReady("cdc", func() {
+			f.insert(1)
+			f.consume(p, "cdc")
+		})
+		f.insert(1)
+		f.must(p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+		f.insert(1)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.PauseReplay(f.ctx))
+		f.insert(1)
+		f.must(p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+		f.insert(1)
+		f.consume(p, "cdc")
+		f.pass() // the copy moves to the paused replay position, past the first record only
+		f.must(f.pair.ResumeReplay(f.ctx))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		ps, _ := f.slotOn(p, "cdc")
+		cp, _ := f.slotOn(f.pair.Standby, "cdc")
+		if cp.RestartLSN <= ps.RestartLSN {
+			t.Fatalf("setup: the copy's restart_lsn %s is not ahead of the primary's %s", cp.RestartLSN, ps.RestartLSN)
+		}
+		t.Logf("copy restart_lsn %s, primary's %s: %+v", cp.RestartLSN, ps.RestartLSN, r.Verdict)
+		if !r.Verdict.Ready {
+			t.Fatalf("a copy ahead of its primary after its first READY: %+v", r.Verdict)
+		}
+		want := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
+}
