@@ -233,11 +233,12 @@ func (n *nudger) run(ctx context.Context) {
 // in a transaction that then takes an xid, its commit flushes it: a transaction that wrote WAL
 // and has an xid commits synchronously (one without WAL would not flush). The record is logged
 // before the xid exists, so it does not list it; the transaction changes nothing and decodes to
-// nothing (no change was logged under its xid); its commit waits for no synchronous standby
-// (synchronous_commit = local, on slotsync's own session). Should that be refused, the record
-// is asked for alone: it arrives, only later.
+// nothing (no change was logged under its xid); its commit flushes locally and waits for no
+// synchronous standby (SET LOCAL synchronous_commit = local: that transaction's alone, so a
+// session with asynchronous commits, or one shared through a pooler, keeps its own setting).
+// Should that be refused, the record is asked for alone: it arrives, only later.
 func logRunningXacts(ctx context.Context, conn *pgx.Conn) error {
-	_, err := conn.PgConn().Exec(ctx, "SET synchronous_commit = local; SELECT pg_log_standby_snapshot(); SELECT pg_current_xact_id()").ReadAll()
+	_, err := conn.PgConn().Exec(ctx, "SET LOCAL synchronous_commit = local; SELECT pg_log_standby_snapshot(); SELECT pg_current_xact_id()").ReadAll()
 	if err == nil {
 		return nil
 	}

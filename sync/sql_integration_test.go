@@ -588,6 +588,11 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 		f.must(err)
 		defer conn.Close(context.Background())
 		for i := 0; i < 5; i++ {
+			if i == 3 {
+				// A session (or role) with asynchronous commits: the request's own setting holds.
+				_, err := conn.Exec(f.ctx, "SET synchronous_commit = off")
+				f.must(err)
+			}
 			var before string
 			f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before))
 			f.must(logRunningXacts(f.ctx, conn))
@@ -596,6 +601,13 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 			if !flushed {
 				t.Fatalf("the running-xacts record logged after %s is not flushed", before)
 			}
+		}
+		// The setting is the request's own (SET LOCAL): a session shared through a pooler
+		// keeps its own.
+		var sc string
+		f.must(conn.QueryRow(f.ctx, "SHOW synchronous_commit").Scan(&sc))
+		if sc != "off" {
+			t.Fatalf("synchronous_commit is %q after the request, want the session's own (off)", sc)
 		}
 		// A role made read-only (default_transaction_read_only) flushes it too: taking an xid
 		// is not a write.
