@@ -390,7 +390,19 @@ func TestReleaseConfig(t *testing.T) {
 	generated := map[string]bool{}
 	hooks, _ := dig(gr, "before", "hooks").([]any)
 	hookCmd := regexp.MustCompile(`go run \./cmd/slotsync ([a-z ]+) > (build/[^"\s]+)`)
+	// Files a hook derives from a checked-in one with one substitution (sed 's#from#to#'), for
+	// the packages only: their text as the hook writes it.
+	hookSed := regexp.MustCompile(`sed 's#([^#]+)#([^#]*)#' (\S+) > (build/[^"\s]+)`)
+	derived := map[string]string{}
 	for _, h := range hooks {
+		if m := hookSed.FindStringSubmatch(h.(string)); m != nil {
+			src, err := os.ReadFile(filepath.Join("..", m[3]))
+			if err != nil || !strings.Contains(string(src), m[1]) {
+				t.Errorf("hook %q: %s does not hold %q (%v)", h, m[3], m[1], err)
+			}
+			derived[m[4]] = strings.ReplaceAll(string(src), m[1], m[2])
+			continue
+		}
 		m := hookCmd.FindStringSubmatch(h.(string))
 		if m == nil {
 			continue
@@ -414,7 +426,7 @@ func TestReleaseConfig(t *testing.T) {
 	for _, c := range dig(gr, "nfpms", 0, "contents").([]any) {
 		src, dst := dig(c, "src").(string), dig(c, "dst").(string)
 		dsts[dst] = src
-		if !generated[src] {
+		if _, ok := derived[src]; !generated[src] && !ok {
 			if _, err := os.Stat(filepath.Join("..", src)); err != nil {
 				t.Errorf("package content %s: %v", src, err)
 			}
@@ -433,6 +445,17 @@ func TestReleaseConfig(t *testing.T) {
 		if dsts[dst] == "" {
 			t.Errorf("the packages lack %s", dst)
 		}
+	}
+	// The packaged unit starts the binary where the packages put it.
+	unitSrc := dsts["/lib/systemd/system/slotsync.service"]
+	unit, ok := derived[unitSrc]
+	if !ok {
+		b, _ := os.ReadFile(filepath.Join("..", unitSrc))
+		unit = string(b)
+	}
+	bindir, _ := dig(gr, "nfpms", 0, "bindir").(string)
+	if !regexp.MustCompile(`(?m)^ExecStart=` + regexp.QuoteMeta(bindir+"/slotsync") + ` `).MatchString(unit) {
+		t.Errorf("the packaged unit (%s) does not start %s/slotsync, where the packages install it", unitSrc, bindir)
 	}
 	formats := fmt.Sprint(dig(gr, "nfpms", 0, "formats"))
 	if !strings.Contains(formats, "deb") || !strings.Contains(formats, "rpm") {
