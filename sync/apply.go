@@ -26,10 +26,19 @@ type flusher interface {
 	Flush(ctx context.Context, snap Snapshot) (map[string]result, bool)
 }
 
+// preparer is a method with work to do before a pass's actions (the state-file method puts
+// back what a standby start removed from copies it just loaded, before anything advances them).
+type preparer interface {
+	Prepare(ctx context.Context, snap Snapshot)
+}
+
 // execute carries out the changing actions on Workers sessions, each slot under its own
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
 func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) ([]result, int) {
+	if p, ok := e.app.(preparer); ok {
+		p.Prepare(ctx, snap)
+	}
 	results := make([]result, len(actions))
 	work, creates := make(chan int), make(chan int)
 	var wg stdsync.WaitGroup

@@ -51,6 +51,9 @@ type statefileMethod struct {
 	// snaps: the decoding snapshot each installed copy restarts from, kept until the copy has
 	// moved past it, to put back when the standby lost it (repairSnapshots).
 	snaps map[string]*statefile.Snapshot
+	// stagedWAL: the restart_lsn of each copy staged for a standby start slotsync does not make
+	// (--restart never), until that start has loaded it and its WAL was put back (repairWAL).
+	stagedWAL map[string]uint64
 }
 
 func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger, restarting *atomic.Bool) *statefileMethod {
@@ -153,6 +156,46 @@ func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primar
 	}
 }
 
+// Prepare puts back, before the pass's actions advance any copy, what a standby start removed
+// from copies it loaded: their decoding snapshots (repairSnapshots) and, for copies staged for
+// a start slotsync does not make, their WAL (repairWAL).
+func (m *statefileMethod) Prepare(ctx context.Context, snap Snapshot) {
+	m.repairSnapshots(snap.Standby.Slots)
+	m.repairWAL(ctx, snap)
+}
+
+// repairWAL puts back the WAL that copies staged for a standby start slotsync does not make
+// (--restart never) need, once that start has loaded them: the standby may have removed it
+// meanwhile, as installWAL says. A copy gone, or moved on from its first restart_lsn, is
+// forgotten; so is one whose WAL was looked after.
+func (m *statefileMethod) repairWAL(ctx context.Context, snap Snapshot) {
+	var loaded []stateCopy
+	for name, lsn := range m.stagedWAL {
+		cp, ok := snap.Standby.Slots[name]
+		if st := readStaged(m.cfg.DataDir, name); !ok && st != nil && st.RestartLSN == lsn {
+			continue // staged, not loaded yet
+		}
+		delete(m.stagedWAL, name)
+		if ok && uint64(cp.RestartLSN) == lsn {
+			loaded = append(loaded, stateCopy{state: &statefile.State{Name: name, RestartLSN: lsn}})
+		}
+	}
+	if len(loaded) == 0 {
+		return
+	}
+	ep := m.sql.primary.endpoint()
+	if ep == nil {
+		return
+	}
+	conn, err := ep.Connect(ctx, "")
+	if err != nil {
+		m.log.Warn("could not connect to the primary for the WAL of copies the standby's start loaded", "error", err)
+		return
+	}
+	defer conn.Close(context.Background())
+	m.installWAL(ctx, conn, snap.Primary.Info, statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
+}
+
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
 // the state file's restart_lsn (nil when the primary has none there either).
 type stateCopy struct {
@@ -176,7 +219,6 @@ func (m *statefileMethod) Flush(ctx context.Context, snap Snapshot) (map[string]
 	}
 	m.mu.Unlock()
 	m.hold.Release(ctx, snap.Physical.CatalogHorizon(), snap.Standby.Slots, func(name string) bool { return queued[name] })
-	m.repairSnapshots(snap.Standby.Slots)
 	errs, restarted := m.flush(ctx, snap.Primary.Info, scratch)
 	out := make(map[string]result, len(errs))
 	for name, err := range errs {
@@ -282,6 +324,14 @@ func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, 
 		// A file staged earlier is of another incarnation (stagedFor said so): replaced.
 		for _, name := range m.installAll(in, states, out) {
 			out[name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
+			for _, c := range states {
+				if c.state.Name == name {
+					if m.stagedWAL == nil {
+						m.stagedWAL = map[string]uint64{}
+					}
+					m.stagedWAL[name] = c.state.RestartLSN
+				}
+			}
 		}
 		return out, false
 	}

@@ -529,25 +529,45 @@ func holdsCatalog(f *fixture, name string) bool {
 func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		restartWays(t, major, func(t *testing.T, f *fixture) {
-			p := f.pair.Primary
-			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-			f.insert(1)
-			f.consume(p, "cdc")
-			ps, _ := f.slotOn(p, "cdc")
-			want := append(f.insert(2), f.leaveWALBehind(4)...)
-			seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
-			if _, err := os.Stat(seg); err == nil {
-				t.Fatalf("setup: the standby still has %s", seg)
-			}
-			if rep := f.passReport(); rep.StandbyRestarts != 1 {
-				t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
-			}
-			f.untilReady("cdc", func() {})
-			if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
-				t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
-			}
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			f.promoteExpect("cdc", want)
+			walRemovedBeforeCopy(t, f, func() {
+				if rep := f.passReport(); rep.StandbyRestarts != 1 {
+					t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+				}
+			})
+		})
+		// --restart never: the copy is staged, and loaded by a restart slotsync does not make.
+		t.Run("restart-never", func(t *testing.T) {
+			f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+			f.eng.Close()
+			f.cfg.Statefile.Restarter = nil
+			f.startEngine()
+			walRemovedBeforeCopy(t, f, func() {
+				if rep := f.passReport(); rep.StandbyRestarts != 0 {
+					t.Fatalf("no restart is configured, yet %d", rep.StandbyRestarts)
+				}
+				f.must(f.pair.Standby.Restart(f.ctx))
+				f.must(f.pair.WaitStreaming(f.ctx))
+			})
 		})
 	})
+}
+
+func walRemovedBeforeCopy(t *testing.T, f *fixture, copyAndRestart func()) {
+	p := f.pair.Primary
+	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	f.insert(1)
+	f.consume(p, "cdc")
+	ps, _ := f.slotOn(p, "cdc")
+	want := append(f.insert(2), f.leaveWALBehind(4)...)
+	seg := filepath.Join(f.pair.Standby.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
+	if _, err := os.Stat(seg); err == nil {
+		t.Fatalf("setup: the standby still has %s", seg)
+	}
+	copyAndRestart()
+	f.untilReady("cdc", func() {})
+	if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
+		t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
+	}
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.promoteExpect("cdc", want)
 }
