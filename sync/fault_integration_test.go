@@ -56,15 +56,6 @@ func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.Wai
 	return &wg
 }
 
-// readyCopy makes a ready copy of slot "cdc".
-func (f *fixture) readyCopy() {
-	f.t.Helper()
-	f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-	f.pass()
-	f.insert(2)
-	f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
-}
-
 // TestFaultNetworkToPrimary: the network between slotsync and the primary is cut (blackhole)
 // and reset; passes fail, change nothing and say so; when it comes back syncing resumes.
 func TestFaultNetworkToPrimary(t *testing.T) {
@@ -237,11 +228,7 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{StandbyConf: []string{"max_slot_wal_keep_size = 1MB"}})
 		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.untilReady("cdc", func() {
-			f.insert(1)
-			f.consume(p, "cdc")
-		})
+		f.readyCopy()
 		f.insert(2)
 		f.leaveWALBehind(3)
 		var status string
@@ -285,11 +272,7 @@ func TestPrimaryCrashTakesConfirmedBack(t *testing.T) {
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.untilReady("cdc", func() {
-			f.insert(1)
-			f.consume(p, "cdc")
-		})
+		f.readyCopy()
 		// A slot is saved when its restart_lsn moves (a running-xacts record decoded, then
 		// confirmed past) and at checkpoints. Settle: decode past the last such record.
 		f.insert(1)

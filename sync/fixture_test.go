@@ -192,6 +192,15 @@ func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
 	}
 }
 
+// readyCopy makes a ready copy of slot "cdc".
+func (f *fixture) readyCopy() {
+	f.t.Helper()
+	f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	f.pass()
+	f.insert(2)
+	f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+}
+
 // logRunningXacts makes the primary log a running-xacts record: pg_log_standby_snapshot() on
 // 16+, a CHECKPOINT before.
 func (f *fixture) logRunningXacts() {

@@ -211,15 +211,10 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 				ent.Primary, changed = a.Primary.Position, true
 			}
 		}
-		if results[i].err != nil {
-			// A copy staged for a standby start slotsync does not make (--restart never) is as
-			// it will be loaded: whether it restarts decoding from scratch is known now.
-			var deferred *deferredError
-			if (a.Kind == KindCreate || a.Kind == KindRecreate) && results[i].scratchAt != 0 && errors.As(results[i].err, &deferred) {
-				if ent := next.Slots[a.Slot]; ent != nil && ent.ScratchAt != results[i].scratchAt {
-					ent.ScratchAt, changed = results[i].scratchAt, true
-				}
-			}
+		// A copy staged for a standby start slotsync does not make (--restart never) is as it
+		// will be loaded: whether it restarts decoding from scratch is known now.
+		var deferred *deferredError
+		if err := results[i].err; err != nil && !(results[i].scratchAt != 0 && errors.As(err, &deferred)) {
 			continue
 		}
 		switch a.Kind {

@@ -98,6 +98,30 @@ func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB
 	return s.Create(ctx, ps)
 }
 
+// Where a copy installed at restart_lsn lsn stands: staged in pg_replslot and not loaded yet,
+// loaded by the standby and still at lsn, or gone or moved on from it.
+const (
+	stagedWaiting = iota
+	stagedLoaded
+	stagedGone
+)
+
+// stagedCopyAt says where the copy name, installed at lsn, stands among the standby's copies.
+func (m *statefileMethod) stagedCopyAt(copies map[string]topology.Slot, name string, lsn uint64) (topology.Slot, int) {
+	cp, ok := copies[name]
+	switch {
+	case !ok:
+		if st := readStaged(m.cfg.DataDir, name); st != nil && st.RestartLSN == lsn {
+			return cp, stagedWaiting
+		}
+		return cp, stagedGone
+	case uint64(cp.RestartLSN) == lsn:
+		return cp, stagedLoaded
+	default:
+		return cp, stagedGone
+	}
+}
+
 // repairSnapshots puts back the decoding snapshot of a copy whose standby lost it: a copy staged
 // into a running standby is loaded at its next start, whose shutdown checkpoint removes the
 // snapshot staged beside it, since no loaded slot needed it yet. Once the copy is loaded, the
@@ -107,11 +131,11 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 	in := statefile.Installer{DataDir: m.cfg.DataDir}
 	for name, sn := range m.snaps {
 		if copies != nil {
-			cp, ok := copies[name]
-			if st := readStaged(m.cfg.DataDir, name); !ok && st != nil && st.RestartLSN == sn.LSN {
-				continue // staged, not loaded yet: its snapshot is put back once it is
+			cp, at := m.stagedCopyAt(copies, name, sn.LSN)
+			if at == stagedWaiting {
+				continue // its snapshot is put back once it is loaded
 			}
-			if !ok || uint64(cp.RestartLSN) != sn.LSN {
+			if at == stagedGone {
 				delete(m.snaps, name)
 				continue
 			}
@@ -171,12 +195,12 @@ func (m *statefileMethod) Prepare(ctx context.Context, snap Snapshot) {
 func (m *statefileMethod) repairWAL(ctx context.Context, snap Snapshot) {
 	var loaded []stateCopy
 	for name, lsn := range m.stagedWAL {
-		cp, ok := snap.Standby.Slots[name]
-		if st := readStaged(m.cfg.DataDir, name); !ok && st != nil && st.RestartLSN == lsn {
-			continue // staged, not loaded yet
+		_, at := m.stagedCopyAt(snap.Standby.Slots, name, lsn)
+		if at == stagedWaiting {
+			continue
 		}
 		delete(m.stagedWAL, name)
-		if ok && uint64(cp.RestartLSN) == lsn {
+		if at == stagedLoaded {
 			loaded = append(loaded, stateCopy{state: &statefile.State{Name: name, RestartLSN: lsn}})
 		}
 	}

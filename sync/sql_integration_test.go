@@ -353,9 +353,7 @@ func TestConsumerSentAheadOfStandby(t *testing.T) {
 func TestLeftAloneCopies(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
-		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		f.readyCopy()
 		f.must(f.pair.Standby.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('theirs', 'test_decoding')"))
 
 		f.eng.Close()
@@ -587,20 +585,24 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 		conn, err := p.Connect(f.ctx, "app")
 		f.must(err)
 		defer conn.Close(context.Background())
-		for i := 0; i < 5; i++ {
-			if i == 3 {
-				// A session (or role) with asynchronous commits: the request's own setting holds.
-				_, err := conn.Exec(f.ctx, "SET synchronous_commit = off")
-				f.must(err)
-			}
+		requireFlushed := func(session string) {
+			t.Helper()
 			var before string
 			f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before))
 			f.must(logRunningXacts(f.ctx, conn))
 			var flushed bool
 			f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", before).Scan(&flushed))
 			if !flushed {
-				t.Fatalf("the running-xacts record logged after %s is not flushed", before)
+				t.Fatalf("%s: the running-xacts record logged after %s is not flushed", session, before)
 			}
+		}
+		for i := 0; i < 5; i++ {
+			if i == 3 {
+				// A session (or role) with asynchronous commits: the request's own setting holds.
+				_, err := conn.Exec(f.ctx, "SET synchronous_commit = off")
+				f.must(err)
+			}
+			requireFlushed(fmt.Sprintf("request %d", i+1))
 		}
 		// The setting is the request's own (SET LOCAL): a session shared through a pooler
 		// keeps its own.
@@ -613,14 +615,7 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 		// is not a write.
 		_, err = conn.Exec(f.ctx, "SET default_transaction_read_only = on")
 		f.must(err)
-		var before string
-		f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before))
-		f.must(logRunningXacts(f.ctx, conn))
-		var flushed bool
-		f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", before).Scan(&flushed))
-		if !flushed {
-			t.Fatal("in a read-only session the running-xacts record is not flushed")
-		}
+		requireFlushed("a read-only session")
 		var rows []string
 		f.must(p.QueryRowDB(f.ctx, "app", "SELECT coalesce(array_agg(data), '{}') FROM pg_logical_slot_get_changes('probe', NULL, NULL, 'skip-empty-xacts', '0')", nil, &rows))
 		if len(rows) != 0 {
@@ -638,18 +633,14 @@ func TestCopyAheadAfterFirstReady(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.untilReady("cdc", func() {
-			f.insert(1)
-			f.consume(p, "cdc")
-		})
+		f.readyCopy()
 		f.insert(1)
-		f.must(p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+		f.logRunningXacts()
 		f.insert(1)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.must(f.pair.PauseReplay(f.ctx))
 		f.insert(1)
-		f.must(p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()"))
+		f.logRunningXacts()
 		f.insert(1)
 		f.consume(p, "cdc")
 		f.pass() // the copy moves to the paused replay position, past the first record only

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -519,11 +520,7 @@ func watchBulk(ctx context.Context, p *integration.Pair, gate *slotsync.Engine, 
 		restart, confirmed lsncheck.LSN
 		xmin               int64
 	}
-	list := func(node string) (map[string]pos, error) {
-		c := pconn
-		if node == "standby" {
-			c = sconn
-		}
+	list := func(c *pgx.Conn) (map[string]pos, error) {
 		rows, err := c.Query(ctx, `SELECT slot_name::text, coalesce(restart_lsn, '0/0')::text, coalesce(confirmed_flush_lsn, '0/0')::text,
 			coalesce(catalog_xmin::text, '0')::bigint FROM pg_replication_slots WHERE slot_type = 'logical' AND NOT temporary`)
 		if err != nil {
@@ -551,11 +548,11 @@ func watchBulk(ctx context.Context, p *integration.Pair, gate *slotsync.Engine, 
 			return bulkTimes{err: ctx.Err()}
 		case <-time.After(100 * time.Millisecond):
 		}
-		copies, err := list("standby")
+		copies, err := list(sconn)
 		if err != nil {
 			return bulkTimes{err: err}
 		}
-		prim, err := list("primary")
+		prim, err := list(pconn)
 		if err != nil {
 			return bulkTimes{err: err}
 		}
