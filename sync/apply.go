@@ -8,41 +8,32 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
-	"github.com/slotsync/slotsync/topology"
+	"github.com/slotsync/slotsync/sync/method"
 )
 
-// result is what happened to one action.
+// result is what happened to one action: its outcome, and for an advance where the copy is now.
 type result struct {
-	err error
-	end lsncheck.LSN // Advance: where the copy is now
-	// scratchAt (state-file copies): the copy's restart_lsn, at which the primary had no
-	// serialized decoding snapshot either; 0 when it had one (copied with the state file).
-	scratchAt lsncheck.LSN
+	method.Outcome
+	end lsncheck.LSN
 }
 
-// flusher is a method that batches creations until the end of a pass (the state-file method
-// installs them in one standby restart).
-type flusher interface {
-	Flush(ctx context.Context, snap Snapshot) (map[string]result, bool)
-}
+// failed reports whether the action failed (a copy that waits has not).
+func (r result) failed() bool { return r.Err != nil }
 
-// preparer is a method with work to do before a pass's actions (the state-file method puts
-// back what a standby start removed from copies it just loaded, before anything advances them).
-type preparer interface {
-	Prepare(ctx context.Context, snap Snapshot)
-}
+// done reports whether the action was carried out.
+func (r result) done() bool { return r.Err == nil && r.Waiting == "" }
 
 // execute carries out the changing actions on Workers sessions, each slot under its own
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
 func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) ([]result, int) {
-	if p, ok := e.app.(preparer); ok {
-		p.Prepare(ctx, snap)
+	if p, ok := e.app.(method.Preparer); ok {
+		p.Prepare(ctx, snap.view())
 	}
 	results := make([]result, len(actions))
 	work, creates := make(chan int), make(chan int)
 	var wg stdsync.WaitGroup
-	worker := func(sess applySession, queue chan int, done func()) {
+	worker := func(sess method.Session, queue chan int, done func()) {
 		defer wg.Done()
 		defer done()
 		for i := range queue {
@@ -81,8 +72,8 @@ func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) (
 	close(creates)
 	wg.Wait()
 	restarts := 0
-	if f, ok := e.app.(flusher); ok {
-		outcomes, restarted := f.Flush(ctx, snap)
+	if f, ok := e.app.(method.Flusher); ok {
+		outcomes, restarted := f.Flush(ctx, snap.view())
 		if restarted {
 			restarts++
 			// Every standby connection died with the restart: drop them all now rather than
@@ -93,22 +84,22 @@ func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) (
 			e.obs.Reset()
 		}
 		for i, a := range actions {
-			if errors.Is(results[i].err, errStaged) {
-				results[i] = outcomes[a.Slot]
-				var deferred *deferredError
-				if restarted && !errors.As(results[i].err, &deferred) {
+			if errors.Is(results[i].Err, method.ErrCollected) {
+				o := outcomes[a.Slot]
+				results[i].Outcome = o
+				if o.CountsAsCopy {
 					// A restart was spent on this slot, whether the standby took the copy or
 					// refused it: after MaxAttempts the planner gives up (lesson 1, no loops).
 					e.copies[a.Slot]++
 				}
-				if results[i].err == nil {
+				if o.Err == nil && o.Waiting == "" {
 					delete(e.recopy, a.Slot)
 				}
 			}
 		}
 	}
 	for i, a := range actions {
-		if a.Kind == KindAdvance && isWALRemoved(results[i].err) && e.method == topology.MethodStatefile {
+		if a.Kind == KindAdvance && isWALRemoved(results[i].Err) && e.traits.ProvesWAL {
 			e.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
 		}
 		e.logOutcome(a, results[i])
@@ -116,25 +107,22 @@ func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) (
 	return results, restarts
 }
 
-func (e *Engine) apply(ctx context.Context, sess applySession, a Action) result {
+func (e *Engine) apply(ctx context.Context, sess method.Session, a Action) result {
+	fail := func(err error) result { return result{Outcome: method.Outcome{Err: err}} }
 	switch a.Kind {
 	case KindCreate:
-		return result{err: sess.Create(ctx, a.Primary)}
+		return fail(sess.Create(ctx, a.Primary))
 	case KindRecreate:
-		return result{err: sess.Replace(ctx, a.Primary, a.CopyDatabase)}
+		return fail(sess.Replace(ctx, a.Primary, a.CopyDatabase))
 	case KindAdvance:
 		end, err := sess.Advance(ctx, a.Slot, a.Primary.Database, a.Target)
-		return result{end: end, err: err}
+		return result{Outcome: method.Outcome{Err: err}, end: end}
 	case KindDrop:
-		return result{err: sess.Drop(ctx, a.Slot, a.Identity.Database)}
+		return fail(sess.Drop(ctx, a.Slot, a.Identity.Database))
 	case KindSetFailover:
-		fs, ok := sess.(interface {
-			SetFailover(ctx context.Context, name, database string) error
-		})
-		if !ok {
-			return result{err: fmt.Errorf("set failover on slot %q: not supported by this method", a.Slot)}
+		if err := sess.SetFailover(ctx, a.Slot, a.Primary.Database); err != nil {
+			return fail(fmt.Errorf("set failover on slot %q: %w", a.Slot, err))
 		}
-		return result{err: fs.SetFailover(ctx, a.Slot, a.Primary.Database)}
 	}
 	return result{}
 }
@@ -145,15 +133,14 @@ const progressEvery = 10 * time.Second
 // logOutcome logs what a pass did: changes once each, failures once per distinct error,
 // waiting states once per distinct reason; nothing repeats every pass.
 func (e *Engine) logOutcome(a Action, r result) {
-	var deferred *deferredError
-	if errors.As(r.err, &deferred) {
-		if e.lastReason[a.Slot] != deferred.why {
-			e.lastReason[a.Slot] = deferred.why
-			e.log.Info("slot copy waits", "slot", a.Slot, "reason", deferred.why)
+	if r.Waiting != "" {
+		if e.lastReason[a.Slot] != r.Waiting {
+			e.lastReason[a.Slot] = r.Waiting
+			e.log.Info("slot copy waits", "slot", a.Slot, "reason", r.Waiting)
 		}
 		return
 	}
-	if r.err != nil {
+	if r.Err != nil {
 		f := e.failures[a.Slot]
 		if f == nil {
 			f = &slotFailure{}
@@ -162,10 +149,10 @@ func (e *Engine) logOutcome(a Action, r result) {
 		f.count++
 		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
 		f.retryAt = e.now().Add(backoff)
-		if msg := r.err.Error(); msg != f.lastErr {
+		if msg := r.Err.Error(); msg != f.lastErr {
 			f.lastErr = msg
 			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
-				"class", Classify(r.err).String(), "retry_in_seconds", backoff.Seconds())
+				"class", Classify(r.Err).String(), "retry_in_seconds", backoff.Seconds())
 		}
 		return
 	}
@@ -206,17 +193,9 @@ func (e *Engine) logOutcome(a Action, r result) {
 
 func (e *Engine) anyChanged(actions []Action, results []result) bool {
 	for i, a := range actions {
-		if a.Kind != KindForget && a.Changes() && results[i].err == nil {
+		if a.Kind != KindForget && a.Changes() && results[i].done() {
 			return true
 		}
 	}
 	return false
 }
-
-// errStaged: the copy waits for a batched restart at the end of the pass.
-var errStaged = errors.New("staged for the standby restart at the end of this pass")
-
-// deferredError: nothing failed, the copy waits (rate limit, or no restart configured).
-type deferredError struct{ why string }
-
-func (e *deferredError) Error() string { return e.why }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -17,14 +18,18 @@ var ErrUnsupportedMethod = errors.New("method not available")
 
 // Engine runs sync passes. It is not safe for concurrent use; Run and RunOnce serialise passes.
 type Engine struct {
-	cfg     Config
-	log     hclog.Logger
-	obs     observer
-	newApp  func(method topology.Method) (applier, error)
-	app     applier
-	method  topology.Method
-	sess    []applySession
-	journal *Journal
+	cfg Config
+	log hclog.Logger
+	obs observer
+	// methods makes the method chosen; recoverer finishes what a crash interrupted (both nil
+	// in read-only engines).
+	methods   func(topology.Method) (method.Method, error)
+	recoverer method.Recoverer
+	app       method.Method
+	method    topology.Method
+	traits    method.Traits
+	sess      []method.Session
+	journal   *Journal
 
 	// lastStop is the last error that stopped Run: a later Run stopping for the same reason
 	// (the daemon re-checks) does not log it again.
@@ -97,25 +102,9 @@ func New(cfg Config) (*Engine, error) {
 	link := cfg.primaryLink(primary)
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout}, j)
 	e.lock = lock
-	e.newApp = func(m topology.Method) (applier, error) {
-		sqlm := &sqlMethod{primary: link, standby: standby, log: cfg.Logger, nudger: newNudger(link, cfg.Logger)}
-		switch m {
-		case topology.MethodSQL:
-			return sqlm, nil
-		case topology.MethodStatefile:
-			if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
-				return nil, err
-			}
-			sc := cfg.Statefile
-			sc.stateDir = cfg.StateDir
-			return newStatefileMethod(sqlm, sc, cfg.Logger, &e.restarting), nil
-		case topology.MethodNative:
-			// The server syncs failover slots; slots that keep failover=false are copied as by
-			// the sql method, and the opt-in actions go through the same sessions.
-			return sqlm, nil
-		}
-		return nil, fmt.Errorf("%w: the %s method is not implemented yet; on PostgreSQL 16+ use --method sql", ErrUnsupportedMethod, m)
-	}
+	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir}
+	e.methods = func(m topology.Method) (method.Method, error) { return newMethod(m, cfg, deps) }
+	e.recoverer = newRecoverer(cfg, deps)
 	return e, nil
 }
 
@@ -135,7 +124,7 @@ func (e *Engine) Close() {
 		s.Close()
 	}
 	e.sess = nil
-	if c, ok := e.app.(interface{ Close() }); ok {
+	if c, ok := e.app.(method.Closer); ok {
 		c.Close()
 	}
 	e.obs.Close()
@@ -158,8 +147,8 @@ func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ct
 
 func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep := Report{Started: e.now()}
-	if apply {
-		e.finishInterruptedRestart(ctx)
+	if apply && e.recoverer != nil && e.recoverer.Recover(ctx) {
+		e.obs.Reset()
 	}
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
@@ -198,20 +187,21 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return rep, err
 	}
 	rep.Method = method
+	drive := e.traits.ServerSyncs && e.cfg.Native.Drive
 	standbyInfo := snap.Standby.Info
-	if method == topology.MethodNative && e.cfg.Native.Drive {
+	if drive {
 		standbyInfo = topology.NativeDrive(standbyInfo)
 	}
 	if err := topology.VerifyMethod(standbyInfo, method); err != nil {
 		return rep, err
 	}
-	if method == topology.MethodNative || anyFailover(snap.Primary.Slots) {
+	if e.traits.ServerSyncs || anyFailover(snap.Primary.Slots) {
 		snap.Warnings = append(snap.Warnings, topology.NativeWarnings(snap.Primary.Info, snap.Standby.Info, snap.SyncedStandbySlots)...)
 		rep.Warnings = snap.Warnings
 	}
 
 	started := snap.Primary.Info.StartedAt
-	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Method: method,
+	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
 		Recopy: e.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
 		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
@@ -228,12 +218,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		if err := e.recordResults(actions, results, started); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
-		if method == topology.MethodNative && e.cfg.Native.Drive {
+		if drive {
 			if err := e.obs.SyncSlots(ctx); err != nil {
 				e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
 			}
 		}
-		if e.anyChanged(actions, results) || (method == topology.MethodNative && e.cfg.Native.Drive) {
+		if e.anyChanged(actions, results) || drive {
 			if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
 				after = s
 			}
@@ -243,7 +233,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
-		e.watchable(method, actions, results, after)
+		e.watchable(actions, results, after)
 	}
 	for _, sr := range rep.Slots {
 		if sr.Verdict.Ready {
@@ -298,10 +288,10 @@ func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.M
 		if err != nil {
 			return "", err
 		}
-		e.method = m
+		e.method, e.traits = m, TraitsOf(m)
 	}
 	if apply && e.app == nil {
-		app, err := e.newApp(e.method)
+		app, err := e.methods(e.method)
 		if err != nil {
 			return "", err
 		}

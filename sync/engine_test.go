@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -59,7 +60,11 @@ func (a *fakeApplier) sorted() string {
 	return strings.Join(c, ",")
 }
 
-func (a *fakeApplier) Session() applySession { return a }
+func (a *fakeApplier) Session() method.Session { return a }
+func (a *fakeApplier) Traits() method.Traits   { return sqlTraits }
+func (a *fakeApplier) SetFailover(context.Context, string, string) error {
+	return method.ErrUnsupported
+}
 func (a *fakeApplier) Create(_ context.Context, ps topology.Slot) error {
 	a.record("create " + ps.Name)
 	return a.failing[ps.Name]
@@ -88,7 +93,7 @@ func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {
 	}
 	cfg.Logger = hclog.NewNullLogger()
 	e := newEngine(cfg, obs, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
-	e.newApp = func(topology.Method) (applier, error) { return app, nil }
+	e.methods = func(topology.Method) (method.Method, error) { return app, nil }
 	return e
 }
 
@@ -255,7 +260,7 @@ func TestClassify(t *testing.T) {
 // slowApplier blocks on the slot named "slow" until its per-slot deadline.
 type slowApplier struct{ fakeApplier }
 
-func (a *slowApplier) Session() applySession { return a }
+func (a *slowApplier) Session() method.Session { return a }
 func (a *slowApplier) Create(ctx context.Context, ps topology.Slot) error {
 	if ps.Name == "slow" {
 		<-ctx.Done()
@@ -273,7 +278,7 @@ func TestSlowSlotTimesOutAlone(t *testing.T) {
 	}
 	e := testEngine(t, &fakeObserver{snap: snap}, nil)
 	app := &slowApplier{}
-	e.newApp = func(topology.Method) (applier, error) { return app, nil }
+	e.methods = func(topology.Method) (method.Method, error) { return app, nil }
 	e.cfg.SlotTimeout = 200 * time.Millisecond
 	e.cfg.Workers = 2
 	rep, err := e.RunOnce(context.Background())

@@ -125,3 +125,13 @@ func isWALRemoved(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "58P01"
 }
+
+// staleConnection reports an error that means the statement did not run because the session
+// was gone: nothing was sent, or the server had terminated the backend (shutdown, restart).
+func staleConnection(err error) bool {
+	if pgconn.SafeToRetry(err) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03")
+}

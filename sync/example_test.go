@@ -24,7 +24,7 @@ func ExamplePlan() {
 		Journal: &slotsync.Journal{Version: 1, Slots: map[string]*slotsync.Entry{
 			"cdc": {Incarnation: "00000000000000aa", Identity: id, FirstSeen: at(0x1000000, 0x2000000), Primary: at(0x1000000, 0x2000000)},
 		}},
-		Method: topology.MethodSQL,
+		Traits: slotsync.TraitsOf(topology.MethodSQL),
 	}
 	for _, a := range slotsync.Plan(in) {
 		fmt.Println(a.Slot, a.Kind, a.Code, a.Target)

@@ -213,8 +213,7 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		}
 		// A copy staged for a standby start slotsync does not make (--restart never) is as it
 		// will be loaded: whether it restarts decoding from scratch is known now.
-		var deferred *deferredError
-		if err := results[i].err; err != nil && !(results[i].scratchAt != 0 && errors.As(err, &deferred)) {
+		if r := results[i]; r.Err != nil || (r.Waiting != "" && r.ScratchAt == 0) {
 			continue
 		}
 		switch a.Kind {
@@ -231,8 +230,8 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 				}
 			}
 		case KindCreate, KindRecreate:
-			if ent := next.Slots[a.Slot]; ent != nil && ent.ScratchAt != results[i].scratchAt {
-				ent.ScratchAt, changed = results[i].scratchAt, true
+			if ent := next.Slots[a.Slot]; ent != nil && ent.ScratchAt != results[i].ScratchAt {
+				ent.ScratchAt, changed = results[i].ScratchAt, true
 			}
 		case KindDrop, KindForget:
 			delete(next.Slots, a.Slot)

@@ -11,7 +11,7 @@ import (
 // SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
 // replication connection to the slot's database (17+). The server refuses an active slot.
 func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
-	ep := s.m.primary.endpoint()
+	ep := s.m.primary.Endpoint()
 	if ep == nil {
 		return errNoPrimary
 	}

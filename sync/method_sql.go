@@ -10,19 +10,43 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
 // sqlMethod makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
 // moves them with pg_replication_slot_advance, connected to each slot's database.
 type sqlMethod struct {
-	primary *primaryLink
+	primary method.PrimaryLink
 	standby *topology.Endpoint
 	log     hclog.Logger
 	nudger  *nudger
+	traits  method.Traits
 }
 
-func (m *sqlMethod) Session() applySession {
+// The sql method's copies are made by the standby's own decoding: once READY, their own
+// advances may pass the primary slot's restart_lsn and catalog_xmin (rule 4).
+var (
+	sqlTraits    = method.Traits{KeepsWasReady: true, Watchable: true}
+	nativeTraits = method.Traits{KeepsWasReady: true, Watchable: true, ServerSyncs: true}
+)
+
+var (
+	_ method.Method  = (*sqlMethod)(nil)
+	_ method.Session = (*sqlSession)(nil)
+)
+
+func newSQLMethod(deps method.Deps, traits method.Traits) *sqlMethod {
+	return &sqlMethod{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits}
+}
+
+// Traits are the rules of this method's copies.
+func (m *sqlMethod) Traits() method.Traits { return m.traits }
+
+// Session returns a worker's handle: its standby connections, one per database.
+func (m *sqlMethod) Session() method.Session { return m.session() }
+
+func (m *sqlMethod) session() *sqlSession {
 	return &sqlSession{m: m, conns: map[string]*pgx.Conn{}}
 }
 
@@ -102,7 +126,7 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 // oldestTransaction describes the oldest transaction with an xid on the primary, and the oldest
 // prepared one: what a new copy waits for. No query text: it may hold secrets.
 func (s *sqlSession) oldestTransaction() string {
-	ep := s.m.primary.endpoint()
+	ep := s.m.primary.Endpoint()
 	if ep == nil {
 		return "the primary is unknown"
 	}
@@ -161,7 +185,7 @@ func (s *sqlSession) Replace(ctx context.Context, ps topology.Slot, copyDB strin
 // connection and one rhythm for every create at once, however many (500 new slots do not open
 // 500 connections). Each new waiter restarts the rhythm at 20 ms; it slows to once a second.
 type nudger struct {
-	primary *primaryLink
+	primary method.PrimaryLink
 	log     hclog.Logger
 	mu      stdsync.Mutex
 	waiting int
@@ -169,7 +193,7 @@ type nudger struct {
 	kick    chan struct{}
 }
 
-func newNudger(primary *primaryLink, log hclog.Logger) *nudger {
+func newNudger(primary method.PrimaryLink, log hclog.Logger) *nudger {
 	return &nudger{primary: primary, log: log, kick: make(chan struct{}, 1)}
 }
 
@@ -197,7 +221,7 @@ func (n *nudger) hold() func() {
 }
 
 func (n *nudger) run(ctx context.Context) {
-	ep := n.primary.endpoint()
+	ep := n.primary.Endpoint()
 	if ep == nil {
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -31,8 +32,6 @@ type StatefileConfig struct {
 	NoCheckpoint bool
 	// MaxAttempts is how many times a slot is copied before slotsync gives up on it (default 2).
 	MaxAttempts int
-	// stateDir holds the restart marker (the engine's state directory).
-	stateDir string
 }
 
 // statefileMethod copies slots as state files. Creations are collected during a pass and
@@ -42,6 +41,8 @@ type statefileMethod struct {
 	sql         *sqlMethod
 	cfg         StatefileConfig
 	log         hclog.Logger
+	stateDir    string
+	restart     restartStrategy
 	mu          stdsync.Mutex
 	pending     []topology.Slot
 	lastRestart time.Time
@@ -56,18 +57,37 @@ type statefileMethod struct {
 	stagedWAL map[string]uint64
 }
 
-func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, log hclog.Logger, restarting *atomic.Bool) *statefileMethod {
+// statefileTraits: an installed copy is READY only with its WAL read once on the standby, its
+// decoding snapshot, and the standby's catalog horizon covering it (rule 4); copies are
+// installed in one restart at the end of a pass, and keep the full pass's rhythm.
+var statefileTraits = method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
+
+var (
+	_ method.Method    = (*statefileMethod)(nil)
+	_ method.Session   = (*statefileSession)(nil)
+	_ method.Preparer  = (*statefileMethod)(nil)
+	_ method.Flusher   = (*statefileMethod)(nil)
+	_ method.Closer    = (*statefileMethod)(nil)
+	_ method.Recoverer = restartRecovery{}
+)
+
+func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, deps method.Deps) *statefileMethod {
 	if cfg.MinRestartInterval <= 0 {
 		cfg.MinRestartInterval = 5 * time.Minute
 	}
-	return &statefileMethod{sql: sql, cfg: cfg, log: log, restarting: restarting, hold: newCatalogHold(log)}
+	return &statefileMethod{sql: sql, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
+		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}
 }
+
+// Traits are the rules of installed copies.
+func (m *statefileMethod) Traits() method.Traits { return statefileTraits }
 
 // Close ends the catalog holds.
 func (m *statefileMethod) Close() { m.hold.Close() }
 
-func (m *statefileMethod) Session() applySession {
-	return &statefileSession{sqlSession: m.sql.Session().(*sqlSession), m: m}
+// Session returns a worker's handle: creations are collected, the rest is SQL on the standby.
+func (m *statefileMethod) Session() method.Session {
+	return &statefileSession{sqlSession: m.sql.session(), m: m}
 }
 
 type statefileSession struct {
@@ -80,7 +100,7 @@ func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	s.m.pending = append(s.m.pending, ps)
-	return errStaged
+	return method.ErrCollected
 }
 
 // Replace queues the new copy and leaves the old one until the restart: Flush removes the old
@@ -90,13 +110,18 @@ func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
 // the exception: the old slot must be dropped first, or the running server would write its own
 // state over the staged file when it shuts down.
 func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
-	if _, staged := s.m.cfg.Restarter.(stagedRestarter); staged || s.m.cfg.Restarter == nil {
+	if s.m.restart.staged() {
 		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !isUndefinedObject(err) {
 			return err
 		}
 	}
 	return s.Create(ctx, ps)
 }
+
+// waiting: nothing failed, the copy waits (rate limit, or no restart configured).
+type waiting struct{ why string }
+
+func (e *waiting) Error() string { return e.why }
 
 // Where a copy installed at restart_lsn lsn stands: staged in pg_replslot and not loaded yet,
 // loaded by the standby and still at lsn, or gone or moved on from it.
@@ -183,19 +208,19 @@ func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primar
 // Prepare puts back, before the pass's actions advance any copy, what a standby start removed
 // from copies it loaded: their decoding snapshots (repairSnapshots) and, for copies staged for
 // a start slotsync does not make, their WAL (repairWAL).
-func (m *statefileMethod) Prepare(ctx context.Context, snap Snapshot) {
-	m.repairSnapshots(snap.Standby.Slots)
-	m.repairWAL(ctx, snap)
+func (m *statefileMethod) Prepare(ctx context.Context, v method.View) {
+	m.repairSnapshots(v.Standby)
+	m.repairWAL(ctx, v)
 }
 
 // repairWAL puts back the WAL that copies staged for a standby start slotsync does not make
 // (--restart never) need, once that start has loaded them: the standby may have removed it
 // meanwhile, as installWAL says. A copy gone, or moved on from its first restart_lsn, is
 // forgotten; so is one whose WAL was looked after.
-func (m *statefileMethod) repairWAL(ctx context.Context, snap Snapshot) {
+func (m *statefileMethod) repairWAL(ctx context.Context, v method.View) {
 	var loaded []stateCopy
 	for name, lsn := range m.stagedWAL {
-		_, at := m.stagedCopyAt(snap.Standby.Slots, name, lsn)
+		_, at := m.stagedCopyAt(v.Standby, name, lsn)
 		if at == stagedWaiting {
 			continue
 		}
@@ -207,7 +232,7 @@ func (m *statefileMethod) repairWAL(ctx context.Context, snap Snapshot) {
 	if len(loaded) == 0 {
 		return
 	}
-	ep := m.sql.primary.endpoint()
+	ep := m.sql.primary.Endpoint()
 	if ep == nil {
 		return
 	}
@@ -217,7 +242,7 @@ func (m *statefileMethod) repairWAL(ctx context.Context, snap Snapshot) {
 		return
 	}
 	defer conn.Close(context.Background())
-	m.installWAL(ctx, conn, snap.Primary.Info, statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
+	m.installWAL(ctx, conn, v.Primary, statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
 }
 
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
@@ -228,83 +253,76 @@ type stateCopy struct {
 }
 
 // Flush installs every queued copy: read and validate each state file on the primary, with the
-// primary's decoding snapshot at its restart_lsn, then stop the standby once, install them all,
-// and start it again. A slot whose file is bad is left out; if the standby does not start, the
-// new slot directories are removed and it is started again without them. It returns each slot's
-// outcome and whether the standby restarted.
-func (m *statefileMethod) Flush(ctx context.Context, snap Snapshot) (map[string]result, bool) {
-	// scratch: the restart_lsn of each copy for which the primary had no decoding snapshot
-	// either (the primary's own decoding rebuilds one from scratch there too).
-	scratch := map[string]lsncheck.LSN{}
-	m.mu.Lock()
-	queued := map[string]bool{}
-	for _, ps := range m.pending {
-		queued[ps.Name] = true
-	}
-	m.mu.Unlock()
-	m.hold.Release(ctx, snap.Physical.CatalogHorizon(), snap.Standby.Slots, func(name string) bool { return queued[name] })
-	errs, restarted := m.flush(ctx, snap.Primary.Info, scratch)
-	out := make(map[string]result, len(errs))
-	for name, err := range errs {
-		out[name] = result{err: err}
-	}
-	for name, at := range scratch {
-		out[name] = result{err: errs[name], scratchAt: at}
-	}
-	return out, restarted
-}
-
-func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
+// primary's decoding snapshot at its restart_lsn, then install them all the way the restart
+// strategy does (restartStrategy). A slot whose file is bad is left out. It returns each queued
+// slot's outcome and whether the standby restarted.
+func (m *statefileMethod) Flush(ctx context.Context, v method.View) (map[string]method.Outcome, bool) {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = nil
 	m.mu.Unlock()
-	out := map[string]error{}
-	if len(pending) == 0 {
-		return out, false
+	queued := map[string]bool{}
+	for _, ps := range pending {
+		queued[ps.Name] = true
 	}
-	failAll := func(err error) (map[string]error, bool) {
-		for _, ps := range pending {
-			if out[ps.Name] == nil {
-				out[ps.Name] = err
-			}
+	m.hold.Release(ctx, v.Horizon, v.Standby, func(name string) bool { return queued[name] })
+	// scratch: the restart_lsn of each copy for which the primary had no decoding snapshot
+	// either (the primary's own decoding rebuilds one from scratch there too).
+	scratch := map[string]lsncheck.LSN{}
+	errs, restarted := m.flush(ctx, pending, v.Primary, scratch)
+	out := make(map[string]method.Outcome, len(pending))
+	for _, ps := range pending {
+		o := method.Outcome{Err: errs[ps.Name], ScratchAt: scratch[ps.Name]}
+		var w *waiting
+		if errors.As(o.Err, &w) {
+			o.Err, o.Waiting = nil, w.why
 		}
-		return out, false
+		o.CountsAsCopy = restarted && o.Waiting == ""
+		out[ps.Name] = o
 	}
-	if m.cfg.Restarter == nil {
-		// --restart never: a copy already staged for this incarnation waits for the standby's
-		// next start as it is; reading it again would CHECKPOINT the primary every pass.
-		var fresh []topology.Slot
-		for _, ps := range pending {
-			if stagedFor(m.cfg.DataDir, ps) {
-				out[ps.Name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
-				continue
-			}
-			fresh = append(fresh, ps)
-		}
-		if pending = fresh; len(pending) == 0 {
-			return out, false
-		}
-	}
-	if m.cfg.Restarter != nil && !m.lastRestart.IsZero() && time.Since(m.lastRestart) < m.cfg.MinRestartInterval {
-		next := m.lastRestart.Add(m.cfg.MinRestartInterval)
-		return failAll(&deferredError{fmt.Sprintf("waiting for the next allowed standby restart at %s (minimum interval %s)",
-			next.Format(time.RFC3339), m.cfg.MinRestartInterval)})
-	}
+	return out, restarted
+}
 
-	ep := m.sql.primary.endpoint()
+func (m *statefileMethod) flush(ctx context.Context, pending []topology.Slot, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
+	out := map[string]error{}
+	if pending = m.restart.admit(m, pending, out); len(pending) == 0 {
+		return out, false
+	}
+	ep := m.sql.primary.Endpoint()
 	if ep == nil {
-		return failAll(errNoPrimary)
+		return failAll(pending, out, errNoPrimary), false
 	}
 	conn, err := ep.Connect(ctx, "")
 	if err != nil {
-		return failAll(err)
+		return failAll(pending, out, err), false
 	}
 	defer conn.Close(context.Background())
 	// The catalog rows each copy needs are held before its state file is read (catalog_hold.go).
 	for _, ps := range pending {
 		m.hold.Take(ctx, ep, ps, primary.Major())
 	}
+	states := m.readStates(ctx, conn, pending, out, scratch)
+	if len(states) == 0 {
+		return out, false
+	}
+	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.restart.staged()}
+	fetchWAL := func(ctx context.Context) { m.installWAL(ctx, conn, primary, in, states, out) }
+	return out, m.restart.install(ctx, m, in, states, out, fetchWAL)
+}
+
+// failAll records err for every pending slot without an outcome yet.
+func failAll(pending []topology.Slot, out map[string]error, err error) map[string]error {
+	for _, ps := range pending {
+		if out[ps.Name] == nil {
+			out[ps.Name] = err
+		}
+	}
+	return out
+}
+
+// readStates reads each pending slot's state file on the primary (one CHECKPOINT for the
+// batch) and the primary's decoding snapshot at its restart_lsn, recording failures in out.
+func (m *statefileMethod) readStates(ctx context.Context, conn *pgx.Conn, pending []topology.Slot, out map[string]error, scratch map[string]lsncheck.LSN) []stateCopy {
 	checkpoint := !m.cfg.NoCheckpoint
 	var states []stateCopy
 	for _, ps := range pending {
@@ -323,7 +341,7 @@ func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, 
 		// serialized snapshot there, copied with the state file.
 		snap, err := statefile.ReadSnapshot(ctx, conn, st)
 		if errors.Is(err, statefile.ErrSlotMoved) {
-			out[ps.Name] = &deferredError{"the primary slot moved on while its state file and decoding snapshot were read: copied at the next pass"}
+			out[ps.Name] = &waiting{"the primary slot moved on while its state file and decoding snapshot were read: copied at the next pass"}
 			continue
 		}
 		if err != nil {
@@ -338,100 +356,7 @@ func (m *statefileMethod) flush(ctx context.Context, primary topology.NodeInfo, 
 		}
 		states = append(states, stateCopy{st, snap})
 	}
-	if len(states) == 0 {
-		return out, false
-	}
-
-	staged, isStaged := m.cfg.Restarter.(stagedRestarter)
-	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.cfg.Restarter == nil || isStaged}
-	if m.cfg.Restarter == nil {
-		// A file staged earlier is of another incarnation (stagedFor said so): replaced.
-		for _, name := range m.installAll(in, states, out) {
-			out[name] = &deferredError{"staged in pg_replslot: loaded at the standby's next start (no restart is configured)"}
-			for _, c := range states {
-				if c.state.Name == name {
-					if m.stagedWAL == nil {
-						m.stagedWAL = map[string]uint64{}
-					}
-					m.stagedWAL[name] = c.state.RestartLSN
-				}
-			}
-		}
-		return out, false
-	}
-
-	names := make([]any, 0, len(states))
-	for _, c := range states {
-		names = append(names, c.state.Name)
-	}
-	m.log.Info("restarting the standby to install slot copies", "slots", names)
-	// Once the standby is being stopped, the restart runs to its end even if slotsync is asked
-	// to stop meanwhile: a standby left down would be worse than a late exit.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
-	defer cancel()
-	m.restarting.Store(true)
-	defer m.restarting.Store(false)
-	if isStaged {
-		return m.restartStaged(ctx, staged, in, states, out, func() { m.installWAL(ctx, conn, primary, in, states, out) })
-	}
-	if err := markRestart(m.cfg.stateDir); err != nil {
-		return failAll(err)
-	}
-	if err := withProgress(m.log, progressEvery, "stopping the standby", func() error { return m.cfg.Restarter.Stop(ctx) }); err != nil {
-		return failAll(fmt.Errorf("stop the standby: %w", err))
-	}
-	m.lastRestart = time.Now()
-	installed := m.installAll(in, states, out)
-	m.installWAL(ctx, conn, primary, in, states, out)
-	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return m.cfg.Restarter.Start(ctx) })
-	if startErr != nil {
-		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
-		_ = m.cfg.Restarter.Stop(ctx)
-		for _, name := range installed {
-			_ = in.Remove(name)
-		}
-		if err := m.cfg.Restarter.Start(ctx); err != nil {
-			return failAll(&topology.ConfigError{Field: "standby", Problem: fmt.Sprintf("does not start after slot copies were removed again: %v", err),
-				Fix: "start the standby by hand and read its log"})
-		}
-		clearRestart(m.cfg.stateDir)
-		refused, _ := failAll(fmt.Errorf("the standby refused the slot copies: %w", startErr))
-		return refused, true // it was restarted: the refused copies count as copies made
-	}
-	clearRestart(m.cfg.stateDir)
-	return out, true
-}
-
-// restartStaged stages every copy in the running standby's pg_replslot and has the standby's
-// manager restart it; once the copies are loaded, installWAL puts back the WAL they need that
-// the standby removed. A restart that fails leaves the standby to its manager; if the server is
-// down then, the staged copies are removed and the restart tried once more without them.
-func (m *statefileMethod) restartStaged(ctx context.Context, r stagedRestarter, in statefile.Installer, states []stateCopy, out map[string]error,
-	installWAL func()) (map[string]error, bool) {
-	installed := m.installAll(in, states, out)
-	if len(installed) == 0 {
-		return out, false
-	}
-	m.lastRestart = time.Now()
-	err := withProgress(m.log, progressEvery, "restarting the standby through its manager", func() error { return r.Restart(ctx) })
-	if err == nil {
-		m.repairSnapshots(nil) // the restart's shutdown checkpoint removed them: the copies are loaded now
-		installWAL()
-		return out, true
-	}
-	if running, rerr := statefile.ServerRunning(m.cfg.DataDir); rerr == nil && !running {
-		m.log.Error("the standby is down after its restart with new slot copies; removing them and restarting it again", "error", err)
-		for _, name := range installed {
-			_ = in.Remove(name)
-		}
-		if err2 := r.Restart(ctx); err2 != nil {
-			err = fmt.Errorf("%w; restarting it again without the copies failed too: %v", err, err2)
-		}
-	}
-	for _, name := range installed {
-		out[name] = fmt.Errorf("restart the standby: %w", err)
-	}
-	return out, true
+	return states
 }
 
 // stagedFor reports whether pg_replslot holds a staged copy of ps's incarnation: same plugin and

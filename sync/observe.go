@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -28,6 +29,11 @@ type Snapshot struct {
 	Warnings []topology.Problem
 	// SyncedStandbySlots: the physical slots the primary's synchronized_standby_slots lists (17+).
 	SyncedStandbySlots []topology.SyncedStandbySlot
+}
+
+// view is what a method's hooks see of the observation.
+func (s Snapshot) view() method.View {
+	return method.View{Primary: s.Primary.Info, Standby: s.Standby.Slots, Horizon: s.Physical.CatalogHorizon()}
 }
 
 // NodeError is a failed observation of one node ("primary" or "standby").
@@ -86,7 +92,7 @@ func (o *pgObserver) primaryConn(ctx context.Context) (*pgx.Conn, error) {
 	if o.pconn != nil && !o.pconn.IsClosed() {
 		return o.pconn, nil
 	}
-	ep := o.primary.endpoint()
+	ep := o.primary.Endpoint()
 	if ep == nil {
 		return nil, errNoPrimary
 	}
@@ -178,7 +184,7 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 		o.reset(&o.pconn)
 		snap.PrimaryChanged = true
 	}
-	if ep := o.primary.endpoint(); ep != nil {
+	if ep := o.primary.Endpoint(); ep != nil {
 		snap.PrimaryUser = ep.User()
 	}
 	pconn, err := o.primaryConn(ctx)

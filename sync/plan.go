@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -104,7 +105,8 @@ type PlanInput struct {
 	Primary, Standby NodeState
 	Journal          *Journal
 	Select           Selection
-	Method           topology.Method
+	// Traits are the rules of the method in force (which copies it batches, what READY needs).
+	Traits method.Traits
 	// Recopy names owned copies to make again, with the reason (the state-file method learns
 	// from a failed advance that the copy's WAL is gone).
 	Recopy map[string]string
@@ -153,8 +155,9 @@ func Plan(in PlanInput) []Action {
 	return actions
 }
 
-// restrain holds back what must not be tried now: a slot in failure backoff, and a state-file
-// copy made MaxCopies times without becoming READY.
+// restrain holds back what must not be tried now: a slot in failure backoff, and a batched copy
+// (a standby restart) while the standby does not stream or once made MaxCopies times without
+// becoming READY.
 func restrain(in PlanInput, a Action) Action {
 	if f, ok := in.Failing[a.Slot]; ok && a.Changes() && in.Now.Before(f.RetryAt) {
 		a.Kind, a.Code = KindSkip, CodeBackoff
@@ -162,7 +165,7 @@ func restrain(in PlanInput, a Action) Action {
 			f.RetryAt.Sub(in.Now).Round(time.Second), f.Count, f.LastErr)
 		return a
 	}
-	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.NotStreaming() {
+	if in.Traits.BatchesCreates && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.NotStreaming() {
 		// A standby that is starting, rewound or being re-pointed (an HA manager rejoining it) is
 		// not restarted for copies: the restart would race its manager, and the copy's catalog
 		// rows are protected only through the standby's feedback while it streams.
@@ -170,7 +173,7 @@ func restrain(in PlanInput, a Action) Action {
 		a.Reason = "the standby is not streaming from its primary yet: a copy is installed once it streams (" + a.Reason + ")"
 		return a
 	}
-	if in.Method == topology.MethodStatefile && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
+	if in.Traits.BatchesCreates && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
 		a.Kind, a.Code = KindSkip, CodeGaveUp
 		a.Reason = fmt.Sprintf("gave up after %d copies that did not become READY (last reason to copy: %s); fix the cause and restart slotsync",
 			in.Copies[a.Slot], a.Reason)
@@ -203,9 +206,9 @@ func plan(in PlanInput) []Action {
 			act(KindSkip, CodePrimaryTemporary, "temporary on the primary: it ends with its session and cannot survive a failover")
 		case ps.Failover:
 			actions = append(actions, planFailoverSlot(in, name, ps, cp, hasCopy, owned))
-		case in.Method == topology.MethodNative && in.Native.SetFailover && ps.Active:
+		case in.Traits.ServerSyncs && in.Native.SetFailover && ps.Active:
 			act(KindSkip, CodeSetFailoverInUse, "failover=false and in use (pid %d): failover=true is set only while the slot is idle", ps.ActivePID)
-		case in.Method == topology.MethodNative && in.Native.SetFailover:
+		case in.Traits.ServerSyncs && in.Native.SetFailover:
 			act(KindSetFailover, CodeSetFailover, "failover=false: setting failover=true so the server's slot sync keeps it (--set-failover)")
 		case ps.Invalidated && owned && hasCopy && !cp.Synced:
 			a := leftAlone(in, name, cp, CodePrimaryInvalidated, fmt.Sprintf("invalidated on the primary (%s): its consumer must resnapshot", ps.InvalidationReason))
@@ -345,7 +348,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	}
 	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
 	switch {
-	case in.Method == topology.MethodStatefile && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:
+	case in.Traits.ProvesWAL && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:
 		// An installed state file says nothing of the WAL behind it: read it once (an advance
 		// to where the copy already is decodes from restart_lsn) before calling it READY.
 		a.Kind, a.Code, a.Target = KindAdvance, CodeVerifyWAL, cp.ConfirmedFlush

@@ -24,11 +24,11 @@ func fuzzInput(data []byte) PlanInput {
 	}
 	in.Standby.Info.ReplayLSN = lsncheck.LSN(next())
 	if next()%5 == 0 {
-		in.Method = topology.MethodNative
+		in.Traits = nativeTraits
 	}
 	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
 	if next()%4 == 0 {
-		in.Method = topology.MethodStatefile
+		in.Traits = statefileTraits
 	}
 	in.AdvanceStep = int64(next() % 2048) // 0: unbounded
 	in.DropLeftAlone = next()%3 == 0
@@ -81,7 +81,7 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("a slot in backoff until %s changed at %s: %+v", f.RetryAt, in.Now, a)
 			}
 			// Lesson 1: no state-file copy beyond MaxCopies.
-			if in.Method == topology.MethodStatefile && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies && (a.Kind == KindCreate || a.Kind == KindRecreate) {
+			if in.Traits.BatchesCreates && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies && (a.Kind == KindCreate || a.Kind == KindRecreate) {
 				t.Fatalf("copied again after %d copies (max %d): %+v", in.Copies[a.Slot], in.MaxCopies, a)
 			}
 			cp, hasCopy := in.Standby.Slots[a.Slot]
@@ -114,7 +114,7 @@ func FuzzPlan(f *testing.F) {
 					t.Fatalf("create over an existing copy: %+v", a)
 				}
 			case KindSetFailover:
-				if ps.Active || in.Method != topology.MethodNative || !in.Native.SetFailover {
+				if ps.Active || !in.Traits.ServerSyncs || !in.Native.SetFailover {
 					t.Fatalf("set failover without the opt-in or on an active slot: %+v", a)
 				}
 			}

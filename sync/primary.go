@@ -26,8 +26,8 @@ func discoveredPrimary(user, password string) *primaryLink {
 	return &primaryLink{user: user, password: password}
 }
 
-// endpoint is the current primary, or nil when none is known yet.
-func (l *primaryLink) endpoint() *topology.Endpoint {
+// Endpoint is the current primary, or nil when none is known yet.
+func (l *primaryLink) Endpoint() *topology.Endpoint {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ep

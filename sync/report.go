@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"errors"
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -109,10 +108,9 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 	for i, a := range actions {
 		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
 			LeftAlone: a.LeftAlone && a.Kind != KindDrop}
-		var deferred *deferredError
-		if err := results[i].err; errors.As(err, &deferred) {
-			sr.Reason = deferred.why // waiting, not failing
-		} else if err != nil {
+		if r := results[i]; r.Waiting != "" {
+			sr.Reason = r.Waiting // waiting, not failing
+		} else if err := r.Err; err != nil {
 			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
 		}
 		if ent := e.journal.Slots[a.Slot]; ent != nil {
@@ -140,17 +138,17 @@ func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, act
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
 				StandbyWALEnd: snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
-				RequireHorizon:  e.method == topology.MethodStatefile,
+				RequireHorizon:  e.traits.NeedsHorizon,
 				StandbyHorizon:  snap.Physical.CatalogHorizon(),
 				WALVerified:     ent != nil && ent.WALVerified,
-				RequireSnapshot: e.method == topology.MethodStatefile,
+				RequireSnapshot: e.traits.NeedsSnapshot,
 				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
 					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
-				WasReady:            e.method != topology.MethodStatefile && ent != nil && ent.WasReady,
+				WasReady:            e.traits.KeepsWasReady && ent != nil && ent.WasReady,
 				Exact:               e.cfg.Exact,
 			})
-			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.method != topology.MethodStatefile {
+			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.traits.KeepsWasReady {
 				// Written with the gate record, which a changed verdict writes at once.
 				ent.WasReady = true
 			}

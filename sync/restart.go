@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/statefile"
 )
 
@@ -138,32 +139,34 @@ func clearRestart(stateDir string) {
 	}
 }
 
-// finishInterruptedRestart starts the standby when a restart slotsync began was interrupted
-// (the marker is there) and the standby is not running (rule 6: never leave the standby down).
-func (e *Engine) finishInterruptedRestart(ctx context.Context) {
-	sc := e.cfg.Statefile
-	if e.cfg.ReadOnly || e.cfg.StateDir == "" || sc.Restarter == nil || sc.DataDir == "" {
-		return
-	}
-	marker, err := os.ReadFile(filepath.Join(e.cfg.StateDir, RestartMarker))
+// restartRecovery starts the standby when a restart slotsync began was interrupted (the
+// marker is there) and the standby is not running (rule 6: never leave the standby down).
+type restartRecovery struct {
+	cfg  StatefileConfig
+	deps method.Deps
+}
+
+// Recover reports whether it started the standby.
+func (r restartRecovery) Recover(ctx context.Context) bool {
+	marker, err := os.ReadFile(filepath.Join(r.deps.StateDir, RestartMarker))
 	if err != nil {
-		return
+		return false
 	}
-	if running, err := statefile.ServerRunning(sc.DataDir); err != nil || running {
-		clearRestart(e.cfg.StateDir)
-		return
+	if running, err := statefile.ServerRunning(r.cfg.DataDir); err != nil || running {
+		clearRestart(r.deps.StateDir)
+		return false
 	}
-	e.log.Warn("a standby restart by slotsync was interrupted and left the standby stopped: starting it", "marker", strings.TrimSpace(string(marker)))
-	e.restarting.Store(true)
-	defer e.restarting.Store(false)
+	r.deps.Log.Warn("a standby restart by slotsync was interrupted and left the standby stopped: starting it", "marker", strings.TrimSpace(string(marker)))
+	r.deps.Restarting.Store(true)
+	defer r.deps.Restarting.Store(false)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Minute)
 	defer cancel()
-	if err := sc.Restarter.Start(sctx); err != nil {
-		e.log.Error("the standby left stopped by an interrupted restart does not start; start it by hand and read its log", "error", err)
-		return
+	if err := r.cfg.Restarter.Start(sctx); err != nil {
+		r.deps.Log.Error("the standby left stopped by an interrupted restart does not start; start it by hand and read its log", "error", err)
+		return false
 	}
-	clearRestart(e.cfg.StateDir)
-	e.obs.Reset()
+	clearRestart(r.deps.StateDir)
+	return true
 }
 
 // withProgress runs fn (a standby stop, start or restart) and logs every `every` that it is

@@ -33,19 +33,19 @@ type WatchSample struct {
 }
 
 // watchable records, after an applying full pass, which copies the watch may advance.
-func (e *Engine) watchable(method topology.Method, actions []Action, results []result, after map[string]topology.Slot) {
+func (e *Engine) watchable(actions []Action, results []result, after map[string]topology.Slot) {
 	e.watched = map[string]watched{}
-	// Not for state-file copies (11-15): each advance moves a copy whose decoding snapshot the
-	// standby builds itself (docs/RULES.md rule 4), and until that rule is settled for them they
-	// keep the full pass's rhythm.
-	if e.cfg.WatchInterval <= 0 || method == topology.MethodStatefile || method == topology.MethodNative && e.cfg.Native.Drive {
+	// Not for installed copies (state file, 11-15): their readiness rests on the decoding
+	// snapshot at their restart_lsn, which only the full pass looks for (ARCHITECTURE.md, the
+	// watch). Not while the server's sync is driven every pass either.
+	if e.cfg.WatchInterval <= 0 || !e.traits.Watchable || e.traits.ServerSyncs && e.cfg.Native.Drive {
 		return
 	}
 	for i, a := range actions {
 		cp, ok := after[a.Slot]
 		ent := e.journal.Slots[a.Slot]
 		switch {
-		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].err != nil:
+		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].failed():
 			continue
 		case a.Kind == KindAdvance, a.Kind == KindNone && (a.Code == CodeUpToDate || a.Code == CodeStandbyLagging):
 			e.watched[a.Slot] = watched{database: a.Primary.Database, ref: a.Primary.Seen(), copyAt: cp.ConfirmedFlush}

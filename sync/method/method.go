@@ -1,0 +1,124 @@
+// Package method is the contract between the sync engine and the ways a standby gets its slot
+// copies: the traits that name which rules a method's copies answer to, the session every
+// method carries actions out on, and the named optional hooks a method may add.
+package method
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// Traits are the rules a method's copies answer to. The engine, the planner and the gate read
+// them; none of them names a method.
+type Traits struct {
+	// BatchesCreates: creations and recreations are collected during a pass and carried out by
+	// Flush at its end (one standby restart for all of them). Such copies are made only while
+	// the standby streams, and at most MaxCopies times without becoming READY (lesson 1).
+	BatchesCreates bool
+	// ProvesWAL: a copy is READY only once an advance has read its WAL from restart_lsn on the
+	// standby (rule 4, installed copies); a copy whose WAL turns out removed is made again.
+	ProvesWAL bool
+	// NeedsSnapshot: a copy is READY only with the decoding snapshot at its restart_lsn (rule 4).
+	NeedsSnapshot bool
+	// NeedsHorizon: a copy is READY only once the standby's catalog horizon covers it (rule 4).
+	NeedsHorizon bool
+	// KeepsWasReady: once READY, the copy's own advances may move its restart_lsn and
+	// catalog_xmin past the primary's without closing the gate (rule 4).
+	KeepsWasReady bool
+	// Watchable: the watch between passes may advance copies (watch.go).
+	Watchable bool
+	// ServerSyncs: the server syncs failover slots itself (17+); slotsync may set failover on
+	// primary slots and drive the server's sync (--set-failover, --native-drive).
+	ServerSyncs bool
+}
+
+// Method is a way of making and keeping standby copies.
+type Method interface {
+	Traits() Traits
+	// Session returns a handle holding one worker's connections.
+	Session() Session
+}
+
+// Session carries out actions on the standby for one worker.
+type Session interface {
+	Create(ctx context.Context, ps topology.Slot) error
+	// Replace puts a copy of ps's new incarnation in place of the copy in database copyDB.
+	Replace(ctx context.Context, ps topology.Slot, copyDB string) error
+	Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error)
+	Drop(ctx context.Context, name, database string) error
+	// SetFailover sets failover=true on the primary slot (17+; ErrUnsupported elsewhere).
+	SetFailover(ctx context.Context, name, database string) error
+	Close()
+}
+
+// Recoverer finishes, before a pass, what a crash of slotsync interrupted (a standby left
+// stopped by a restart). It reports whether the standby was started (connections are stale).
+type Recoverer interface {
+	Recover(ctx context.Context) bool
+}
+
+// Preparer has work to do before a pass's actions, on what the pass observed.
+type Preparer interface {
+	Prepare(ctx context.Context, v View)
+}
+
+// Flusher carries out, at the end of a pass, the creations its sessions collected
+// (Traits.BatchesCreates). It returns the outcome of each collected slot and whether the
+// standby was restarted.
+type Flusher interface {
+	Flush(ctx context.Context, v View) (map[string]Outcome, bool)
+}
+
+// Closer releases what a method holds beyond its sessions.
+type Closer interface {
+	Close()
+}
+
+// View is what a method's hooks see of a pass's observation.
+type View struct {
+	Primary topology.NodeInfo
+	// Standby are the standby's logical slots.
+	Standby map[string]topology.Slot
+	// Horizon is the catalog horizon the standby's physical slot carries on the primary.
+	Horizon lsncheck.XID
+}
+
+// Outcome is what happened to one collected copy.
+type Outcome struct {
+	Err error
+	// Waiting: nothing failed, the copy waits (rate limit, a start slotsync does not make).
+	Waiting string
+	// ScratchAt: the copy's restart_lsn, at which the primary had no serialized decoding
+	// snapshot either; 0 when it had one (copied with the state file).
+	ScratchAt lsncheck.LSN
+	// CountsAsCopy: a standby restart was spent on this copy (lesson 1: copies are counted).
+	CountsAsCopy bool
+}
+
+// ErrCollected is what a batching session's Create and Replace return: the copy is made by
+// Flush at the end of the pass, whose outcome replaces this one.
+var ErrCollected = errors.New("staged for the standby restart at the end of this pass")
+
+// ErrUnsupported: the method cannot carry out this action.
+var ErrUnsupported = errors.New("not supported by this method")
+
+// PrimaryLink is the primary as the engine knows it now (nil when none is known).
+type PrimaryLink interface {
+	Endpoint() *topology.Endpoint
+}
+
+// Deps is what the engine hands a method it makes.
+type Deps struct {
+	Primary PrimaryLink
+	Standby *topology.Endpoint
+	Log     hclog.Logger
+	// Restarting is set while the method restarts the standby: a stopping process waits.
+	Restarting *atomic.Bool
+	// StateDir is the engine's state directory (the method may keep markers there).
+	StateDir string
+}

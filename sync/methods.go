@@ -1,0 +1,50 @@
+package sync
+
+import (
+	"fmt"
+
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// The method choice: the one place the engine names methods. Everything else reads the
+// chosen method's traits (method.Traits) and calls its contract.
+
+// TraitsOf gives the rules of method m, also where the engine only judges (check, status) and
+// makes no method.
+func TraitsOf(m topology.Method) method.Traits {
+	switch m {
+	case topology.MethodStatefile:
+		return statefileTraits
+	case topology.MethodNative:
+		return nativeTraits
+	}
+	return sqlTraits
+}
+
+// newMethod makes method m for an applying engine.
+func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, error) {
+	switch m {
+	case topology.MethodSQL:
+		return newSQLMethod(deps, sqlTraits), nil
+	case topology.MethodNative:
+		// The server syncs failover slots; slots that keep failover=false are copied as by
+		// the sql method, and the opt-in actions go through the same sessions.
+		return newSQLMethod(deps, nativeTraits), nil
+	case topology.MethodStatefile:
+		if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
+			return nil, err
+		}
+		return newStatefileMethod(newSQLMethod(deps, sqlTraits), cfg.Statefile, deps), nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnsupportedMethod, m)
+}
+
+// newRecoverer finishes a standby restart that a crash interrupted, whatever method the next
+// pass chooses: the standby may be down, and then nothing can be chosen.
+func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
+	if cfg.ReadOnly || cfg.StateDir == "" || cfg.Statefile.Restarter == nil || cfg.Statefile.DataDir == "" {
+		return nil
+	}
+	return restartRecovery{cfg: cfg.Statefile, deps: deps}
+}
