@@ -9,6 +9,7 @@ import (
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // result is what happened to one action: its outcome, and for an advance where the copy is now.
@@ -99,7 +100,7 @@ func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) (
 		}
 	}
 	for i, a := range actions {
-		if a.Kind == KindAdvance && isWALRemoved(results[i].Err) && e.traits.ProvesWAL {
+		if a.Kind == KindAdvance && topology.WALRemoved(results[i].Err) && e.traits.ProvesWAL {
 			e.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
 		}
 		e.logOutcome(a, results[i])

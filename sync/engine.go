@@ -371,3 +371,12 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		}
 	}
 }
+
+func anyFailover(slots map[string]topology.Slot) bool {
+	for _, s := range slots {
+		if s.Failover {
+			return true
+		}
+	}
+	return false
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -61,7 +62,7 @@ func (a *fakeApplier) sorted() string {
 }
 
 func (a *fakeApplier) Session() method.Session { return a }
-func (a *fakeApplier) Traits() method.Traits   { return sqlTraits }
+func (a *fakeApplier) Traits() method.Traits   { return sqlslot.SQLTraits }
 func (a *fakeApplier) SetFailover(context.Context, string, string) error {
 	return method.ErrUnsupported
 }

@@ -113,25 +113,3 @@ func causePg(e *pgconn.PgError) Cause {
 	}
 	return CauseSlot
 }
-
-// isUndefinedObject reports "replication slot does not exist".
-func isUndefinedObject(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42704"
-}
-
-// isWALRemoved reports "requested WAL segment … has already been removed" (58P01).
-func isWALRemoved(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "58P01"
-}
-
-// staleConnection reports an error that means the statement did not run because the session
-// was gone: nothing was sent, or the server had terminated the backend (shutdown, restart).
-func staleConnection(err error) bool {
-	if pgconn.SafeToRetry(err) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "57P01" || pgErr.Code == "57P02" || pgErr.Code == "57P03")
-}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -38,7 +39,8 @@ type StatefileConfig struct {
 // installed in one standby restart at its end (Flush); advances and drops are SQL on the
 // standby, as in the sql method.
 type statefileMethod struct {
-	sql         *sqlMethod
+	sql         *sqlslot.Method
+	primary     method.PrimaryLink
 	cfg         StatefileConfig
 	log         hclog.Logger
 	stateDir    string
@@ -71,11 +73,11 @@ var (
 	_ method.Recoverer = restartRecovery{}
 )
 
-func newStatefileMethod(sql *sqlMethod, cfg StatefileConfig, deps method.Deps) *statefileMethod {
+func newStatefileMethod(sql *sqlslot.Method, cfg StatefileConfig, deps method.Deps) *statefileMethod {
 	if cfg.MinRestartInterval <= 0 {
 		cfg.MinRestartInterval = 5 * time.Minute
 	}
-	return &statefileMethod{sql: sql, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
+	return &statefileMethod{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
 		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}
 }
 
@@ -87,11 +89,11 @@ func (m *statefileMethod) Close() { m.hold.Close() }
 
 // Session returns a worker's handle: creations are collected, the rest is SQL on the standby.
 func (m *statefileMethod) Session() method.Session {
-	return &statefileSession{sqlSession: m.sql.session(), m: m}
+	return &statefileSession{Session: m.sql.NewSession(), m: m}
 }
 
 type statefileSession struct {
-	*sqlSession
+	*sqlslot.Session
 	m *statefileMethod
 }
 
@@ -111,7 +113,7 @@ func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
 // state over the staged file when it shuts down.
 func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
 	if s.m.restart.staged() {
-		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !isUndefinedObject(err) {
+		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
 			return err
 		}
 	}
@@ -232,7 +234,7 @@ func (m *statefileMethod) repairWAL(ctx context.Context, v method.View) {
 	if len(loaded) == 0 {
 		return
 	}
-	ep := m.sql.primary.Endpoint()
+	ep := m.primary.Endpoint()
 	if ep == nil {
 		return
 	}
@@ -288,7 +290,7 @@ func (m *statefileMethod) flush(ctx context.Context, pending []topology.Slot, pr
 	if pending = m.restart.admit(m, pending, out); len(pending) == 0 {
 		return out, false
 	}
-	ep := m.sql.primary.Endpoint()
+	ep := m.primary.Endpoint()
 	if ep == nil {
 		return failAll(pending, out, errNoPrimary), false
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -17,25 +18,25 @@ func TraitsOf(m topology.Method) method.Traits {
 	case topology.MethodStatefile:
 		return statefileTraits
 	case topology.MethodNative:
-		return nativeTraits
+		return sqlslot.NativeTraits
 	}
-	return sqlTraits
+	return sqlslot.SQLTraits
 }
 
 // newMethod makes method m for an applying engine.
 func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, error) {
 	switch m {
 	case topology.MethodSQL:
-		return newSQLMethod(deps, sqlTraits), nil
+		return sqlslot.New(deps, sqlslot.SQLTraits), nil
 	case topology.MethodNative:
 		// The server syncs failover slots; slots that keep failover=false are copied as by
 		// the sql method, and the opt-in actions go through the same sessions.
-		return newSQLMethod(deps, nativeTraits), nil
+		return sqlslot.New(deps, sqlslot.NativeTraits), nil
 	case topology.MethodStatefile:
 		if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
 			return nil, err
 		}
-		return newStatefileMethod(newSQLMethod(deps, sqlTraits), cfg.Statefile, deps), nil
+		return newStatefileMethod(sqlslot.New(deps, sqlslot.SQLTraits), cfg.Statefile, deps), nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedMethod, m)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -133,7 +134,7 @@ func (o *pgObserver) reset(c **pgx.Conn) {
 // A connection the server closed since the last pass (a restart) is replaced once.
 func (o *pgObserver) Observe(ctx context.Context) (Snapshot, error) {
 	snap, err := o.observe(ctx)
-	if err != nil && staleConnection(err) && ctx.Err() == nil {
+	if err != nil && topology.StaleConnection(err) && ctx.Err() == nil {
 		o.Reset()
 		snap, err = o.observe(ctx)
 	}
@@ -247,7 +248,7 @@ func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return logRunningXacts(ctx, pconn)
+	return sqlslot.LogRunningXacts(ctx, pconn)
 }
 
 func (o *pgObserver) Reset() { o.Close() }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -24,7 +25,7 @@ func fuzzInput(data []byte) PlanInput {
 	}
 	in.Standby.Info.ReplayLSN = lsncheck.LSN(next())
 	if next()%5 == 0 {
-		in.Traits = nativeTraits
+		in.Traits = sqlslot.NativeTraits
 	}
 	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
 	if next()%4 == 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -22,7 +23,7 @@ func newScenario() *scenario {
 		Primary: NodeState{Info: topology.NodeInfo{VersionNum: 160004}, Slots: map[string]topology.Slot{}},
 		Standby: NodeState{Info: topology.NodeInfo{VersionNum: 160004, InRecovery: true, ReplayLSN: 0x9000000, ReceiverStatus: "streaming"}, Slots: map[string]topology.Slot{}},
 		Journal: &Journal{Version: journalVersion, Slots: map[string]*Entry{}},
-		Traits:  sqlTraits,
+		Traits:  sqlslot.SQLTraits,
 	}}
 }
 
@@ -326,15 +327,15 @@ func TestPlanScenarios(t *testing.T) {
 	t.Run("set failover, only while idle", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		s := newScenario().primary(ps)
-		s.in.Traits, s.in.Native.SetFailover = nativeTraits, true
+		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits, true
 		expect(t, s.only(t), KindSetFailover, CodeSetFailover)
 		ps.Active, ps.ActivePID = true, 12
 		s = newScenario().primary(ps)
-		s.in.Traits, s.in.Native.SetFailover = nativeTraits, true
+		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits, true
 		expect(t, s.only(t), KindSkip, CodeSetFailoverInUse)
 		// Without the opt-in, a failover=false slot is copied as by the sql method.
 		s = newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
-		s.in.Traits = nativeTraits
+		s.in.Traits = sqlslot.NativeTraits
 		expect(t, s.only(t), KindCreate, CodeNewSlot)
 	})
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -146,7 +148,7 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 		link := f.cfg.primaryLink(nil)
 		_, standby, err := f.cfg.Endpoints()
 		f.must(err)
-		m := &sqlMethod{primary: link, standby: standby, log: f.cfg.Logger, nudger: newNudger(link, f.cfg.Logger)}
+		m := sqlslot.New(method.Deps{Primary: link, Standby: standby, Log: f.cfg.Logger}, sqlslot.SQLTraits)
 		sess := m.Session()
 		defer sess.Close()
 		err = sess.Create(f.ctx, ps)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 )
 
 var insertedID = regexp.MustCompile(`INSERT: id\[integer\]:(\d+)`)
@@ -589,7 +590,7 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 			t.Helper()
 			var before string
 			f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before))
-			f.must(logRunningXacts(f.ctx, conn))
+			f.must(sqlslot.LogRunningXacts(f.ctx, conn))
 			var flushed bool
 			f.must(conn.QueryRow(f.ctx, "SELECT pg_current_wal_flush_lsn() > $1::pg_lsn", before).Scan(&flushed))
 			if !flushed {

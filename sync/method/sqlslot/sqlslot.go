@@ -1,4 +1,7 @@
-package sync
+// Package sqlslot is the sql method (PostgreSQL 16+) and the native method's own copies: a
+// standby copy is made by the standby's own decoding with pg_create_logical_replication_slot and
+// moved with pg_replication_slot_advance.
+package sqlslot
 
 import (
 	"context"
@@ -14,9 +17,9 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// sqlMethod makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
+// Method makes copies with pg_create_logical_replication_slot on the standby (PG16+) and
 // moves them with pg_replication_slot_advance, connected to each slot's database.
-type sqlMethod struct {
+type Method struct {
 	primary method.PrimaryLink
 	standby *topology.Endpoint
 	log     hclog.Logger
@@ -27,36 +30,40 @@ type sqlMethod struct {
 // The sql method's copies are made by the standby's own decoding: once READY, their own
 // advances may pass the primary slot's restart_lsn and catalog_xmin (rule 4).
 var (
-	sqlTraits    = method.Traits{KeepsWasReady: true, Watchable: true}
-	nativeTraits = method.Traits{KeepsWasReady: true, Watchable: true, ServerSyncs: true}
+	SQLTraits    = method.Traits{KeepsWasReady: true, Watchable: true}
+	NativeTraits = method.Traits{KeepsWasReady: true, Watchable: true, ServerSyncs: true}
 )
 
 var (
-	_ method.Method  = (*sqlMethod)(nil)
-	_ method.Session = (*sqlSession)(nil)
+	_ method.Method  = (*Method)(nil)
+	_ method.Session = (*Session)(nil)
 )
 
-func newSQLMethod(deps method.Deps, traits method.Traits) *sqlMethod {
-	return &sqlMethod{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits}
+// New makes the method with the given traits (SQLTraits, or NativeTraits where the server
+// syncs failover slots and the opt-in actions go through the same sessions).
+func New(deps method.Deps, traits method.Traits) *Method {
+	return &Method{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits}
 }
 
 // Traits are the rules of this method's copies.
-func (m *sqlMethod) Traits() method.Traits { return m.traits }
+func (m *Method) Traits() method.Traits { return m.traits }
 
 // Session returns a worker's handle: its standby connections, one per database.
-func (m *sqlMethod) Session() method.Session { return m.session() }
+func (m *Method) Session() method.Session { return m.NewSession() }
 
-func (m *sqlMethod) session() *sqlSession {
-	return &sqlSession{m: m, conns: map[string]*pgx.Conn{}}
+// NewSession returns a worker's handle as its concrete type (the state-file method builds on it).
+func (m *Method) NewSession() *Session {
+	return &Session{m: m, conns: map[string]*pgx.Conn{}}
 }
 
-type sqlSession struct {
-	m     *sqlMethod
+// Session is one worker's standby connections, one per database.
+type Session struct {
+	m     *Method
 	conns map[string]*pgx.Conn // standby connections by database
 }
 
 // conn returns a standby connection to database db, reusing a healthy one.
-func (s *sqlSession) conn(ctx context.Context, db string) (*pgx.Conn, error) {
+func (s *Session) conn(ctx context.Context, db string) (*pgx.Conn, error) {
 	if c := s.conns[db]; c != nil && !c.IsClosed() {
 		return c, nil
 	}
@@ -70,7 +77,7 @@ func (s *sqlSession) conn(ctx context.Context, db string) (*pgx.Conn, error) {
 
 // exec runs fn on a standby connection to db. A connection the server closed meanwhile (the
 // standby restarted) is replaced and fn tried once more; any connection left in doubt is dropped.
-func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) error) error {
+func (s *Session) exec(ctx context.Context, db string, fn func(*pgx.Conn) error) error {
 	for attempt := 0; ; attempt++ {
 		c, err := s.conn(ctx, db)
 		if err != nil {
@@ -80,11 +87,11 @@ func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) err
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil || c.IsClosed() || staleConnection(err) {
+		if ctx.Err() != nil || c.IsClosed() || topology.StaleConnection(err) {
 			c.Close(context.Background())
 			delete(s.conns, db)
 		}
-		if attempt == 0 && ctx.Err() == nil && staleConnection(err) {
+		if attempt == 0 && ctx.Err() == nil && topology.StaleConnection(err) {
 			continue
 		}
 		return err
@@ -94,14 +101,14 @@ func (s *sqlSession) exec(ctx context.Context, db string, fn func(*pgx.Conn) err
 // Create makes the standby copy. On a standby the creation waits for a running-xacts record
 // from the primary; asking the primary to log one (pg_log_standby_snapshot, 16+) ends the wait
 // in milliseconds instead of up to 15 s.
-func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
+func (s *Session) Create(ctx context.Context, ps topology.Slot) error {
 	defer s.m.nudger.hold()()
 	return s.exec(ctx, ps.Database, func(c *pgx.Conn) error {
 		// Rule 3: never create on a promoted node. A slot made on a primary starts at its current
 		// position and silently skips what the consumer has not read (lesson 9). Checked in this
 		// session right before, and right after, since a promotion can land while the create
 		// waits for a running-xacts record.
-		if err := stillInRecovery(ctx, c); err != nil {
+		if err := topology.StillInRecovery(ctx, c); err != nil {
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
 		}
 		if _, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase); err != nil {
@@ -113,7 +120,7 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 			}
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
 		}
-		if err := stillInRecovery(ctx, c); err != nil {
+		if err := topology.StillInRecovery(ctx, c); err != nil {
 			_, derr := c.Exec(context.WithoutCancel(ctx), "SELECT pg_drop_replication_slot($1)", ps.Name)
 			s.m.log.Error("the node was promoted while a slot copy was being created: the copy was dropped at once",
 				"slot", ps.Name, "dropped", derr == nil, "drop_error", derr)
@@ -125,7 +132,7 @@ func (s *sqlSession) Create(ctx context.Context, ps topology.Slot) error {
 
 // oldestTransaction describes the oldest transaction with an xid on the primary, and the oldest
 // prepared one: what a new copy waits for. No query text: it may hold secrets.
-func (s *sqlSession) oldestTransaction() string {
+func (s *Session) oldestTransaction() string {
 	ep := s.m.primary.Endpoint()
 	if ep == nil {
 		return "the primary is unknown"
@@ -160,22 +167,9 @@ func (s *sqlSession) oldestTransaction() string {
 	return strings.Join(parts, "; ")
 }
 
-// stillInRecovery returns topology.ErrPromoted when the node the connection is on is not in
-// recovery.
-func stillInRecovery(ctx context.Context, c *pgx.Conn) error {
-	var rec bool
-	if err := c.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&rec); err != nil {
-		return err
-	}
-	if !rec {
-		return topology.ErrPromoted
-	}
-	return nil
-}
-
 // Replace drops the old copy and creates the new one (a standby makes the new one at once).
-func (s *sqlSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
-	if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !isUndefinedObject(err) {
+func (s *Session) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
+	if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
 		return err
 	}
 	return s.Create(ctx, ps)
@@ -232,7 +226,7 @@ func (n *nudger) run(ctx context.Context) {
 	defer pc.Close(context.Background())
 	delay := 20 * time.Millisecond
 	for {
-		if err := logRunningXacts(ctx, pc); err != nil {
+		if err := LogRunningXacts(ctx, pc); err != nil {
 			if ctx.Err() == nil {
 				n.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
 					"error", err, "fix", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>")
@@ -250,7 +244,7 @@ func (n *nudger) run(ctx context.Context) {
 	}
 }
 
-// logRunningXacts asks the primary for a running-xacts record (pg_log_standby_snapshot, 16+)
+// LogRunningXacts asks the primary for a running-xacts record (pg_log_standby_snapshot, 16+)
 // and has it flushed at once. The record is written without a flush, and walsenders send only
 // flushed WAL: left alone, it reaches the standby (and the primary's own decoders) at the WAL
 // writer's next round, about 150 ms later here (wal_writer_delay is 200 ms by default). Logged
@@ -261,7 +255,7 @@ func (n *nudger) run(ctx context.Context) {
 // synchronous standby (SET LOCAL synchronous_commit = local: that transaction's alone, so a
 // session with asynchronous commits, or one shared through a pooler, keeps its own setting).
 // Should that be refused, the record is asked for alone: it arrives, only later.
-func logRunningXacts(ctx context.Context, conn *pgx.Conn) error {
+func LogRunningXacts(ctx context.Context, conn *pgx.Conn) error {
 	_, err := conn.PgConn().Exec(ctx, "SET LOCAL synchronous_commit = local; SELECT pg_log_standby_snapshot(); SELECT pg_current_xact_id()").ReadAll()
 	if err == nil {
 		return nil
@@ -271,7 +265,7 @@ func logRunningXacts(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // Advance moves the copy forward; the server clamps the target to the replay position.
-func (s *sqlSession) Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error) {
+func (s *Session) Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error) {
 	var end string
 	err := s.exec(ctx, database, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, "SELECT end_lsn::text FROM pg_replication_slot_advance($1, $2::pg_lsn)", name, target.String()).Scan(&end)
@@ -283,7 +277,7 @@ func (s *sqlSession) Advance(ctx context.Context, name, database string, target 
 }
 
 // Drop drops the standby copy (a logical slot is dropped from its own database).
-func (s *sqlSession) Drop(ctx context.Context, name, database string) error {
+func (s *Session) Drop(ctx context.Context, name, database string) error {
 	return s.exec(ctx, database, func(c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "SELECT pg_drop_replication_slot($1)", name); err != nil {
 			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
@@ -292,7 +286,7 @@ func (s *sqlSession) Drop(ctx context.Context, name, database string) error {
 	})
 }
 
-func (s *sqlSession) Close() {
+func (s *Session) Close() {
 	for db, c := range s.conns {
 		c.Close(context.Background())
 		delete(s.conns, db)

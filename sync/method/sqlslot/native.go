@@ -1,4 +1,4 @@
-package sync
+package sqlslot
 
 import (
 	"context"
@@ -10,10 +10,10 @@ import (
 
 // SetFailover sets failover=true on the primary slot with ALTER_REPLICATION_SLOT over a
 // replication connection to the slot's database (17+). The server refuses an active slot.
-func (s *sqlSession) SetFailover(ctx context.Context, name, database string) error {
+func (s *Session) SetFailover(ctx context.Context, name, database string) error {
 	ep := s.m.primary.Endpoint()
 	if ep == nil {
-		return errNoPrimary
+		return topology.ErrNoPrimaryConninfo
 	}
 	conn, err := ep.ConnectReplication(ctx, database)
 	if err != nil {
@@ -25,13 +25,4 @@ func (s *sqlSession) SetFailover(ctx context.Context, name, database string) err
 		return fmt.Errorf("set failover=true on slot %q: %w", name, err)
 	}
 	return nil
-}
-
-func anyFailover(slots map[string]topology.Slot) bool {
-	for _, s := range slots {
-		if s.Failover {
-			return true
-		}
-	}
-	return false
 }
