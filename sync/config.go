@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -56,7 +57,7 @@ type Config struct {
 	// invalidated, or they are no longer selected); by default they are reported and kept.
 	DropLeftAlone bool
 	// Statefile configures the state-file method.
-	Statefile StatefileConfig
+	Statefile statefile.Config
 	// AdvanceStep bounds how far one advance moves a copy (default 256 MiB): a copy far behind
 	// (a standby back from an outage) catches up in steps of at most this much WAL, each well
 	// within SlotTimeout, while every other slot keeps moving; progress is logged as it goes.

@@ -12,7 +12,7 @@ import (
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
-	"github.com/slotsync/slotsync/sync/statefile"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -73,7 +73,7 @@ func newFixtureWith(t *testing.T, major int, method topology.Method, opts integr
 		PrimaryDSN: f.pair.Primary.DSN("postgres"), StandbyDSN: f.pair.Standby.DSN("postgres"),
 		StateDir: t.TempDir(), Method: method, Interval: 100 * time.Millisecond, SlotTimeout: 20 * time.Second,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: f.logs, Level: hclog.Debug}),
-		Statefile: StatefileConfig{DataDir: f.pair.Standby.DataDir, Restarter: nodeRestarter{f.pair.Standby},
+		Statefile: statefile.Config{DataDir: f.pair.Standby.DataDir, Restarter: nodeRestarter{f.pair.Standby},
 			MinRestartInterval: time.Millisecond},
 	}
 	f.startEngine()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -16,7 +17,7 @@ import (
 func TraitsOf(m topology.Method) method.Traits {
 	switch m {
 	case topology.MethodStatefile:
-		return statefileTraits
+		return statefile.Traits
 	case topology.MethodNative:
 		return sqlslot.NativeTraits
 	}
@@ -33,10 +34,7 @@ func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, 
 		// the sql method, and the opt-in actions go through the same sessions.
 		return sqlslot.New(deps, sqlslot.NativeTraits), nil
 	case topology.MethodStatefile:
-		if err := checkDataDir(cfg.Statefile.DataDir); err != nil {
-			return nil, err
-		}
-		return newStatefileMethod(sqlslot.New(deps, sqlslot.SQLTraits), cfg.Statefile, deps), nil
+		return statefile.New(sqlslot.New(deps, sqlslot.SQLTraits), cfg.Statefile, deps)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedMethod, m)
 }
@@ -44,8 +42,8 @@ func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, 
 // newRecoverer finishes a standby restart that a crash interrupted, whatever method the next
 // pass chooses: the standby may be down, and then nothing can be chosen.
 func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
-	if cfg.ReadOnly || cfg.StateDir == "" || cfg.Statefile.Restarter == nil || cfg.Statefile.DataDir == "" {
+	if cfg.ReadOnly {
 		return nil
 	}
-	return restartRecovery{cfg: cfg.Statefile, deps: deps}
+	return statefile.NewRecovery(cfg.Statefile, deps)
 }

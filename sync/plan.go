@@ -187,8 +187,8 @@ func plan(in PlanInput) []Action {
 
 	for _, name := range sortedKeys(in.Primary.Slots) {
 		ps := in.Primary.Slots[name]
-		if ps.Temporary && strings.HasPrefix(name, holdPrefix) {
-			continue // slotsync's own catalog holds (catalog_hold.go) are not consumers' slots
+		if ps.Temporary && strings.HasPrefix(name, method.HoldPrefix) {
+			continue // slotsync's own catalog holds (method.HoldPrefix) are not consumers' slots
 		}
 		cp, hasCopy := in.Standby.Slots[name]
 		entry, owned := in.Journal.Slots[name]

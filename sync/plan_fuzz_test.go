@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -29,7 +30,7 @@ func fuzzInput(data []byte) PlanInput {
 	}
 	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
 	if next()%4 == 0 {
-		in.Traits = statefileTraits
+		in.Traits = statefile.Traits
 	}
 	in.AdvanceStep = int64(next() % 2048) // 0: unbounded
 	in.DropLeftAlone = next()%3 == 0

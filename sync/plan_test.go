@@ -10,6 +10,7 @@ import (
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -352,7 +353,7 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, newScenario().primary(ps).only(t), KindSkip, CodePrimaryTemporary)
 		// slotsync's own catalog holds are not even listed.
 		hold := ps
-		hold.Name = holdName("cdc")
+		hold.Name = statefile.HoldName("cdc")
 		if got := Plan(newScenario().primary(hold).in); len(got) != 0 {
 			t.Fatalf("a catalog hold was planned for: %+v", got)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
-	"github.com/slotsync/slotsync/sync/statefile"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -312,7 +312,7 @@ func TestStatefileRefusedStartNoLoop(t *testing.T) {
 		f.must(err)
 		dir := f.pair.Standby.DataDir
 		f.eng.Close()
-		f.cfg.Statefile.Restarter = Commands{
+		f.cfg.Statefile.Restarter = statefile.Commands{
 			StopCommand:  fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir),
 			StartCommand: fmt.Sprintf("test ! -e %s/pg_replslot/refused && %s%s -D %s -w -l %s/restarted.log start", dir, asUser, bin.Path("pg_ctl"), dir, dir),
 		}
@@ -516,7 +516,7 @@ func TestStatefileCatalogHold(t *testing.T) {
 // holdsCatalog reports whether the primary holds catalog rows for a copy of slot name.
 func holdsCatalog(f *fixture, name string) bool {
 	var n int
-	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{holdName(name)}, &n))
+	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{statefile.HoldName(name)}, &n))
 	return n == 1
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/urfave/cli/v2"
 )
 
@@ -245,19 +246,19 @@ func (d *daemon) handler() http.Handler {
 
 // statefileConfig reads the state-file method's flags; they matter only when that method is
 // chosen (PostgreSQL 15 and older, or --method statefile).
-func statefileConfig(c *cli.Context) (slotsync.StatefileConfig, error) {
+func statefileConfig(c *cli.Context) (statefile.Config, error) {
 	dir := c.String("standby-data-dir")
-	sc := slotsync.StatefileConfig{DataDir: dir, MinRestartInterval: c.Duration("min-restart-interval"), NoCheckpoint: c.Bool("no-checkpoint")}
+	sc := statefile.Config{DataDir: dir, MinRestartInterval: c.Duration("min-restart-interval"), NoCheckpoint: c.Bool("no-checkpoint")}
 	switch c.String("restart") {
 	case "pg_ctl":
-		sc.Restarter = slotsync.PgCtl{Path: c.String("pg-ctl"), DataDir: dir, LogFile: c.String("standby-log-file")}
+		sc.Restarter = statefile.PgCtl{Path: c.String("pg-ctl"), DataDir: dir, LogFile: c.String("standby-log-file")}
 	case "command":
 		stop, start, restart := c.String("stop-command"), c.String("start-command"), c.String("restart-command")
 		switch {
 		case restart != "" && stop == "" && start == "":
-			sc.Restarter = slotsync.RestartCommand{Command: restart}
+			sc.Restarter = statefile.RestartCommand{Command: restart}
 		case restart == "" && stop != "" && start != "":
-			sc.Restarter = slotsync.Commands{StopCommand: stop, StartCommand: start}
+			sc.Restarter = statefile.Commands{StopCommand: stop, StartCommand: start}
 		default:
 			return sc, configError("--restart command needs either --restart-command alone, or --stop-command and --start-command")
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -63,7 +64,7 @@ func engine(b *testing.B, p *integration.Pair, readOnly bool, state string) *slo
 func engineEvery(b *testing.B, p *integration.Pair, readOnly bool, state string, interval time.Duration) *slotsync.Engine {
 	cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: state,
 		ReadOnly: readOnly, Interval: interval, SlotTimeout: time.Minute, ObserveTimeout: time.Minute,
-		Logger: hclog.NewNullLogger(), Statefile: slotsync.StatefileConfig{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
+		Logger: hclog.NewNullLogger(), Statefile: statefile.Config{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
 	e, err := slotsync.New(cfg)
 	must(b, err)
 	b.Cleanup(e.Close)

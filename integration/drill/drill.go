@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/slotsync/slotsync/integration"
 	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -159,7 +160,7 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 		Interval: 200 * time.Millisecond, SlotTimeout: 20 * time.Second, Logger: log.Named("slotsync")}
 	if !pair.External() {
 		// PostgreSQL 15 and older: the state-file method restarts the standby it started.
-		cfg.Statefile = slotsync.StatefileConfig{DataDir: pair.Standby.DataDir, Restarter: pair.Standby, MinRestartInterval: time.Second}
+		cfg.Statefile = statefile.Config{DataDir: pair.Standby.DataDir, Restarter: pair.Standby, MinRestartInterval: time.Second}
 	}
 	eng, err := slotsync.New(cfg)
 	if err != nil {

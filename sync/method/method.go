@@ -122,3 +122,7 @@ type Deps struct {
 	// StateDir is the engine's state directory (the method may keep markers there).
 	StateDir string
 }
+
+// HoldPrefix starts the name of every slot slotsync makes on the primary for itself (the
+// state-file method's catalog holds): such slots are not consumers' slots, and are never copied.
+const HoldPrefix = "slotsync_hold_"

@@ -1,4 +1,4 @@
-package sync
+package statefile
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/sync/method"
-	"github.com/slotsync/slotsync/sync/statefile"
 )
 
 // Restarter stops and starts the standby for the state-file method.
@@ -139,20 +138,30 @@ func clearRestart(stateDir string) {
 	}
 }
 
-// restartRecovery starts the standby when a restart slotsync began was interrupted (the
+// recovery starts the standby when a restart slotsync began was interrupted (the
 // marker is there) and the standby is not running (rule 6: never leave the standby down).
-type restartRecovery struct {
-	cfg  StatefileConfig
+type recovery struct {
+	cfg  Config
 	deps method.Deps
 }
 
+// NewRecovery finishes a standby restart that a crash of slotsync interrupted, whatever method
+// the next pass chooses (the standby may be down, and then nothing can be chosen). Nil when
+// slotsync restarts nothing.
+func NewRecovery(cfg Config, deps method.Deps) method.Recoverer {
+	if deps.StateDir == "" || cfg.Restarter == nil || cfg.DataDir == "" {
+		return nil
+	}
+	return recovery{cfg: cfg, deps: deps}
+}
+
 // Recover reports whether it started the standby.
-func (r restartRecovery) Recover(ctx context.Context) bool {
+func (r recovery) Recover(ctx context.Context) bool {
 	marker, err := os.ReadFile(filepath.Join(r.deps.StateDir, RestartMarker))
 	if err != nil {
 		return false
 	}
-	if running, err := statefile.ServerRunning(r.cfg.DataDir); err != nil || running {
+	if running, err := ServerRunning(r.cfg.DataDir); err != nil || running {
 		clearRestart(r.deps.StateDir)
 		return false
 	}
@@ -168,6 +177,9 @@ func (r restartRecovery) Recover(ctx context.Context) bool {
 	clearRestart(r.deps.StateDir)
 	return true
 }
+
+// progressEvery is the rhythm of progress logs while the standby stops, starts or restarts.
+const progressEvery = 10 * time.Second
 
 // withProgress runs fn (a standby stop, start or restart) and logs every `every` that it is
 // still running, so a long restart shows in the logs at a steady rhythm, not only at its end.

@@ -1,4 +1,4 @@
-package sync
+package statefile
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	stdsync "sync"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,12 +15,11 @@ import (
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
-	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
-// StatefileConfig configures the state-file method (PostgreSQL 11-15; optional on 16).
-type StatefileConfig struct {
+// Config configures the state-file method (PostgreSQL 11-15; optional on 16).
+type Config struct {
 	// DataDir is the standby's data directory as this process sees it.
 	DataDir string
 	// Restarter stops and starts the standby. Nil: never restart; copies are staged in
@@ -35,17 +34,17 @@ type StatefileConfig struct {
 	MaxAttempts int
 }
 
-// statefileMethod copies slots as state files. Creations are collected during a pass and
+// Method copies slots as state files. Creations are collected during a pass and
 // installed in one standby restart at its end (Flush); advances and drops are SQL on the
 // standby, as in the sql method.
-type statefileMethod struct {
+type Method struct {
 	sql         *sqlslot.Method
 	primary     method.PrimaryLink
-	cfg         StatefileConfig
+	cfg         Config
 	log         hclog.Logger
 	stateDir    string
 	restart     restartStrategy
-	mu          stdsync.Mutex
+	mu          sync.Mutex
 	pending     []topology.Slot
 	lastRestart time.Time
 	restarting  *atomic.Bool // shared with the engine, read by a stopping process
@@ -53,52 +52,57 @@ type statefileMethod struct {
 	hold *catalogHold
 	// snaps: the decoding snapshot each installed copy restarts from, kept until the copy has
 	// moved past it, to put back when the standby lost it (repairSnapshots).
-	snaps map[string]*statefile.Snapshot
+	snaps map[string]*Snapshot
 	// stagedWAL: the restart_lsn of each copy staged for a standby start slotsync does not make
 	// (--restart never), until that start has loaded it and its WAL was put back (repairWAL).
 	stagedWAL map[string]uint64
 }
 
-// statefileTraits: an installed copy is READY only with its WAL read once on the standby, its
+// Traits: an installed copy is READY only with its WAL read once on the standby, its
 // decoding snapshot, and the standby's catalog horizon covering it (rule 4); copies are
 // installed in one restart at the end of a pass, and keep the full pass's rhythm.
-var statefileTraits = method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
+var Traits = method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
 
 var (
-	_ method.Method    = (*statefileMethod)(nil)
-	_ method.Session   = (*statefileSession)(nil)
-	_ method.Preparer  = (*statefileMethod)(nil)
-	_ method.Flusher   = (*statefileMethod)(nil)
-	_ method.Closer    = (*statefileMethod)(nil)
-	_ method.Recoverer = restartRecovery{}
+	_ method.Method    = (*Method)(nil)
+	_ method.Session   = (*Session)(nil)
+	_ method.Preparer  = (*Method)(nil)
+	_ method.Flusher   = (*Method)(nil)
+	_ method.Closer    = (*Method)(nil)
+	_ method.Recoverer = recovery{}
 )
 
-func newStatefileMethod(sql *sqlslot.Method, cfg StatefileConfig, deps method.Deps) *statefileMethod {
+// New makes the method: sql carries out advances and drops; cfg.DataDir must be the
+// standby's data directory as this process sees it.
+func New(sql *sqlslot.Method, cfg Config, deps method.Deps) (*Method, error) {
+	if err := checkDataDir(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	if cfg.MinRestartInterval <= 0 {
 		cfg.MinRestartInterval = 5 * time.Minute
 	}
-	return &statefileMethod{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
-		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}
+	return &Method{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
+		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}, nil
 }
 
 // Traits are the rules of installed copies.
-func (m *statefileMethod) Traits() method.Traits { return statefileTraits }
+func (m *Method) Traits() method.Traits { return Traits }
 
 // Close ends the catalog holds.
-func (m *statefileMethod) Close() { m.hold.Close() }
+func (m *Method) Close() { m.hold.Close() }
 
 // Session returns a worker's handle: creations are collected, the rest is SQL on the standby.
-func (m *statefileMethod) Session() method.Session {
-	return &statefileSession{Session: m.sql.NewSession(), m: m}
+func (m *Method) Session() method.Session {
+	return &Session{Session: m.sql.NewSession(), m: m}
 }
 
-type statefileSession struct {
+type Session struct {
 	*sqlslot.Session
-	m *statefileMethod
+	m *Method
 }
 
 // Create queues the slot for the batched restart.
-func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
+func (s *Session) Create(_ context.Context, ps topology.Slot) error {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	s.m.pending = append(s.m.pending, ps)
@@ -111,7 +115,7 @@ func (s *statefileSession) Create(_ context.Context, ps topology.Slot) error {
 // Copies staged into a running standby (--restart never, or a manager's restart command) are
 // the exception: the old slot must be dropped first, or the running server would write its own
 // state over the staged file when it shuts down.
-func (s *statefileSession) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
+func (s *Session) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
 	if s.m.restart.staged() {
 		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
 			return err
@@ -134,7 +138,7 @@ const (
 )
 
 // stagedCopyAt says where the copy name, installed at lsn, stands among the standby's copies.
-func (m *statefileMethod) stagedCopyAt(copies map[string]topology.Slot, name string, lsn uint64) (topology.Slot, int) {
+func (m *Method) stagedCopyAt(copies map[string]topology.Slot, name string, lsn uint64) (topology.Slot, int) {
 	cp, ok := copies[name]
 	switch {
 	case !ok:
@@ -154,8 +158,8 @@ func (m *statefileMethod) stagedCopyAt(copies map[string]topology.Slot, name str
 // snapshot staged beside it, since no loaded slot needed it yet. Once the copy is loaded, the
 // file stays. A copy that moved on from its first restart_lsn, or is gone, is forgotten.
 // copies nil: the copies were just loaded by a restart (write what is missing).
-func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
-	in := statefile.Installer{DataDir: m.cfg.DataDir}
+func (m *Method) repairSnapshots(copies map[string]topology.Slot) {
+	in := Installer{DataDir: m.cfg.DataDir}
 	for name, sn := range m.snaps {
 		if copies != nil {
 			cp, at := m.stagedCopyAt(copies, name, sn.LSN)
@@ -184,7 +188,7 @@ func (m *statefileMethod) repairSnapshots(copies map[string]topology.Slot) {
 // while it is stopped, or once its manager's restart loaded the staged copies (only segments
 // older than the oldest it has, which no server process writes, and which the loaded copies now
 // keep from its restartpoints). Without it a copy could not decode, and would be made again.
-func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in statefile.Installer, states []stateCopy, out map[string]error) {
+func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in Installer, states []stateCopy, out map[string]error) {
 	var from uint64
 	for _, c := range states {
 		if out[c.state.Name] == nil && (from == 0 || c.state.RestartLSN < from) {
@@ -194,7 +198,7 @@ func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primar
 	if from == 0 {
 		return
 	}
-	src, err := statefile.ReadWALSource(ctx, conn, uint32(primary.Timeline))
+	src, err := ReadWALSource(ctx, conn, uint32(primary.Timeline))
 	if err == nil {
 		var n int
 		n, err = in.InstallWAL(ctx, src, from)
@@ -210,7 +214,7 @@ func (m *statefileMethod) installWAL(ctx context.Context, conn *pgx.Conn, primar
 // Prepare puts back, before the pass's actions advance any copy, what a standby start removed
 // from copies it loaded: their decoding snapshots (repairSnapshots) and, for copies staged for
 // a start slotsync does not make, their WAL (repairWAL).
-func (m *statefileMethod) Prepare(ctx context.Context, v method.View) {
+func (m *Method) Prepare(ctx context.Context, v method.View) {
 	m.repairSnapshots(v.Standby)
 	m.repairWAL(ctx, v)
 }
@@ -219,7 +223,7 @@ func (m *statefileMethod) Prepare(ctx context.Context, v method.View) {
 // (--restart never) need, once that start has loaded them: the standby may have removed it
 // meanwhile, as installWAL says. A copy gone, or moved on from its first restart_lsn, is
 // forgotten; so is one whose WAL was looked after.
-func (m *statefileMethod) repairWAL(ctx context.Context, v method.View) {
+func (m *Method) repairWAL(ctx context.Context, v method.View) {
 	var loaded []stateCopy
 	for name, lsn := range m.stagedWAL {
 		_, at := m.stagedCopyAt(v.Standby, name, lsn)
@@ -228,7 +232,7 @@ func (m *statefileMethod) repairWAL(ctx context.Context, v method.View) {
 		}
 		delete(m.stagedWAL, name)
 		if at == stagedLoaded {
-			loaded = append(loaded, stateCopy{state: &statefile.State{Name: name, RestartLSN: lsn}})
+			loaded = append(loaded, stateCopy{state: &State{Name: name, RestartLSN: lsn}})
 		}
 	}
 	if len(loaded) == 0 {
@@ -244,21 +248,21 @@ func (m *statefileMethod) repairWAL(ctx context.Context, v method.View) {
 		return
 	}
 	defer conn.Close(context.Background())
-	m.installWAL(ctx, conn, v.Primary, statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
+	m.installWAL(ctx, conn, v.Primary, Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
 }
 
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
 // the state file's restart_lsn (nil when the primary has none there either).
 type stateCopy struct {
-	state *statefile.State
-	snap  *statefile.Snapshot
+	state *State
+	snap  *Snapshot
 }
 
 // Flush installs every queued copy: read and validate each state file on the primary, with the
 // primary's decoding snapshot at its restart_lsn, then install them all the way the restart
 // strategy does (restartStrategy). A slot whose file is bad is left out. It returns each queued
 // slot's outcome and whether the standby restarted.
-func (m *statefileMethod) Flush(ctx context.Context, v method.View) (map[string]method.Outcome, bool) {
+func (m *Method) Flush(ctx context.Context, v method.View) (map[string]method.Outcome, bool) {
 	m.mu.Lock()
 	pending := m.pending
 	m.pending = nil
@@ -285,21 +289,21 @@ func (m *statefileMethod) Flush(ctx context.Context, v method.View) (map[string]
 	return out, restarted
 }
 
-func (m *statefileMethod) flush(ctx context.Context, pending []topology.Slot, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
+func (m *Method) flush(ctx context.Context, pending []topology.Slot, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
 	out := map[string]error{}
 	if pending = m.restart.admit(m, pending, out); len(pending) == 0 {
 		return out, false
 	}
 	ep := m.primary.Endpoint()
 	if ep == nil {
-		return failAll(pending, out, errNoPrimary), false
+		return failAll(pending, out, topology.ErrNoPrimaryConninfo), false
 	}
 	conn, err := ep.Connect(ctx, "")
 	if err != nil {
 		return failAll(pending, out, err), false
 	}
 	defer conn.Close(context.Background())
-	// The catalog rows each copy needs are held before its state file is read (catalog_hold.go).
+	// The catalog rows each copy needs are held before its state file is read (hold.go).
 	for _, ps := range pending {
 		m.hold.Take(ctx, ep, ps, primary.Major())
 	}
@@ -307,7 +311,7 @@ func (m *statefileMethod) flush(ctx context.Context, pending []topology.Slot, pr
 	if len(states) == 0 {
 		return out, false
 	}
-	in := statefile.Installer{DataDir: m.cfg.DataDir, AllowRunning: m.restart.staged()}
+	in := Installer{DataDir: m.cfg.DataDir, AllowRunning: m.restart.staged()}
 	fetchWAL := func(ctx context.Context) { m.installWAL(ctx, conn, primary, in, states, out) }
 	return out, m.restart.install(ctx, m, in, states, out, fetchWAL)
 }
@@ -324,7 +328,7 @@ func failAll(pending []topology.Slot, out map[string]error, err error) map[strin
 
 // readStates reads each pending slot's state file on the primary (one CHECKPOINT for the
 // batch) and the primary's decoding snapshot at its restart_lsn, recording failures in out.
-func (m *statefileMethod) readStates(ctx context.Context, conn *pgx.Conn, pending []topology.Slot, out map[string]error, scratch map[string]lsncheck.LSN) []stateCopy {
+func (m *Method) readStates(ctx context.Context, conn *pgx.Conn, pending []topology.Slot, out map[string]error, scratch map[string]lsncheck.LSN) []stateCopy {
 	checkpoint := !m.cfg.NoCheckpoint
 	var states []stateCopy
 	for _, ps := range pending {
@@ -333,7 +337,7 @@ func (m *statefileMethod) readStates(ctx context.Context, conn *pgx.Conn, pendin
 			out[ps.Name] = fmt.Errorf("database of slot %q: %w", ps.Name, err)
 			continue
 		}
-		st, err := statefile.Read(ctx, conn, statefile.Expect{Name: ps.Name, Plugin: ps.Plugin, DatabaseOID: oid, TwoPhase: ps.TwoPhase}, checkpoint)
+		st, err := Read(ctx, conn, Expect{Name: ps.Name, Plugin: ps.Plugin, DatabaseOID: oid, TwoPhase: ps.TwoPhase}, checkpoint)
 		checkpoint = false // one checkpoint serves the whole batch
 		if err != nil {
 			out[ps.Name] = err
@@ -341,8 +345,8 @@ func (m *statefileMethod) readStates(ctx context.Context, conn *pgx.Conn, pendin
 		}
 		// Rule 4: the copy decodes consistently from its restart_lsn only with the primary's
 		// serialized snapshot there, copied with the state file.
-		snap, err := statefile.ReadSnapshot(ctx, conn, st)
-		if errors.Is(err, statefile.ErrSlotMoved) {
+		snap, err := ReadSnapshot(ctx, conn, st)
+		if errors.Is(err, ErrSlotMoved) {
 			out[ps.Name] = &waiting{"the primary slot moved on while its state file and decoding snapshot were read: copied at the next pass"}
 			continue
 		}
@@ -377,12 +381,12 @@ func stagedFor(dataDir string, ps topology.Slot) bool {
 
 // readStaged reads the state file in pg_replslot/<name> (nil when there is none, or it cannot
 // be read).
-func readStaged(dataDir, name string) *statefile.State {
+func readStaged(dataDir, name string) *State {
 	data, err := os.ReadFile(filepath.Join(dataDir, "pg_replslot", name, "state"))
 	if err != nil {
 		return nil
 	}
-	st, err := statefile.Parse(data)
+	st, err := Parse(data)
 	if err != nil {
 		return nil
 	}
@@ -392,9 +396,9 @@ func readStaged(dataDir, name string) *statefile.State {
 // installAll puts each copy in place of whatever pg_replslot holds under its name (a copy of an
 // older incarnation whose drop did not happen, say), recording failures in out, and remembers
 // the decoding snapshots installed (repairSnapshots); it returns the names installed.
-func (m *statefileMethod) installAll(in statefile.Installer, states []stateCopy, out map[string]error) []string {
+func (m *Method) installAll(in Installer, states []stateCopy, out map[string]error) []string {
 	if m.snaps == nil {
-		m.snaps = map[string]*statefile.Snapshot{}
+		m.snaps = map[string]*Snapshot{}
 	}
 	var installed []string
 	for _, c := range states {

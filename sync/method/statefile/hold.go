@@ -1,14 +1,17 @@
-package sync
+package statefile
 
 import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -40,15 +43,12 @@ func newCatalogHold(log hclog.Logger) *catalogHold {
 		maxHold: 10 * time.Minute, now: time.Now}
 }
 
-// holdPrefix starts the name of every catalog hold.
-const holdPrefix = "slotsync_hold_"
-
-// holdName is the temporary slot's name: holdPrefix and a hash of the slot's name (slot names
+// HoldName is the temporary slot's name: method.HoldPrefix and a hash of the slot's name (slot names
 // are at most 63 characters).
-func holdName(slot string) string {
+func HoldName(slot string) string {
 	h := fnv.New64a()
 	h.Write([]byte(slot))
-	return fmt.Sprintf("%s%016x", holdPrefix, h.Sum64())
+	return fmt.Sprintf("%s%016x", method.HoldPrefix, h.Sum64())
 }
 
 // Take holds the catalog rows of slot ps on the primary until Release finds the standby covers
@@ -67,7 +67,7 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, ps topolo
 		}
 		conn, h.conns[ps.Database] = c, c
 	}
-	temp := holdName(ps.Name)
+	temp := HoldName(ps.Name)
 	// A hold of this name left in this session by an earlier, released copy is dropped first.
 	_, _ = conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid = pg_backend_pid()", temp)
 	if _, err := conn.Exec(ctx, "SELECT pg_copy_logical_replication_slot($1, $2, true)", ps.Name, temp); err != nil {
@@ -113,7 +113,7 @@ func (h *catalogHold) drop(ctx context.Context, name string, hd holding) {
 }
 
 // Held names the slots whose catalog rows are held now.
-func (h *catalogHold) Held() []string { return sortedKeys(h.held) }
+func (h *catalogHold) Held() []string { return slices.Sorted(maps.Keys(h.held)) }
 
 // Close ends every hold (their temporary slots go with the sessions).
 func (h *catalogHold) Close() {

@@ -1,4 +1,4 @@
-package sync
+package statefile
 
 import (
 	"context"
@@ -17,9 +17,9 @@ func TestCatalogHoldRelease(t *testing.T) {
 	h := newCatalogHold(hclog.NewNullLogger())
 	h.now = func() time.Time { return now }
 	for _, name := range []string{"covered", "uncovered", "nofeedback", "failed", "queued", "old"} {
-		h.held[name] = holding{temp: holdName(name), database: "app", since: now.Add(-time.Minute)}
+		h.held[name] = holding{temp: HoldName(name), database: "app", since: now.Add(-time.Minute)}
 	}
-	h.held["old"] = holding{temp: holdName("old"), database: "app", since: now.Add(-time.Hour)}
+	h.held["old"] = holding{temp: HoldName("old"), database: "app", since: now.Add(-time.Hour)}
 	copyAt := func(xmin lsncheck.XID) topology.Slot {
 		var s topology.Slot
 		s.CatalogXmin = xmin
@@ -44,7 +44,7 @@ func TestCatalogHoldRelease(t *testing.T) {
 	if len(h.Held()) != 3 {
 		t.Fatalf("without feedback: held %v", h.Held())
 	}
-	if n := holdName("a_slot_name_of_sixty_three_characters_aaaaaaaaaaaaaaaaaaaaaaaaa"); len(n) > 63 {
+	if n := HoldName("a_slot_name_of_sixty_three_characters_aaaaaaaaaaaaaaaaaaaaaaaaa"); len(n) > 63 {
 		t.Fatalf("hold name %q is too long", n)
 	}
 }

@@ -1,11 +1,10 @@
-package sync
+package statefile
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/slotsync/slotsync/sync/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -17,10 +16,10 @@ type restartStrategy interface {
 	// only when it starts), so the old copy of a slot is dropped before its new one is staged.
 	staged() bool
 	// admit returns the pending copies to read now, recording in out those that wait.
-	admit(m *statefileMethod, pending []topology.Slot, out map[string]error) []topology.Slot
+	admit(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot
 	// install puts the copies in place and reports whether the standby was restarted;
 	// fetchWAL copies from the primary the WAL they need that the standby removed.
-	install(ctx context.Context, m *statefileMethod, in statefile.Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool
+	install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool
 }
 
 var (
@@ -49,7 +48,7 @@ const stagedForNextStart = "staged in pg_replslot: loaded at the standby's next 
 
 // admit leaves a copy already staged for this incarnation as it is: reading it again would
 // CHECKPOINT the primary every pass.
-func (noRestart) admit(m *statefileMethod, pending []topology.Slot, out map[string]error) []topology.Slot {
+func (noRestart) admit(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot {
 	var fresh []topology.Slot
 	for _, ps := range pending {
 		if stagedFor(m.cfg.DataDir, ps) {
@@ -63,7 +62,7 @@ func (noRestart) admit(m *statefileMethod, pending []topology.Slot, out map[stri
 
 // install stages the copies (a file staged earlier is of another incarnation, admit said so)
 // and remembers their restart_lsn: once a start loads them, their WAL is put back (repairWAL).
-func (noRestart) install(_ context.Context, m *statefileMethod, in statefile.Installer, states []stateCopy, out map[string]error, _ func(context.Context)) bool {
+func (noRestart) install(_ context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, _ func(context.Context)) bool {
 	for _, name := range m.installAll(in, states, out) {
 		out[name] = &waiting{stagedForNextStart}
 		for _, c := range states {
@@ -79,7 +78,7 @@ func (noRestart) install(_ context.Context, m *statefileMethod, in statefile.Ins
 }
 
 // admitRestart holds every copy back until the next allowed restart (MinRestartInterval).
-func admitRestart(m *statefileMethod, pending []topology.Slot, out map[string]error) []topology.Slot {
+func admitRestart(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot {
 	if m.lastRestart.IsZero() || time.Since(m.lastRestart) >= m.cfg.MinRestartInterval {
 		return pending
 	}
@@ -92,7 +91,7 @@ func admitRestart(m *statefileMethod, pending []topology.Slot, out map[string]er
 // restartContext bounds a restart on its own: once the standby is being stopped, the restart
 // runs to its end even if slotsync is asked to stop meanwhile (a standby left down would be
 // worse than a late exit). The flag tells a stopping process to wait.
-func (m *statefileMethod) restartContext(ctx context.Context, states []stateCopy) (context.Context, func()) {
+func (m *Method) restartContext(ctx context.Context, states []stateCopy) (context.Context, func()) {
 	names := make([]any, 0, len(states))
 	for _, c := range states {
 		names = append(names, c.state.Name)
@@ -109,14 +108,14 @@ type stagedRestart struct{ r stagedRestarter }
 
 func (stagedRestart) staged() bool { return true }
 
-func (stagedRestart) admit(m *statefileMethod, pending []topology.Slot, out map[string]error) []topology.Slot {
+func (stagedRestart) admit(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot {
 	return admitRestart(m, pending, out)
 }
 
 // install: once the copies are loaded, their decoding snapshots and the WAL they need that the
 // standby removed are put back. A restart that fails leaves the standby to its manager; if the
 // server is down then, the staged copies are removed and the restart tried once more without them.
-func (s stagedRestart) install(ctx context.Context, m *statefileMethod, in statefile.Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
+func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
 	installed := m.installAll(in, states, out)
@@ -130,7 +129,7 @@ func (s stagedRestart) install(ctx context.Context, m *statefileMethod, in state
 		fetchWAL(ctx)
 		return true
 	}
-	if running, rerr := statefile.ServerRunning(m.cfg.DataDir); rerr == nil && !running {
+	if running, rerr := ServerRunning(m.cfg.DataDir); rerr == nil && !running {
 		m.log.Error("the standby is down after its restart with new slot copies; removing them and restarting it again", "error", err)
 		for _, name := range installed {
 			_ = in.Remove(name)
@@ -152,11 +151,11 @@ type stopStart struct{ r Restarter }
 
 func (stopStart) staged() bool { return false }
 
-func (stopStart) admit(m *statefileMethod, pending []topology.Slot, out map[string]error) []topology.Slot {
+func (stopStart) admit(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot {
 	return admitRestart(m, pending, out)
 }
 
-func (s stopStart) install(ctx context.Context, m *statefileMethod, in statefile.Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
+func (s stopStart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
 	failed := func(err error) bool {

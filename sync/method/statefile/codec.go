@@ -1,5 +1,3 @@
-// Package statefile reads, validates, writes and installs PostgreSQL's on-disk replication slot
-// state (pg_replslot/<slot>/state) for the state-file method of majors 11 to 15.
 package statefile
 
 import (
