@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	stdsync "sync"
-	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
-	"github.com/slotsync/slotsync/topology"
 )
 
 // result is what happened to one action: its outcome, and for an advance where the copy is now.
@@ -86,24 +84,9 @@ func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) (
 		}
 		for i, a := range actions {
 			if errors.Is(results[i].Err, method.ErrCollected) {
-				o := outcomes[a.Slot]
-				results[i].Outcome = o
-				if o.CountsAsCopy {
-					// A restart was spent on this slot, whether the standby took the copy or
-					// refused it: after MaxAttempts the planner gives up (lesson 1, no loops).
-					e.copies[a.Slot]++
-				}
-				if o.Err == nil && o.Waiting == "" {
-					delete(e.recopy, a.Slot)
-				}
+				results[i].Outcome = outcomes[a.Slot]
 			}
 		}
-	}
-	for i, a := range actions {
-		if a.Kind == KindAdvance && topology.WALRemoved(results[i].Err) && e.traits.ProvesWAL {
-			e.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
-		}
-		e.logOutcome(a, results[i])
 	}
 	return results, restarts
 }
@@ -126,70 +109,6 @@ func (e *Engine) apply(ctx context.Context, sess method.Session, a Action) resul
 		}
 	}
 	return result{}
-}
-
-// progressEvery is the rhythm of progress logs for long operations.
-const progressEvery = 10 * time.Second
-
-// logOutcome logs what a pass did: changes once each, failures once per distinct error,
-// waiting states once per distinct reason; nothing repeats every pass.
-func (e *Engine) logOutcome(a Action, r result) {
-	if r.Waiting != "" {
-		if e.lastReason[a.Slot] != r.Waiting {
-			e.lastReason[a.Slot] = r.Waiting
-			e.log.Info("slot copy waits", "slot", a.Slot, "reason", r.Waiting)
-		}
-		return
-	}
-	if r.Err != nil {
-		f := e.failures[a.Slot]
-		if f == nil {
-			f = &slotFailure{}
-			e.failures[a.Slot] = f
-		}
-		f.count++
-		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
-		f.retryAt = e.now().Add(backoff)
-		if msg := r.Err.Error(); msg != f.lastErr {
-			f.lastErr = msg
-			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
-				"class", Classify(r.Err).String(), "retry_in_seconds", backoff.Seconds())
-		}
-		return
-	}
-	if f := e.failures[a.Slot]; f != nil && a.Changes() {
-		e.log.Info("slot recovered", "slot", a.Slot, "after_failures", f.count)
-		delete(e.failures, a.Slot)
-	}
-	switch a.Kind {
-	case KindCreate, KindRecreate, KindDrop, KindForget, KindSetFailover:
-		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
-		delete(e.lastReason, a.Slot)
-	case KindAdvance:
-		if a.Code == CodeCatchingUp {
-			// Progress at a steady rhythm while a copy catches up, not every pass.
-			if last, ok := e.progressAt[a.Slot]; !ok || e.now().Sub(last) >= progressEvery {
-				e.progressAt[a.Slot] = e.now()
-				e.log.Info("slot copy catching up", "slot", a.Slot, "at", r.end.String(), "behind_bytes", lsncheck.Bytes(a.Primary.ConfirmedFlush, r.end))
-			}
-		} else if _, ok := e.progressAt[a.Slot]; ok {
-			delete(e.progressAt, a.Slot)
-			e.log.Info("slot copy caught up", "slot", a.Slot, "at", r.end.String())
-		}
-		e.log.Debug("slot advanced", "slot", a.Slot, "to", r.end)
-		delete(e.lastReason, a.Slot)
-	case KindNone:
-		// Waiting states carry moving LSNs: at debug level, or they would repeat every pass.
-		e.log.Debug("slot unchanged", "slot", a.Slot, "reason", a.Reason)
-	case KindSkip:
-		if e.failures[a.Slot] != nil {
-			return // held back after a failure that was logged already
-		}
-		if e.lastReason[a.Slot] != a.Reason {
-			e.lastReason[a.Slot] = a.Reason
-			e.log.Info("slot skipped", "slot", a.Slot, "reason", a.Reason)
-		}
-	}
 }
 
 func (e *Engine) anyChanged(actions []Action, results []result) bool {

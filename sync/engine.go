@@ -35,14 +35,8 @@ type Engine struct {
 	// (the daemon re-checks) does not log it again.
 	lastStop   string
 	restarting atomic.Bool
-	failures   map[string]*slotFailure
-	lastReason map[string]string
-	// progressAt: when each copy catching up last logged its progress.
-	progressAt map[string]time.Time
-	// recopy: owned state-file copies to make again, with why; copies: how many times each
-	// slot was copied without becoming READY (no restart loops).
-	recopy       map[string]string
-	copies       map[string]int
+	// mem is what the engine keeps from one pass to the next (memory.go).
+	mem          memory
 	lastWarnings string
 	// role is the local node's role at the last pass that could tell.
 	role Role
@@ -50,30 +44,11 @@ type Engine struct {
 	withoutPrimary bool
 	// lock makes this engine the state directory's only writer.
 	lock *stateLock
-	// watched: the copies the watch between passes may advance (watch.go); watchEvery: how
-	// often it looks now; watchAdvances: how many advances it made.
-	watched       map[string]watched
+	// watchEvery: how often the watch between passes looks now; watchAdvances: how many
+	// advances it made (watch.go).
 	watchEvery    time.Duration
 	watchAdvances int
 	now           func() time.Time
-}
-
-// backoffs is the planner's view of the failing slots (an inspection holds nothing back).
-func (e *Engine) backoffs(apply bool) map[string]Backoff {
-	if !apply || len(e.failures) == 0 {
-		return nil
-	}
-	out := make(map[string]Backoff, len(e.failures))
-	for name, f := range e.failures {
-		out[name] = Backoff{Count: f.count, LastErr: f.lastErr, RetryAt: f.retryAt}
-	}
-	return out
-}
-
-type slotFailure struct {
-	count   int
-	lastErr string
-	retryAt time.Time
 }
 
 // New validates cfg, loads the journal and prepares connections (opened lazily).
@@ -110,8 +85,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
-		failures: map[string]*slotFailure{}, lastReason: map[string]string{}, progressAt: map[string]time.Time{}, lastWarnings: "[]", now: time.Now,
-		recopy: map[string]string{}, copies: map[string]int{}}
+		mem: newMemory(), lastWarnings: "[]", now: time.Now}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a
@@ -202,9 +176,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
-		Recopy: e.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
+		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
-		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
+		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
@@ -233,14 +207,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
-		e.watchable(actions, results, after)
-	}
-	for _, sr := range rep.Slots {
-		if sr.Verdict.Ready {
-			delete(e.copies, sr.Name)
-		}
-	}
-	if apply {
+		e.remember(actions, results, rep.Slots, after)
 		e.nudgeIfWaiting(ctx, snap, rep.Slots)
 	}
 	rep.Duration = e.now().Sub(rep.Started)

@@ -347,18 +347,19 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		return a
 	}
 	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
+	to, catchUp := advanceTo(ps.ConfirmedFlush, replay, cp.ConfirmedFlush, in.AdvanceStep)
 	switch {
-	case in.Traits.ProvesWAL && !entry.WALVerified && target <= cp.ConfirmedFlush && cp.ConfirmedFlush <= replay:
+	case in.Traits.ProvesWAL && !entry.WALVerified && to == 0 && cp.ConfirmedFlush <= replay:
 		// An installed state file says nothing of the WAL behind it: read it once (an advance
 		// to where the copy already is decodes from restart_lsn) before calling it READY.
 		a.Kind, a.Code, a.Target = KindAdvance, CodeVerifyWAL, cp.ConfirmedFlush
 		a.Reason = "reading the copy's WAL once to prove the standby still has it"
-	case in.AdvanceStep > 0 && lsncheck.Bytes(target, cp.ConfirmedFlush) > in.AdvanceStep:
-		a.Kind, a.Code, a.Target = KindAdvance, CodeCatchingUp, cp.ConfirmedFlush+lsncheck.LSN(in.AdvanceStep)
+	case catchUp:
+		a.Kind, a.Code, a.Target = KindAdvance, CodeCatchingUp, to
 		a.Reason = fmt.Sprintf("catching up: the copy (%s) is %d bytes behind %s; advancing it by %d bytes this pass",
 			cp.ConfirmedFlush, lsncheck.Bytes(target, cp.ConfirmedFlush), target, in.AdvanceStep)
-	case target > cp.ConfirmedFlush:
-		a.Kind, a.Code, a.Target = KindAdvance, CodeConsumerMoved, target
+	case to != 0:
+		a.Kind, a.Code, a.Target = KindAdvance, CodeConsumerMoved, to
 		a.Reason = fmt.Sprintf("consumer confirmed %s; advancing the copy from %s to %s", ps.ConfirmedFlush, cp.ConfirmedFlush, target)
 	case ps.ConfirmedFlush > cp.ConfirmedFlush:
 		a.Kind, a.Code = KindNone, CodeStandbyLagging
@@ -373,6 +374,20 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Reason = "the primary slot's position went back without a new incarnation (same slot: " + rebased + "): " + a.Reason
 	}
 	return a
+}
+
+// advanceTo is rule 1's advance of a copy at copyAt, for the plan and the watch alike: toward
+// the consumer's confirmed position, never past what the standby replayed, never backwards (0:
+// no advance), and by at most step bytes (0: unbounded), in which case catchUp is set.
+func advanceTo(confirmed, replay, copyAt lsncheck.LSN, step int64) (to lsncheck.LSN, catchUp bool) {
+	target := lsncheck.MinLSN(confirmed, replay)
+	switch {
+	case target <= copyAt:
+		return 0, false
+	case step > 0 && lsncheck.Bytes(target, copyAt) > step:
+		return copyAt + lsncheck.LSN(step), true
+	}
+	return target, false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

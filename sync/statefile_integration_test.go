@@ -565,8 +565,8 @@ func walRemovedBeforeCopy(t *testing.T, f *fixture, copyAndRestart func()) {
 	}
 	copyAndRestart()
 	f.untilReady("cdc", func() {})
-	if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.copies["cdc"] > 1 {
-		t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.copies["cdc"])
+	if r := f.pass()["cdc"]; !r.Verdict.Ready || f.eng.mem.copies["cdc"] > 1 {
+		t.Fatalf("after one copy: %+v (copies %d)", r.Verdict, f.eng.mem.copies["cdc"])
 	}
 	f.must(f.pair.WaitCaughtUp(f.ctx))
 	f.promoteExpect("cdc", want)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
-	"github.com/slotsync/slotsync/topology"
 )
 
 // The watch: between full passes, a cheap look at the primary slots' positions and the
@@ -32,32 +31,11 @@ type WatchSample struct {
 	Primary    map[string]lsncheck.Position
 }
 
-// watchable records, after an applying full pass, which copies the watch may advance.
-func (e *Engine) watchable(actions []Action, results []result, after map[string]topology.Slot) {
-	e.watched = map[string]watched{}
-	// Not for installed copies (state file, 11-15): their readiness rests on the decoding
-	// snapshot at their restart_lsn, which only the full pass looks for (ARCHITECTURE.md, the
-	// watch). Not while the server's sync is driven every pass either.
-	if e.cfg.WatchInterval <= 0 || !e.traits.Watchable || e.traits.ServerSyncs && e.cfg.Native.Drive {
-		return
-	}
-	for i, a := range actions {
-		cp, ok := after[a.Slot]
-		ent := e.journal.Slots[a.Slot]
-		switch {
-		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].failed():
-			continue
-		case a.Kind == KindAdvance, a.Kind == KindNone && (a.Code == CodeUpToDate || a.Code == CodeStandbyLagging):
-			e.watched[a.Slot] = watched{database: a.Primary.Database, ref: a.Primary.Seen(), copyAt: cp.ConfirmedFlush}
-		}
-	}
-}
-
 // watchUntil runs the watch until deadline (or ctx ends, then it returns false).
 func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 	for {
 		next := time.Now().Add(e.watchEvery)
-		if len(e.watched) == 0 || e.cfg.WatchInterval <= 0 || next.After(deadline) {
+		if len(e.mem.watched) == 0 || e.cfg.WatchInterval <= 0 || next.After(deadline) {
 			next = deadline
 		}
 		select {
@@ -78,8 +56,8 @@ func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 // watch makes one look and the advances it calls for, and returns how long the look took. Any
 // failure ends watching until the next full pass, which sorts it out.
 func (e *Engine) watch(ctx context.Context) time.Duration {
-	names := make([]string, 0, len(e.watched))
-	for name := range e.watched {
+	names := make([]string, 0, len(e.mem.watched))
+	for name := range e.mem.watched {
 		names = append(names, name)
 	}
 	start := time.Now()
@@ -88,38 +66,35 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 	cancel()
 	look := time.Since(start)
 	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 {
-		e.watched = nil
+		e.mem.watched = nil
 		return look
 	}
-	for _, name := range sortedKeys(e.watched) {
-		w := e.watched[name]
+	for _, name := range sortedKeys(e.mem.watched) {
+		w := e.mem.watched[name]
 		pos, ok := sample.Primary[name]
 		if !ok {
-			delete(e.watched, name)
+			delete(e.mem.watched, name)
 			continue
 		}
 		cur := lsncheck.Seen{Identity: w.ref.Identity, Position: pos}
 		if ch, _ := lsncheck.CompareIncarnation(w.ref, cur); ch == lsncheck.NewIncarnation {
-			delete(e.watched, name) // maybe another slot: the next full pass decides
+			delete(e.mem.watched, name) // maybe another slot: the next full pass decides
 			continue
 		}
-		target := lsncheck.MinLSN(pos.ConfirmedFlush, sample.Replay)
-		if target <= w.copyAt {
-			continue
-		}
-		if lsncheck.Bytes(target, w.copyAt) > e.cfg.AdvanceStep {
-			continue // a catch-up: the full pass moves it in bounded steps and reports progress
+		target, catchUp := advanceTo(pos.ConfirmedFlush, sample.Replay, w.copyAt, e.cfg.AdvanceStep)
+		if target == 0 || catchUp {
+			continue // nothing to do, or a catch-up: the full pass moves it in bounded steps and reports progress
 		}
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.SlotTimeout)
 		end, err := e.sess[0].Advance(sctx, name, w.database, target)
 		cancel()
 		if err != nil {
 			e.log.Debug("watch: advance failed; left to the next pass", "slot", name, "error", err)
-			delete(e.watched, name)
+			delete(e.mem.watched, name)
 			continue
 		}
 		w.copyAt = max(end, target)
-		e.watched[name] = w
+		e.mem.watched[name] = w
 		e.watchAdvances++
 	}
 	return look

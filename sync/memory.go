@@ -1,0 +1,161 @@
+package sync
+
+import (
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// memory is what the engine keeps from one pass to the next. After each applying pass it is
+// changed in one place, remember; between passes the watch only moves the copies in watched
+// and drops those it can no longer vouch for.
+type memory struct {
+	// failures: slots whose last action failed, with their backoff (lesson 3).
+	failures map[string]*slotFailure
+	// lastReason: the last waiting or skip reason logged per slot (logged once each).
+	lastReason map[string]string
+	// progressAt: when each copy catching up last logged its progress.
+	progressAt map[string]time.Time
+	// recopy: owned copies to make again, with why (their WAL is gone: Traits.ProvesWAL);
+	// copies: how many times each slot was copied without becoming READY (lesson 1).
+	recopy map[string]string
+	copies map[string]int
+	// watched: the copies the watch between passes may advance (watch.go).
+	watched map[string]watched
+}
+
+func newMemory() memory {
+	return memory{failures: map[string]*slotFailure{}, lastReason: map[string]string{}, progressAt: map[string]time.Time{},
+		recopy: map[string]string{}, copies: map[string]int{}}
+}
+
+type slotFailure struct {
+	count   int
+	lastErr string
+	retryAt time.Time
+}
+
+// remember is the one place the engine's memory changes after an applying pass: what each
+// action did (noteOutcome), the copies counted and to make again, and what the watch may move.
+func (e *Engine) remember(actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot) {
+	for i, a := range actions {
+		r := results[i]
+		if r.CountsAsCopy {
+			// A restart was spent on this slot, whether the standby took the copy or refused
+			// it: after MaxAttempts the planner gives up (lesson 1, no loops).
+			e.mem.copies[a.Slot]++
+		}
+		if (a.Kind == KindCreate || a.Kind == KindRecreate) && r.done() {
+			delete(e.mem.recopy, a.Slot)
+		}
+		if a.Kind == KindAdvance && topology.WALRemoved(r.Err) && e.traits.ProvesWAL {
+			e.mem.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
+		}
+		e.noteOutcome(a, r)
+	}
+	for _, sr := range slots {
+		if sr.Verdict.Ready {
+			delete(e.mem.copies, sr.Name)
+		}
+	}
+	e.watchable(actions, results, after)
+}
+
+// backoffs is the planner's view of the failing slots (an inspection holds nothing back).
+func (e *Engine) backoffs(apply bool) map[string]Backoff {
+	if !apply || len(e.mem.failures) == 0 {
+		return nil
+	}
+	out := make(map[string]Backoff, len(e.mem.failures))
+	for name, f := range e.mem.failures {
+		out[name] = Backoff{Count: f.count, LastErr: f.lastErr, RetryAt: f.retryAt}
+	}
+	return out
+}
+
+// watchable records, after an applying full pass, which copies the watch may advance.
+func (e *Engine) watchable(actions []Action, results []result, after map[string]topology.Slot) {
+	e.mem.watched = map[string]watched{}
+	// Not for installed copies (state file, 11-15): their readiness rests on the decoding
+	// snapshot at their restart_lsn, which only the full pass looks for (ARCHITECTURE.md, the
+	// watch). Not while the server's sync is driven every pass either.
+	if e.cfg.WatchInterval <= 0 || !e.traits.Watchable || e.traits.ServerSyncs && e.cfg.Native.Drive {
+		return
+	}
+	for i, a := range actions {
+		cp, ok := after[a.Slot]
+		ent := e.journal.Slots[a.Slot]
+		switch {
+		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].failed():
+			continue
+		case a.Kind == KindAdvance, a.Kind == KindNone && (a.Code == CodeUpToDate || a.Code == CodeStandbyLagging):
+			e.mem.watched[a.Slot] = watched{database: a.Primary.Database, ref: a.Primary.Seen(), copyAt: cp.ConfirmedFlush}
+		}
+	}
+}
+
+// progressEvery is the rhythm of progress logs for long operations.
+const progressEvery = 10 * time.Second
+
+// noteOutcome remembers and logs what a pass did to one slot: a failure sets its backoff (the
+// next plans hold it back until then); changes are logged once each, failures once per
+// distinct error, waiting states once per distinct reason; nothing repeats every pass.
+func (e *Engine) noteOutcome(a Action, r result) {
+	if r.Waiting != "" {
+		if e.mem.lastReason[a.Slot] != r.Waiting {
+			e.mem.lastReason[a.Slot] = r.Waiting
+			e.log.Info("slot copy waits", "slot", a.Slot, "reason", r.Waiting)
+		}
+		return
+	}
+	if r.Err != nil {
+		f := e.mem.failures[a.Slot]
+		if f == nil {
+			f = &slotFailure{}
+			e.mem.failures[a.Slot] = f
+		}
+		f.count++
+		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
+		f.retryAt = e.now().Add(backoff)
+		if msg := r.Err.Error(); msg != f.lastErr {
+			f.lastErr = msg
+			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
+				"class", Classify(r.Err).String(), "retry_in_seconds", backoff.Seconds())
+		}
+		return
+	}
+	if f := e.mem.failures[a.Slot]; f != nil && a.Changes() {
+		e.log.Info("slot recovered", "slot", a.Slot, "after_failures", f.count)
+		delete(e.mem.failures, a.Slot)
+	}
+	switch a.Kind {
+	case KindCreate, KindRecreate, KindDrop, KindForget, KindSetFailover:
+		e.log.Info("slot "+string(a.Kind), "slot", a.Slot, "reason", a.Reason)
+		delete(e.mem.lastReason, a.Slot)
+	case KindAdvance:
+		if a.Code == CodeCatchingUp {
+			// Progress at a steady rhythm while a copy catches up, not every pass.
+			if last, ok := e.mem.progressAt[a.Slot]; !ok || e.now().Sub(last) >= progressEvery {
+				e.mem.progressAt[a.Slot] = e.now()
+				e.log.Info("slot copy catching up", "slot", a.Slot, "at", r.end.String(), "behind_bytes", lsncheck.Bytes(a.Primary.ConfirmedFlush, r.end))
+			}
+		} else if _, ok := e.mem.progressAt[a.Slot]; ok {
+			delete(e.mem.progressAt, a.Slot)
+			e.log.Info("slot copy caught up", "slot", a.Slot, "at", r.end.String())
+		}
+		e.log.Debug("slot advanced", "slot", a.Slot, "to", r.end)
+		delete(e.mem.lastReason, a.Slot)
+	case KindNone:
+		// Waiting states carry moving LSNs: at debug level, or they would repeat every pass.
+		e.log.Debug("slot unchanged", "slot", a.Slot, "reason", a.Reason)
+	case KindSkip:
+		if e.mem.failures[a.Slot] != nil {
+			return // held back after a failure that was logged already
+		}
+		if e.mem.lastReason[a.Slot] != a.Reason {
+			e.mem.lastReason[a.Slot] = a.Reason
+			e.log.Info("slot skipped", "slot", a.Slot, "reason", a.Reason)
+		}
+	}
+}
