@@ -40,6 +40,7 @@ var doctorChecks = []struct {
 	{"synchronized_standby_slots", "primary", "warning", MethodNative},
 	{"state_files", "primary", "error", MethodStatefile},
 	{"checkpoint", "primary", "warning", MethodStatefile},
+	{"decoding_snapshots", "standby", "error", MethodStatefile},
 	{"method", "pair", "error", ""},
 	{"ha_manager", "standby", "warning", ""},
 	{"idle_replication_slot_timeout", "standby", "warning", ""},
