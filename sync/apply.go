@@ -25,7 +25,7 @@ func (r result) done() bool { return r.Err == nil && r.Waiting == "" }
 // execute carries out the changing actions on Workers sessions, each slot under its own
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
-func (e *Engine) execute(ctx context.Context, snap Snapshot, actions []Action) ([]result, int) {
+func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action) ([]result, int) {
 	if p, ok := e.app.(method.Preparer); ok {
 		p.Prepare(ctx, snap.view())
 	}

@@ -218,7 +218,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 // primary slot's restart_lsn or catalog_xmin to pass it: those move only when the slot's decoder
 // passes such a record (logged every 15 s on its own), so asking cuts the time to READY.
 // At most once per pass, and only on 16+.
-func (e *Engine) nudgeIfWaiting(ctx context.Context, snap Snapshot, slots []SlotReport) {
+func (e *Engine) nudgeIfWaiting(ctx context.Context, snap Observation, slots []SlotReport) {
 	if snap.Primary.Info.Major() < 16 || !snap.Primary.Info.CanLogStandbySnapshot {
 		return
 	}

@@ -21,12 +21,12 @@ import (
 
 // fakeObserver returns a fixed snapshot or error.
 type fakeObserver struct {
-	snap   Snapshot
+	snap   Observation
 	err    error
 	nudges int
 }
 
-func (o *fakeObserver) Observe(context.Context) (Snapshot, error) { return o.snap, o.err }
+func (o *fakeObserver) Observe(context.Context) (Observation, error) { return o.snap, o.err }
 func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
 	return o.snap.Standby.Slots, nil
 }
@@ -98,11 +98,11 @@ func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {
 	return e
 }
 
-func twoNodeSnapshot() Snapshot {
+func twoNodeSnapshot() Observation {
 	s := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
 	s.in.Primary.Info.SystemID, s.in.Standby.Info.SystemID = "42", "42"
 	s.in.Standby.Info.WALLevel, s.in.Standby.Info.CanReplicate = "logical", true
-	return Snapshot{Primary: s.in.Primary, Standby: s.in.Standby}
+	return Observation{Primary: s.in.Primary, Standby: s.in.Standby}
 }
 
 func TestFailedObservationChangesNothing(t *testing.T) {

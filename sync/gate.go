@@ -47,6 +47,67 @@ type WithoutPrimary struct {
 	Meaning string `json:"meaning"`
 }
 
+// The gate: judge gives each slot's verdict with the primary (lsncheck.Readiness, rules 4 and
+// 5); JudgeWithoutPrimary gives it from the standby and the last GateRecord when the primary
+// cannot be asked (rule 8).
+
+// judge builds the per-slot report with each slot's readiness verdict.
+func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
+	var out []SlotReport
+	for i, a := range actions {
+		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
+			LeftAlone: a.LeftAlone && a.Kind != KindDrop}
+		if r := results[i]; r.Waiting != "" {
+			sr.Reason = r.Waiting // waiting, not failing
+		} else if err := r.Err; err != nil {
+			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
+		}
+		if ent := e.journal.Slots[a.Slot]; ent != nil {
+			sr.Incarnation = ent.Incarnation
+		}
+		ps, onPrimary := snap.Primary.Slots[a.Slot]
+		cp, hasCopy := standbySlots[a.Slot]
+		if hasCopy {
+			pos := cp.Position
+			sr.Copy = &pos
+			sr.CopyWALStatus = cp.WALStatus
+			sr.CopyRetainedWALBytes = retained(snap.Standby.Info.WALEnd(), cp.RestartLSN)
+		}
+		if onPrimary {
+			sr.PrimaryWALStatus = ps.WALStatus
+			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
+		}
+		if onPrimary && !ps.Temporary && a.Code != CodeUnselected && a.Code != CodeLeftAloneDropped {
+			pos := ps.Position
+			sr.Primary = &pos
+			sr.Gate = true
+			ent := e.journal.Slots[a.Slot]
+			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
+				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
+				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
+				StandbyWALEnd: snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
+				RequireHorizon:  e.traits.NeedsHorizon,
+				StandbyHorizon:  snap.Physical.CatalogHorizon(),
+				WALVerified:     ent != nil && ent.WALVerified,
+				RequireSnapshot: e.traits.NeedsSnapshot,
+				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
+					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
+				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
+				WasReady:            e.traits.KeepsWasReady && ent != nil && ent.WasReady,
+				Exact:               e.cfg.Exact,
+			})
+			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.traits.KeepsWasReady {
+				// Written with the gate record, which a changed verdict writes at once.
+				ent.WasReady = true
+			}
+			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
+		}
+		out = append(out, sr)
+	}
+	return out
+}
+
 // newGateRecord builds the record from a pass judged with the primary.
 func newGateRecord(at time.Time, method topology.Method, synced bool, slots []SlotReport) *GateRecord {
 	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{}}
@@ -167,7 +228,7 @@ func primaryGone(err error) bool {
 // judgeWithoutPrimary answers for a pass whose primary is gone, from the standby and the
 // journal's gate record (rule 8). Inspect returns the verdict (unless Strict); a pass that would
 // apply still fails (nothing was changed) but carries the verdict for /promotion-ready.
-func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, apply bool) (Report, error) {
+func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, apply bool) (Report, error) {
 	rec := e.journal.Gate
 	switch {
 	case e.cfg.Strict && !apply:
@@ -201,7 +262,7 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Snapshot, perr error, appl
 
 // recordGate keeps the journal's gate record fresh: at once when a verdict changed, otherwise
 // every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
-func (e *Engine) recordGate(snap Snapshot, method topology.Method, slots []SlotReport) {
+func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
 	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), slots)
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
@@ -219,7 +280,7 @@ func (e *Engine) recordGate(snap Snapshot, method topology.Method, slots []SlotR
 
 // synchronizedStandby reports whether the primary's synchronized_standby_slots lists this
 // standby's physical slot (17+).
-func synchronizedStandby(snap Snapshot) bool {
+func synchronizedStandby(snap Observation) bool {
 	for _, s := range snap.SyncedStandbySlots {
 		if s.Name == snap.Standby.Info.PrimarySlotName && s.Name != "" {
 			return true

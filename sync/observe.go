@@ -13,12 +13,13 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// Snapshot is one complete observation of both nodes. A failed or partial observation yields
-// no snapshot, hence no action. Two partial snapshots come with their reasons: when the local
+// Observation is one complete look at both nodes (not to be confused with PostgreSQL's decoding
+// snapshots, which the state-file method copies). A failed or partial observation yields
+// no observation, hence no action. Two partial ones come with their reasons: when the local
 // node is not in recovery (it is the primary now) only Standby is filled, with no error; when
 // the primary cannot be reached, Standby is filled and the error is a primary NodeError, so the
 // gate can judge without the primary (rule 8).
-type Snapshot struct {
+type Observation struct {
 	Taken time.Time
 	// PrimaryChanged: the standby's primary_conninfo points elsewhere than at the last pass.
 	PrimaryChanged bool
@@ -33,7 +34,7 @@ type Snapshot struct {
 }
 
 // view is what a method's hooks see of the observation.
-func (s Snapshot) view() method.View {
+func (s Observation) view() method.View {
 	return method.View{Primary: s.Primary.Info, Standby: s.Standby.Slots, Horizon: s.Physical.CatalogHorizon()}
 }
 
@@ -48,7 +49,7 @@ func (e *NodeError) Unwrap() error { return e.Err }
 
 // observer takes snapshots. The real one reads PostgreSQL; tests substitute others.
 type observer interface {
-	Observe(ctx context.Context) (Snapshot, error)
+	Observe(ctx context.Context) (Observation, error)
 	// StandbySlots re-reads the standby's slots after a pass changed them.
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
 	// LogStandbySnapshot asks the primary to log a running-xacts record (16+).
@@ -132,7 +133,7 @@ func (o *pgObserver) reset(c **pgx.Conn) {
 // Observe reads the standby first (its role, and where its primary_conninfo points now), then
 // the primary, checks that they are one pair, and lists both nodes' slots.
 // A connection the server closed since the last pass (a restart) is replaced once.
-func (o *pgObserver) Observe(ctx context.Context) (Snapshot, error) {
+func (o *pgObserver) Observe(ctx context.Context) (Observation, error) {
 	snap, err := o.observe(ctx)
 	if err != nil && topology.StaleConnection(err) && ctx.Err() == nil {
 		o.Reset()
@@ -141,11 +142,11 @@ func (o *pgObserver) Observe(ctx context.Context) (Snapshot, error) {
 	return snap, err
 }
 
-func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
+func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) {
 	snap.Taken = time.Now()
 	sconn, err := o.conn(ctx, o.standby, &o.sconn)
 	if err != nil {
-		return Snapshot{}, &NodeError{"standby", err}
+		return Observation{}, &NodeError{"standby", err}
 	}
 	defer func() {
 		if err != nil && Classify(err) == Retry {
@@ -156,19 +157,19 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 		}
 	}()
 	if snap.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
-		return Snapshot{}, &NodeError{"standby", err}
+		return Observation{}, &NodeError{"standby", err}
 	}
 	// The standby's slots are listed before the primary is asked: when the primary does not
 	// answer, the gate still judges from them (rule 8).
 	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
-		return Snapshot{}, &NodeError{"standby", err}
+		return Observation{}, &NodeError{"standby", err}
 	}
 	i := snap.Standby.Info
 	o.snapshots = i.InRecovery && i.CanStatFiles && i.Major() <= 16
 	if err := o.readSnapshots(ctx, sconn, snap.Standby.Slots); err != nil {
-		return Snapshot{}, &NodeError{"standby", err}
+		return Observation{}, &NodeError{"standby", err}
 	}
-	standbyOnly := func(perr error) (Snapshot, error) {
+	standbyOnly := func(perr error) (Observation, error) {
 		if perr != nil {
 			return snap, &NodeError{"primary", perr}
 		}
@@ -179,7 +180,7 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 	}
 	changed, err := o.primary.follow(snap.Standby.Info.PrimaryConninfo)
 	if err != nil {
-		return Snapshot{}, err
+		return Observation{}, err
 	}
 	if changed {
 		o.reset(&o.pconn)
@@ -202,10 +203,10 @@ func (o *pgObserver) observe(ctx context.Context) (snap Snapshot, err error) {
 		}
 	}
 	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil && !o.noVerify {
-		return Snapshot{}, err
+		return Observation{}, err
 	}
 	if err := topology.CheckFollows(snap.Primary.Info, snap.Standby.Info, snap.Physical); err != nil && !o.noVerify {
-		return Snapshot{}, err // rule 7: a pass to retry
+		return Observation{}, err // rule 7: a pass to retry
 	}
 	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
 	if snap.Primary.Info.Major() >= 17 {
@@ -270,13 +271,13 @@ func (o *pgObserver) Close() {
 // Observe takes one observation of the pair cfg names, as a pass would (the primary found from
 // the standby's primary_conninfo unless pinned), and changes nothing. Unlike a pass it does not
 // refuse a pair that fails topology.Verify: doctor judges every prerequisite itself.
-func Observe(ctx context.Context, cfg Config) (Snapshot, error) {
+func Observe(ctx context.Context, cfg Config) (Observation, error) {
 	if err := cfg.Validate(); err != nil {
-		return Snapshot{}, err
+		return Observation{}, err
 	}
 	primary, standby, err := cfg.Endpoints()
 	if err != nil {
-		return Snapshot{}, err
+		return Observation{}, err
 	}
 	o := &pgObserver{primary: cfg.primaryLink(primary), standby: standby, connectTimeout: cfg.PrimaryConnectTimeout, noVerify: true}
 	defer o.Close()

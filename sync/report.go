@@ -77,7 +77,7 @@ func summarize(n topology.NodeInfo) NodeSummary {
 }
 
 // standbyOnly names standby slots that are neither on the primary nor in the journal.
-func standbyOnly(snap Snapshot, standby map[string]topology.Slot, j *Journal) []string {
+func standbyOnly(snap Observation, standby map[string]topology.Slot, j *Journal) []string {
 	var out []string
 	for _, name := range sortedKeys(standby) {
 		_, onPrimary := snap.Primary.Slots[name]
@@ -100,63 +100,6 @@ func (r Report) Ready() bool {
 		}
 	}
 	return true
-}
-
-// judge builds the per-slot report with each slot's readiness verdict.
-func (e *Engine) judge(snap Snapshot, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
-	var out []SlotReport
-	for i, a := range actions {
-		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
-			LeftAlone: a.LeftAlone && a.Kind != KindDrop}
-		if r := results[i]; r.Waiting != "" {
-			sr.Reason = r.Waiting // waiting, not failing
-		} else if err := r.Err; err != nil {
-			sr.Error, sr.ErrorClass = err.Error(), Classify(err).String()
-		}
-		if ent := e.journal.Slots[a.Slot]; ent != nil {
-			sr.Incarnation = ent.Incarnation
-		}
-		ps, onPrimary := snap.Primary.Slots[a.Slot]
-		cp, hasCopy := standbySlots[a.Slot]
-		if hasCopy {
-			pos := cp.Position
-			sr.Copy = &pos
-			sr.CopyWALStatus = cp.WALStatus
-			sr.CopyRetainedWALBytes = retained(snap.Standby.Info.WALEnd(), cp.RestartLSN)
-		}
-		if onPrimary {
-			sr.PrimaryWALStatus = ps.WALStatus
-			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
-		}
-		if onPrimary && !ps.Temporary && a.Code != CodeUnselected && a.Code != CodeLeftAloneDropped {
-			pos := ps.Position
-			sr.Primary = &pos
-			sr.Gate = true
-			ent := e.journal.Slots[a.Slot]
-			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
-				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
-				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
-				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
-				StandbyWALEnd: snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
-				RequireHorizon:  e.traits.NeedsHorizon,
-				StandbyHorizon:  snap.Physical.CatalogHorizon(),
-				WALVerified:     ent != nil && ent.WALVerified,
-				RequireSnapshot: e.traits.NeedsSnapshot,
-				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
-					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
-				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
-				WasReady:            e.traits.KeepsWasReady && ent != nil && ent.WasReady,
-				Exact:               e.cfg.Exact,
-			})
-			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.traits.KeepsWasReady {
-				// Written with the gate record, which a changed verdict writes at once.
-				ent.WasReady = true
-			}
-			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
-		}
-		out = append(out, sr)
-	}
-	return out
 }
 
 // retained is the WAL a slot holds back on a node (0 when unknown).

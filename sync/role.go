@@ -32,7 +32,7 @@ func (e *Engine) noteRole(r Role) {
 // standby again its slots (copies promoted with it, or a demoted primary's own, now stale)
 // are managed like any other copy: never moved back, recreated when the new primary's slot
 // is another incarnation, never judged READY while stale.
-func (e *Engine) asPrimary(rep Report, snap Snapshot, apply bool) (Report, error) {
+func (e *Engine) asPrimary(rep Report, snap Observation, apply bool) (Report, error) {
 	e.noteRole(RolePrimary)
 	rep.Role = RolePrimary
 	rep.Major = snap.Standby.Info.Major()
