@@ -114,7 +114,10 @@ func Readiness(in ReadinessInput) Verdict {
 	} else if !p.Known() {
 		add(ReasonPrimaryUnknown, "the primary slot has no positions yet (still being created)")
 	}
-	if held := max(in.Primary.ConfirmedFlush, in.PrimarySent); held != 0 && in.StandbyWALEnd != 0 && held > in.StandbyWALEnd {
+	if in.StandbyWALEnd == 0 {
+		// Rule 5 cannot be checked without it: unsure is NOT READY.
+		add(ReasonConsumerAheadOfStandby, "the standby's WAL end is unknown: cannot tell whether the consumer is beyond it")
+	} else if held := max(in.Primary.ConfirmedFlush, in.PrimarySent); held != 0 && held > in.StandbyWALEnd {
 		v.ConsumerAheadBytes = Bytes(held, in.StandbyWALEnd)
 		what := "confirmed"
 		if held != in.Primary.ConfirmedFlush {

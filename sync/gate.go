@@ -179,8 +179,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			v.Detail = "not ready at the last observation with the primary: " + gs.Detail
 		case !hasCopy:
 			notReady(lsncheck.ReasonMissing, "the copy is gone from the standby since the last observation")
-		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin:
-			notReady(lsncheck.ReasonIdentityMismatch, "the standby slot of this name is not the copy last judged")
+		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin || cp.TwoPhase != gs.Identity.TwoPhase:
+			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the standby slot of this name (database %q, plugin %q, two_phase %v) is not the copy last judged",
+				cp.Database, cp.Plugin, cp.TwoPhase))
 		case cp.Invalidated:
 			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
 		case !cp.WALAvailable():
