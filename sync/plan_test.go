@@ -1,10 +1,6 @@
 package sync
 
 import (
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,7 +42,6 @@ func (s *scenario) owned(id lsncheck.Identity, pos lsncheck.Position) *scenario 
 func (s *scenario) only(t *testing.T) Action {
 	t.Helper()
 	acts := Plan(s.in)
-	golden(t, acts)
 	if len(acts) != 1 {
 		t.Fatalf("want one action, got %+v", acts)
 	}
@@ -57,52 +52,6 @@ func expect(t *testing.T, a Action, kind Kind, code Code) {
 	t.Helper()
 	if a.Kind != kind || a.Code != code {
 		t.Fatalf("got %s/%s (%s), want %s/%s", a.Kind, a.Code, a.Reason, kind, code)
-	}
-}
-
-// goldenCalls counts the plans of each running scenario (a rerun with -count is a new test).
-var goldenCalls = map[*testing.T]int{}
-
-var update = flag.Bool("update", false, "rewrite the plan scenarios' golden files in testdata/plan")
-
-// golden compares the scenario's whole plan, printed, with testdata/plan/<scenario>.golden: a
-// change of behaviour, or of the words an operator reads, is a reviewable diff. go test ./sync
-// -run TestPlan -update rewrites the files.
-func golden(t *testing.T, acts []Action) {
-	t.Helper()
-	var b strings.Builder
-	for _, a := range acts {
-		fmt.Fprintf(&b, "%s %s %s", a.Slot, a.Kind, a.Code)
-		if a.Kind == KindAdvance {
-			fmt.Fprintf(&b, " target=%s", a.Target)
-		}
-		if a.Rebase {
-			b.WriteString(" rebase")
-		}
-		fmt.Fprintf(&b, "\n  %s\n", a.Reason)
-	}
-	name := strings.NewReplacer("/", "__", " ", "_", ":", "", "'", "", ",", "", "(", "", ")", "").Replace(strings.TrimPrefix(t.Name(), "TestPlanScenarios/"))
-	// A scenario that plans more than once gets a file per plan, numbered in order.
-	if n := goldenCalls[t]; n > 0 {
-		name += fmt.Sprintf("_%d", n+1)
-	}
-	goldenCalls[t]++
-	path := filepath.Join("testdata", "plan", name+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./sync -run TestPlan -update to write it)", err)
-	}
-	if string(want) != b.String() {
-		t.Fatalf("plan differs from %s:\n--- got\n%s--- want\n%s", path, b.String(), want)
 	}
 }
 

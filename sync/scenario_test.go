@@ -1,0 +1,488 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// TestScenarios runs the multi-pass scripts in testdata/scenarios: each command's input and
+// its expected output sit together (go test ./sync -run TestScenarios -rewrite updates them).
+// The engine runs for real (plan, apply, journal, memory, gate record, verdicts) against a
+// simulated pair: the observer returns the scripted nodes, and the method carries out actions
+// on the simulated standby. Commands:
+//
+//	method sql|statefile|native [set-failover drop-stale]  the method (before the first pass), its options
+//	primary <slot> [restart= confirmed= xmin= plugin= db= two_phase active failover temporary invalidated sent=]
+//	standby <slot> [same keys, synced]   set a slot on a node (replacing it); "drop <node> <slot>" removes it
+//	node [replay= receive= version= not-streaming recovery=false primary-started= horizon=]
+//	fail <slot> [error=conn|missing|wal-removed|refused]  the slot's next actions fail; "heal <slot>" ends it
+//	primary-gone / primary-back          the primary cannot be asked (connection refused), or can again
+//	clock <duration>                     time passes
+//	pass / inspect                       one applying pass, or a judgement that changes nothing
+//	plan                                 the pure plan of what the nodes show now
+//	journal / memory                     what the engine keeps
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
+		h := newHarness(t)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { return h.run(t, d) })
+	})
+}
+
+// scriptEpoch is when every script starts; times are printed from it.
+var scriptEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+type harness struct {
+	t       *testing.T
+	eng     *Engine
+	obs     *simObserver
+	app     *simMethod
+	now     time.Time
+	ids     map[string]int // incarnation IDs, printed in order of appearance
+	journal string         // the journal as last printed by a pass (changes are shown)
+}
+
+func newHarness(t *testing.T) *harness {
+	snap := twoNodeSnapshot()
+	snap.Primary.Slots, snap.Standby.Slots = map[string]topology.Slot{}, map[string]topology.Slot{}
+	snap.Primary.Info.CurrentLSN, snap.Standby.Info.ReceiveLSN = 0x9000000, 0x9000000
+	snap.Physical = topology.PhysicalSlot{Exists: true, Active: true, Xmin: 650}
+	h := &harness{t: t, obs: &simObserver{snap: snap}, now: scriptEpoch, ids: map[string]int{}}
+	h.obs.now = func() time.Time { return h.now }
+	h.app = &simMethod{obs: h.obs, traits: TraitsOf(topology.MethodSQL), failing: map[string]error{}}
+	cfg := Config{PrimaryDSN: "x", StandbyDSN: "y", StateDir: t.TempDir(), Method: topology.MethodSQL, Workers: 1, CreateWorkers: 1}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	h.eng = newEngine(cfg, h.obs, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
+	h.eng.now = func() time.Time { return h.now }
+	h.eng.methods = func(topology.Method) (method.Method, error) { return h.app, nil }
+	return h
+}
+
+func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
+	switch d.Cmd {
+	case "method":
+		m := topology.Method(d.CmdArgs[0].Key)
+		h.eng.cfg.Method, h.app.traits = m, TraitsOf(m)
+		h.eng.cfg.Native.SetFailover = d.HasArg("set-failover")
+		h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
+		return ""
+	case "primary", "standby":
+		h.setSlot(t, d)
+		return ""
+	case "drop":
+		delete(h.obs.node(d.CmdArgs[0].Key).Slots, d.CmdArgs[1].Key)
+		return ""
+	case "node":
+		h.setNode(t, d)
+		return ""
+	case "fail":
+		h.app.failing[d.CmdArgs[0].Key] = scriptError(d)
+		return ""
+	case "heal":
+		delete(h.app.failing, d.CmdArgs[0].Key)
+		return ""
+	case "primary-gone", "primary-back":
+		h.obs.gone = d.Cmd == "primary-gone"
+		return ""
+	case "clock":
+		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.now = h.now.Add(dur)
+		return ""
+	case "pass", "inspect":
+		return h.pass(d.Cmd == "pass")
+	case "plan":
+		return h.plan()
+	case "journal":
+		return h.printJournal()
+	case "memory":
+		return h.printMemory()
+	}
+	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	return ""
+}
+
+func scriptError(d *datadriven.TestData) error {
+	kind := "refused"
+	if d.HasArg("error") {
+		d.ScanArgs(nil, "error", &kind)
+	}
+	switch kind {
+	case "conn":
+		return &pgconn.PgError{Code: "08006", Message: "connection failure"}
+	case "missing":
+		return &pgconn.PgError{Code: "42704", Message: "replication slot does not exist"}
+	case "wal-removed":
+		return &pgconn.PgError{Code: "58P01", Message: "requested WAL segment has already been removed"}
+	}
+	return errors.New("the standby refused the copy")
+}
+
+func (h *harness) setSlot(t *testing.T, d *datadriven.TestData) {
+	name := d.CmdArgs[0].Key
+	s := topology.Slot{Identity: lsncheck.Identity{Name: name, Database: "app", Plugin: "pgoutput"}, WALStatus: "reserved"}
+	for _, a := range d.CmdArgs[1:] {
+		v := ""
+		if len(a.Vals) > 0 {
+			v = a.Vals[0]
+		}
+		switch a.Key {
+		case "restart", "confirmed", "sent":
+			l, err := lsncheck.ParseLSN(v)
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			*map[string]*lsncheck.LSN{"restart": &s.RestartLSN, "confirmed": &s.ConfirmedFlush, "sent": &s.SentLSN}[a.Key] = l
+		case "xmin":
+			var x uint32
+			fmt.Sscan(v, &x)
+			s.CatalogXmin = lsncheck.XID(x)
+		case "plugin":
+			s.Plugin = v
+		case "db":
+			s.Database = v
+		case "two_phase":
+			s.TwoPhase = true
+		case "active":
+			s.Active, s.ActivePID = true, 4242
+		case "failover":
+			s.Failover = true
+		case "temporary":
+			s.Temporary = true
+		case "synced":
+			s.Synced = true
+		case "invalidated":
+			s.Invalidated, s.InvalidationReason, s.WALStatus = true, "wal_removed", "lost"
+		default:
+			t.Fatalf("%s: unknown key %q", d.Pos, a.Key)
+		}
+	}
+	h.obs.node(d.Cmd).Slots[name] = s
+}
+
+func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
+	info := &h.obs.snap.Standby.Info
+	for _, a := range d.CmdArgs {
+		v := ""
+		if len(a.Vals) > 0 {
+			v = a.Vals[0]
+		}
+		switch a.Key {
+		case "replay", "receive":
+			l, err := lsncheck.ParseLSN(v)
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			if a.Key == "replay" {
+				info.ReplayLSN = l
+			} else {
+				info.ReceiveLSN = l
+			}
+		case "version":
+			var n int
+			fmt.Sscan(v, &n)
+			info.VersionNum, h.obs.snap.Primary.Info.VersionNum = n, n
+			info.SyncReplicationSlots, info.HasConninfoDBName = n >= 170000, n >= 170000
+		case "not-streaming":
+			info.ReceiverStatus = ""
+		case "recovery":
+			info.InRecovery = v != "false"
+		case "primary-started":
+			h.obs.snap.Primary.Info.StartedAt = v
+		case "horizon":
+			var x uint32
+			fmt.Sscan(v, &x)
+			h.obs.snap.Physical.Xmin = lsncheck.XID(x)
+		default:
+			t.Fatalf("%s: unknown key %q", d.Pos, a.Key)
+		}
+	}
+}
+
+// pass prints each action and its outcome, the verdicts, and what changed in the journal.
+func (h *harness) pass(apply bool) string {
+	h.app.calls = nil
+	var rep Report
+	var err error
+	if apply {
+		rep, err = h.eng.RunOnce(context.Background())
+	} else {
+		rep, err = h.eng.Inspect(context.Background())
+	}
+	var b strings.Builder
+	if err != nil {
+		fmt.Fprintf(&b, "error (%s): %v\n", Classify(err), err)
+	}
+	if rep.WithoutPrimary != nil {
+		fmt.Fprintf(&b, "without the primary: record %s old\n", time.Duration(rep.WithoutPrimary.AgeSeconds*float64(time.Second)))
+	}
+	if rep.Role == RolePrimary {
+		b.WriteString("role: primary\n")
+	}
+	for _, c := range h.app.calls {
+		fmt.Fprintf(&b, "call: %s\n", c)
+	}
+	for _, s := range rep.Slots {
+		fmt.Fprintf(&b, "%s: %s %s", s.Name, s.Action, s.Code)
+		if s.Error != "" {
+			fmt.Fprintf(&b, " failed (%s): %s", s.ErrorClass, s.Error)
+		}
+		if s.Gate {
+			if s.Verdict.Ready {
+				b.WriteString(" | READY")
+			} else {
+				fmt.Fprintf(&b, " | NOT READY %v", s.Verdict.Reasons)
+			}
+		}
+		fmt.Fprintf(&b, "\n  %s\n", s.Reason)
+	}
+	if apply && err == nil && rep.Role != RolePrimary {
+		fmt.Fprintf(&b, "ready: %v\n", rep.Ready())
+	}
+	if j := h.printJournal(); j != h.journal {
+		h.journal = j
+		b.WriteString("journal:\n" + indent(j))
+	}
+	return b.String()
+}
+
+func (h *harness) plan() string {
+	e := h.eng
+	in := PlanInput{Primary: h.obs.snap.Primary, Standby: h.obs.snap.Standby, Journal: e.journal, Select: e.cfg.Select,
+		Traits: h.app.traits, Native: e.cfg.Native, AdvanceStep: e.cfg.AdvanceStep, Now: h.now,
+		Recopy: e.mem.recopy, Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts, Failing: e.backoffs(true)}
+	var b strings.Builder
+	for _, a := range Plan(in) {
+		fmt.Fprintf(&b, "%s %s %s", a.Slot, a.Kind, a.Code)
+		if a.Kind == KindAdvance {
+			fmt.Fprintf(&b, " target=%s", a.Target)
+		}
+		if a.Rebase {
+			b.WriteString(" rebase")
+		}
+		fmt.Fprintf(&b, "\n  %s\n", a.Reason)
+	}
+	return b.String()
+}
+
+func (h *harness) printJournal() string {
+	var b strings.Builder
+	j := h.eng.journal
+	for _, name := range sortedKeys(j.Slots) {
+		ent := j.Slots[name]
+		if _, ok := h.ids[ent.Incarnation]; !ok {
+			h.ids[ent.Incarnation] = len(h.ids) + 1
+		}
+		fmt.Fprintf(&b, "%s incarnation=#%d last_primary=%s/%s/%d", name, h.ids[ent.Incarnation], ent.Primary.RestartLSN, ent.Primary.ConfirmedFlush, ent.Primary.CatalogXmin)
+		if ent.WALVerified {
+			b.WriteString(" wal_verified")
+		}
+		if ent.WasReady {
+			b.WriteString(" was_ready")
+		}
+		b.WriteString("\n")
+	}
+	if g := j.Gate; g != nil {
+		fmt.Fprintf(&b, "gate record at +%s:", g.ObservedAt.Sub(scriptEpoch))
+		for _, name := range sortedKeys(g.Slots) {
+			fmt.Fprintf(&b, " %s=%v", name, map[bool]string{true: "READY", false: "NOT READY"}[g.Slots[name].Ready])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (h *harness) printMemory() string {
+	var b strings.Builder
+	m := h.eng.mem
+	for _, name := range sortedKeys(m.failures) {
+		f := m.failures[name]
+		fmt.Fprintf(&b, "backoff %s: %d failures, retry at +%s\n", name, f.count, f.retryAt.Sub(h.now))
+	}
+	for _, name := range sortedKeys(m.copies) {
+		fmt.Fprintf(&b, "copies %s: %d\n", name, m.copies[name])
+	}
+	for _, name := range sortedKeys(m.recopy) {
+		fmt.Fprintf(&b, "recopy %s: %s\n", name, m.recopy[name])
+	}
+	for _, name := range sortedKeys(m.watched) {
+		fmt.Fprintf(&b, "watched %s\n", name)
+	}
+	if b.Len() == 0 {
+		return "empty\n"
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = "  " + lines[i]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// simObserver returns the scripted nodes; the primary can be made unreachable.
+type simObserver struct {
+	snap Observation
+	gone bool
+	now  func() time.Time
+}
+
+func (o *simObserver) node(name string) *NodeState {
+	if name == "primary" {
+		return &o.snap.Primary
+	}
+	return &o.snap.Standby
+}
+
+// Observe returns a copy of the nodes, as a real observation would be.
+func (o *simObserver) Observe(context.Context) (Observation, error) {
+	s := o.snap
+	s.Taken = o.now()
+	s.Primary.Slots, s.Standby.Slots = clone(o.snap.Primary.Slots), clone(o.snap.Standby.Slots)
+	if !s.Standby.Info.InRecovery {
+		return Observation{Standby: s.Standby}, nil
+	}
+	if o.gone {
+		return Observation{Standby: s.Standby}, &NodeError{Node: "primary", Err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
+	}
+	return s, nil
+}
+
+func clone(m map[string]topology.Slot) map[string]topology.Slot {
+	c := make(map[string]topology.Slot, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (o *simObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
+	return clone(o.snap.Standby.Slots), nil
+}
+func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
+	return WatchSample{}, errors.New("no watch in scripts")
+}
+func (o *simObserver) LogStandbySnapshot(context.Context) error { return nil }
+func (o *simObserver) SyncSlots(context.Context) error          { return nil }
+func (o *simObserver) Reset()                                   {}
+func (o *simObserver) Close()                                   {}
+
+// simMethod carries out actions on the simulated standby: a new copy takes the primary slot's
+// positions; an advance moves confirmed_flush to the target (restart_lsn follows up to the
+// primary's). With batching traits, creations wait for Flush, and each collected copy spends a
+// restart.
+type simMethod struct {
+	obs     *simObserver
+	traits  method.Traits
+	failing map[string]error
+	calls   []string
+	pending []topology.Slot
+}
+
+var (
+	_ method.Method  = (*simMethod)(nil)
+	_ method.Session = (*simMethod)(nil)
+	_ method.Flusher = (*simMethod)(nil)
+)
+
+func (m *simMethod) Traits() method.Traits   { return m.traits }
+func (m *simMethod) Session() method.Session { return m }
+func (m *simMethod) Close()                  {}
+
+func (m *simMethod) Create(_ context.Context, ps topology.Slot) error {
+	m.calls = append(m.calls, "create "+ps.Name)
+	if m.traits.BatchesCreates {
+		m.pending = append(m.pending, ps)
+		return method.ErrCollected
+	}
+	return m.install(ps)
+}
+
+func (m *simMethod) install(ps topology.Slot) error {
+	if err := m.failing[ps.Name]; err != nil {
+		return err
+	}
+	cp := ps
+	cp.Active, cp.ActivePID, cp.Failover, cp.SentLSN = false, 0, false, 0
+	m.obs.snap.Standby.Slots[ps.Name] = cp
+	return nil
+}
+
+func (m *simMethod) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
+	m.calls = append(m.calls, "replace "+ps.Name)
+	if !m.traits.BatchesCreates {
+		delete(m.obs.snap.Standby.Slots, ps.Name)
+	}
+	if m.traits.BatchesCreates {
+		m.pending = append(m.pending, ps)
+		return method.ErrCollected
+	}
+	return m.install(ps)
+}
+
+func (m *simMethod) Advance(_ context.Context, name, _ string, target lsncheck.LSN) (lsncheck.LSN, error) {
+	m.calls = append(m.calls, fmt.Sprintf("advance %s to %s", name, target))
+	if err := m.failing[name]; err != nil {
+		return 0, err
+	}
+	cp := m.obs.snap.Standby.Slots[name]
+	ps := m.obs.snap.Primary.Slots[name]
+	cp.ConfirmedFlush = max(cp.ConfirmedFlush, target)
+	cp.RestartLSN = max(cp.RestartLSN, min(ps.RestartLSN, target))
+	if !lsncheck.XIDPrecedes(ps.CatalogXmin, cp.CatalogXmin) {
+		cp.CatalogXmin = ps.CatalogXmin
+	}
+	m.obs.snap.Standby.Slots[name] = cp
+	return cp.ConfirmedFlush, nil
+}
+
+func (m *simMethod) Drop(_ context.Context, name, _ string) error {
+	m.calls = append(m.calls, "drop "+name)
+	if err := m.failing[name]; err != nil {
+		return err
+	}
+	delete(m.obs.snap.Standby.Slots, name)
+	return nil
+}
+
+func (m *simMethod) SetFailover(_ context.Context, name, _ string) error {
+	m.calls = append(m.calls, "set failover "+name)
+	if err := m.failing[name]; err != nil {
+		return err
+	}
+	ps := m.obs.snap.Primary.Slots[name]
+	ps.Failover = true
+	m.obs.snap.Primary.Slots[name] = ps
+	return nil
+}
+
+// Flush installs the collected copies in one simulated restart.
+func (m *simMethod) Flush(context.Context, method.View) (map[string]method.Outcome, bool) {
+	if len(m.pending) == 0 {
+		return nil, false
+	}
+	out := map[string]method.Outcome{}
+	slices.SortFunc(m.pending, func(a, b topology.Slot) int { return strings.Compare(a.Name, b.Name) })
+	for _, ps := range m.pending {
+		out[ps.Name] = method.Outcome{Err: m.install(ps), CountsAsCopy: true}
+	}
+	m.calls = append(m.calls, fmt.Sprintf("restart the standby for %d copies", len(m.pending)))
+	m.pending = nil
+	return out, true
+}
