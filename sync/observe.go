@@ -220,11 +220,8 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 	// Rule 5 compares what a consumer may hold (read on the primary just now) with what the
 	// standby has: its flushed WAL is read again, so that WAL written in between does not count
 	// as missing. A failure here keeps the earlier, smaller value.
-	var recv string
-	if err := sconn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_receive_lsn()::text, '0/0')").Scan(&recv); err == nil {
-		if l, err := lsncheck.ParseLSN(recv); err == nil && l > snap.Standby.Info.ReceiveLSN {
-			snap.Standby.Info.ReceiveLSN = l
-		}
+	if l, err := topology.ReadReceiveLSN(ctx, sconn); err == nil && l > snap.Standby.Info.ReceiveLSN {
+		snap.Standby.Info.ReceiveLSN = l
 	}
 	return snap, nil
 }
@@ -294,35 +291,16 @@ func (o *pgObserver) Watch(ctx context.Context, names []string) (WatchSample, er
 	if err != nil {
 		return s, err
 	}
-	var replay string
-	if err := sconn.QueryRow(ctx, watchStandbyQuery).Scan(&s.InRecovery, &replay); err != nil {
+	if s.InRecovery, s.Replay, err = topology.ReadReplay(ctx, sconn); err != nil {
 		o.reset(&o.sconn)
-		return s, err
-	}
-	if s.Replay, err = lsncheck.ParseLSN(replay); err != nil {
 		return s, err
 	}
 	pconn, err := o.primaryConn(ctx)
 	if err != nil {
 		return s, err
 	}
-	rows, err := pconn.Query(ctx, watchPrimaryQuery, names)
-	if err != nil {
+	if s.Primary, err = topology.SlotPositions(ctx, pconn, names); err != nil {
 		o.reset(&o.pconn)
-		return s, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name, restart, confirmed string
-		var xmin int64
-		if err := rows.Scan(&name, &restart, &confirmed, &xmin); err != nil {
-			return s, err
-		}
-		pos, err := parseWatchRow(restart, confirmed, xmin)
-		if err != nil {
-			return s, err
-		}
-		s.Primary[name] = pos
-	}
-	return s, rows.Err()
+	return s, err
 }

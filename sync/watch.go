@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -98,26 +97,4 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 		e.watchAdvances++
 	}
 	return look
-}
-
-// watchQueries reads a WatchSample; the observer runs them on its connections.
-const (
-	watchStandbyQuery = "SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn()::text, '0/0')"
-	watchPrimaryQuery = `SELECT slot_name, coalesce(restart_lsn::text, '0/0'), coalesce(confirmed_flush_lsn::text, '0/0'),
-		coalesce(catalog_xmin::text, '0')::bigint FROM pg_replication_slots WHERE slot_type = 'logical' AND slot_name = ANY($1)`
-)
-
-func parseWatchRow(restart, confirmed string, xmin int64) (lsncheck.Position, error) {
-	r, err := lsncheck.ParseLSN(restart)
-	if err != nil {
-		return lsncheck.Position{}, err
-	}
-	c, err := lsncheck.ParseLSN(confirmed)
-	if err != nil {
-		return lsncheck.Position{}, err
-	}
-	if xmin < 0 || xmin > 1<<32-1 {
-		return lsncheck.Position{}, fmt.Errorf("catalog_xmin %d out of range", xmin)
-	}
-	return lsncheck.Position{RestartLSN: r, ConfirmedFlush: c, CatalogXmin: lsncheck.XID(xmin)}, nil
 }

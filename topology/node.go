@@ -96,7 +96,6 @@ func recoverySetting(name, receiverColumn string) string {
 // ReadNodeInfo reads the node's identity, role, settings and WAL positions in one query.
 func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	var n NodeInfo
-	var current, replay, receive string
 	// Functions that exist on every supported major; the ones that raise in the wrong role
 	// (pg_current_wal_lsn on a standby) are guarded by CASE.
 	q := `SELECT (SELECT system_identifier::text FROM pg_control_system()),
@@ -115,9 +114,9 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		has_function_privilege('pg_stat_file(text, boolean)', 'EXECUTE'),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR
 			(current_setting('server_version_num')::int >= 150000 AND pg_has_role('pg_checkpoint', 'MEMBER')),
-		CASE WHEN pg_is_in_recovery() THEN '0/0' ELSE pg_current_wal_lsn()::text END,
-		coalesce(pg_last_wal_replay_lsn()::text, '0/0'),
-		coalesce(pg_last_wal_receive_lsn()::text, '0/0'),
+		CASE WHEN pg_is_in_recovery() THEN '0/0'::pg_lsn ELSE pg_current_wal_lsn() END,
+		coalesce(pg_last_wal_replay_lsn(), '0/0'),
+		coalesce(pg_last_wal_receive_lsn(), '0/0'),
 		coalesce((SELECT coalesce(status, 'unknown') FROM pg_stat_wal_receiver), ''),
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
@@ -129,17 +128,9 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&current, &replay, &receive, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
-	}
-	for _, x := range []struct {
-		s   string
-		dst *lsncheck.LSN
-	}{{current, &n.CurrentLSN}, {replay, &n.ReplayLSN}, {receive, &n.ReceiveLSN}} {
-		if *x.dst, err = lsncheck.ParseLSN(x.s); err != nil {
-			return NodeInfo{}, err
-		}
 	}
 	return n, nil
 }

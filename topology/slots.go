@@ -46,7 +46,7 @@ const (
 // the file decoding restores when it starts at the slot's restart_lsn. The role needs EXECUTE on
 // pg_stat_file(text, boolean) (NodeInfo.CanStatFiles).
 func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot) error {
-	rows, err := conn.Query(ctx, `SELECT slot_name::text, restart_lsn::text,
+	rows, err := conn.Query(ctx, `SELECT slot_name::text, restart_lsn,
 		(pg_stat_file('pg_logical/snapshots/' || replace(restart_lsn::text, '/', '-') || '.snap', true)).size IS NOT NULL
 		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`)
 	if err != nil {
@@ -54,13 +54,14 @@ func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot) e
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var name, restart string
+		var name string
+		var restart lsncheck.LSN
 		var present bool
 		if err := rows.Scan(&name, &restart, &present); err != nil {
 			return fmt.Errorf("look for decoding snapshots: %w", err)
 		}
 		// A slot that moved since it was listed is left unknown (judged again next pass).
-		if s, ok := slots[name]; ok && s.RestartLSN.String() == restart {
+		if s, ok := slots[name]; ok && s.RestartLSN == restart {
 			s.Snapshot = SnapshotAbsent
 			if present {
 				s.Snapshot = SnapshotPresent
@@ -94,8 +95,8 @@ func slotColumns(versionNum int) []string {
 		"temporary",
 		"active",
 		"coalesce(active_pid, 0)",
-		"coalesce(restart_lsn, '0/0')::text",
-		"coalesce(confirmed_flush_lsn, '0/0')::text",
+		"coalesce(restart_lsn, '0/0')",
+		"coalesce(confirmed_flush_lsn, '0/0')",
 		"coalesce(catalog_xmin::text, '0')::bigint",
 	}
 	ifVersion := func(min int, expr, otherwise string) {
@@ -113,7 +114,7 @@ func slotColumns(versionNum int) []string {
 	ifVersion(170000, "synced", "false")
 	// What the walsender streaming the slot has read: the consumer may hold changes up to there
 	// (rule 5). NULL without pg_read_all_stats for another role's walsender.
-	cols = append(cols, "coalesce((SELECT r.sent_lsn FROM pg_stat_replication r WHERE r.pid = active_pid), '0/0')::text")
+	cols = append(cols, "coalesce((SELECT r.sent_lsn FROM pg_stat_replication r WHERE r.pid = active_pid), '0/0')")
 	return cols
 }
 
@@ -127,39 +128,47 @@ func LogicalSlots(ctx context.Context, conn *pgx.Conn, versionNum int) (map[stri
 	defer rows.Close()
 	slots := map[string]Slot{}
 	for rows.Next() {
-		var s Slot
-		var restart, confirmed, sent string
-		var xmin int64
-		var conflicting bool
-		if err := rows.Scan(&s.Name, &s.Plugin, &s.Database, &s.Temporary, &s.Active, &s.ActivePID,
-			&restart, &confirmed, &xmin, &s.WALStatus, &s.TwoPhase, &conflicting, &s.InvalidationReason,
-			&s.Failover, &s.Synced, &sent); err != nil {
+		var r slotRow
+		if err := rows.Scan(r.dest()...); err != nil {
 			return nil, fmt.Errorf("list logical slots: %w", err)
 		}
-		if s.RestartLSN, err = lsncheck.ParseLSN(restart); err != nil {
-			return nil, err
-		}
-		if s.ConfirmedFlush, err = lsncheck.ParseLSN(confirmed); err != nil {
-			return nil, err
-		}
-		if s.SentLSN, err = lsncheck.ParseLSN(sent); err != nil {
-			return nil, err
-		}
-		s.CatalogXmin = lsncheck.XID(xmin)
-		switch {
-		case s.InvalidationReason != "":
-			s.Invalidated = true
-		case conflicting:
-			s.Invalidated, s.InvalidationReason = true, "conflict"
-		case s.WALStatus == "lost":
-			s.Invalidated, s.InvalidationReason = true, "wal_removed"
-		}
+		s := slotFromRow(r)
 		slots[s.Name] = s
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list logical slots: %w", err)
 	}
 	return slots, nil
+}
+
+// slotRow is one row of pg_replication_slots as slotColumns selects it.
+type slotRow struct {
+	slot        Slot
+	xmin        int64
+	conflicting bool
+}
+
+func (r *slotRow) dest() []any {
+	s := &r.slot
+	return []any{&s.Name, &s.Plugin, &s.Database, &s.Temporary, &s.Active, &s.ActivePID,
+		&s.RestartLSN, &s.ConfirmedFlush, &r.xmin, &s.WALStatus, &s.TwoPhase, &r.conflicting, &s.InvalidationReason,
+		&s.Failover, &s.Synced, &s.SentLSN}
+}
+
+// slotFromRow maps a row to a Slot. It is pure. Invalidation is told per version:
+// invalidation_reason (17+), conflicting (16), wal_status = 'lost' (13+).
+func slotFromRow(r slotRow) Slot {
+	s := r.slot
+	s.CatalogXmin = lsncheck.XID(r.xmin)
+	switch {
+	case s.InvalidationReason != "":
+		s.Invalidated = true
+	case r.conflicting:
+		s.Invalidated, s.InvalidationReason = true, "conflict"
+	case s.WALStatus == "lost":
+		s.Invalidated, s.InvalidationReason = true, "wal_removed"
+	}
+	return s
 }
 
 // PhysicalSlot is what the primary holds for a standby's physical slot.
@@ -186,10 +195,9 @@ func (p PhysicalSlot) CatalogHorizon() lsncheck.XID {
 func ReadPhysicalSlot(ctx context.Context, conn *pgx.Conn, name string) (PhysicalSlot, error) {
 	var p PhysicalSlot
 	var xmin, cxmin int64
-	var restart string
 	err := conn.QueryRow(ctx, `SELECT true, active, coalesce(xmin::text, '0')::bigint, coalesce(catalog_xmin::text, '0')::bigint,
-		coalesce(restart_lsn, '0/0')::text
-		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &cxmin, &restart)
+		coalesce(restart_lsn, '0/0')
+		FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&p.Exists, &p.Active, &xmin, &cxmin, &p.RestartLSN)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return PhysicalSlot{}, nil
 	}
@@ -197,6 +205,5 @@ func ReadPhysicalSlot(ctx context.Context, conn *pgx.Conn, name string) (Physica
 		return PhysicalSlot{}, fmt.Errorf("read physical slot %q: %w", name, err)
 	}
 	p.Xmin, p.CatalogXmin = lsncheck.XID(xmin), lsncheck.XID(cxmin)
-	p.RestartLSN, err = lsncheck.ParseLSN(restart)
-	return p, err
+	return p, nil
 }

@@ -268,7 +268,8 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("healthy pair: %+v", c)
 		}
 	}
-	// The state-file method needs pg_read_binary_file; CHECKPOINT is only advised.
+	// The state-file method needs pg_read_binary_file, and pg_stat_file on the standby to see
+	// each copy's decoding snapshot; CHECKPOINT is only advised.
 	p15, s15 := p, s
 	p15.VersionNum, s15.VersionNum = 150004, 150004
 	bad := map[string]Check{}
@@ -277,7 +278,7 @@ func TestDoctor(t *testing.T) {
 			bad[c.Name] = c
 		}
 	}
-	if len(bad) != 2 || bad["state_files"].Severity != "error" || bad["checkpoint"].Severity != "warning" ||
+	if len(bad) != 3 || bad["state_files"].Severity != "error" || bad["checkpoint"].Severity != "warning" || bad["decoding_snapshots"].Severity != "error" ||
 		!strings.Contains(bad["state_files"].Fix, "pg_read_binary_file(text)") || !strings.Contains(bad["checkpoint"].Fix, "pg_checkpoint") {
 		t.Errorf("statefile doctor: %+v", bad)
 	}

@@ -144,14 +144,7 @@ func (s *Session) oldestTransaction() string {
 		return "the primary cannot be asked which: " + err.Error()
 	}
 	defer pc.Close(context.Background())
-	var running, prepared string
-	err = pc.QueryRow(ctx, `SELECT
-		coalesce((SELECT format('the oldest is pid %s, xid %s, user %s, application %L, open since %s (%s s)', pid, backend_xid, usename,
-			application_name, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - xact_start)))
-			FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 1), ''),
-		coalesce((SELECT format('prepared transaction %L, xid %s, since %s (%s s): COMMIT PREPARED or ROLLBACK PREPARED ends it', gid, transaction,
-			to_char(prepared, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - prepared)))
-			FROM pg_prepared_xacts ORDER BY prepared LIMIT 1), '')`).Scan(&running, &prepared)
+	running, prepared, err := topology.OldestTransactions(ctx, pc)
 	if err != nil {
 		return "the primary cannot be asked which: " + err.Error()
 	}
@@ -266,14 +259,14 @@ func LogRunningXacts(ctx context.Context, conn *pgx.Conn) error {
 
 // Advance moves the copy forward; the server clamps the target to the replay position.
 func (s *Session) Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error) {
-	var end string
+	var end lsncheck.LSN
 	err := s.exec(ctx, database, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, "SELECT end_lsn::text FROM pg_replication_slot_advance($1, $2::pg_lsn)", name, target.String()).Scan(&end)
+		return c.QueryRow(ctx, "SELECT end_lsn FROM pg_replication_slot_advance($1, $2::pg_lsn)", name, target.String()).Scan(&end)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("advance slot %q to %s: %w", name, target, err)
 	}
-	return lsncheck.ParseLSN(end)
+	return end, nil
 }
 
 // Drop drops the standby copy (a logical slot is dropped from its own database).

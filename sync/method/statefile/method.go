@@ -332,9 +332,9 @@ func (m *Method) readStates(ctx context.Context, conn *pgx.Conn, pending []topol
 	checkpoint := !m.cfg.NoCheckpoint
 	var states []stateCopy
 	for _, ps := range pending {
-		var oid uint32
-		if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", ps.Database).Scan(&oid); err != nil {
-			out[ps.Name] = fmt.Errorf("database of slot %q: %w", ps.Name, err)
+		oid, err := topology.DatabaseOID(ctx, conn, ps.Database)
+		if err != nil {
+			out[ps.Name] = fmt.Errorf("slot %q: %w", ps.Name, err)
 			continue
 		}
 		st, err := Read(ctx, conn, Expect{Name: ps.Name, Plugin: ps.Plugin, DatabaseOID: oid, TwoPhase: ps.TwoPhase}, checkpoint)

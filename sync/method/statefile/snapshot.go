@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // SnapshotMagic is the first word of a serialized decoding snapshot (snapbuild.c's
@@ -52,12 +53,12 @@ func ReadSnapshot(ctx context.Context, conn *pgx.Conn, s *State) (*Snapshot, err
 		}
 		return &Snapshot{LSN: s.RestartLSN, Data: data}, nil
 	}
-	var now string
-	if err := conn.QueryRow(ctx, "SELECT coalesce(restart_lsn, '0/0')::text FROM pg_replication_slots WHERE slot_name = $1", s.Name).Scan(&now); err != nil {
+	now, err := topology.SlotPositions(ctx, conn, []string{s.Name})
+	if err != nil {
 		return nil, fmt.Errorf("slot %q on the primary: %w", s.Name, err)
 	}
-	if file := lsncheck.LSN(s.RestartLSN).String(); now != file {
-		return nil, fmt.Errorf("slot %q: restart_lsn %s in its state file, %s now: %w", s.Name, file, now, ErrSlotMoved)
+	if file := lsncheck.LSN(s.RestartLSN); now[s.Name].RestartLSN != file {
+		return nil, fmt.Errorf("slot %q: restart_lsn %s in its state file, %s now: %w", s.Name, file, now[s.Name].RestartLSN, ErrSlotMoved)
 	}
 	return nil, nil
 }

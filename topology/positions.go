@@ -1,0 +1,79 @@
+package topology
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// The small reads a pass or the watch between passes makes besides the full listings.
+
+// ReadReplay reads whether the node is in recovery and what it has replayed (0 when unknown).
+func ReadReplay(ctx context.Context, conn *pgx.Conn) (inRecovery bool, replay lsncheck.LSN, err error) {
+	err = conn.QueryRow(ctx, "SELECT pg_is_in_recovery(), coalesce(pg_last_wal_replay_lsn(), '0/0')").Scan(&inRecovery, &replay)
+	return inRecovery, replay, err
+}
+
+// ReadReceiveLSN reads the newest WAL a standby has received and flushed (0 when unknown).
+func ReadReceiveLSN(ctx context.Context, conn *pgx.Conn) (lsncheck.LSN, error) {
+	var l lsncheck.LSN
+	err := conn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_receive_lsn(), '0/0')").Scan(&l)
+	return l, err
+}
+
+// SlotPositions reads the positions of the named logical slots (a slot not found is absent).
+func SlotPositions(ctx context.Context, conn *pgx.Conn, names []string) (map[string]lsncheck.Position, error) {
+	rows, err := conn.Query(ctx, `SELECT slot_name::text, coalesce(restart_lsn, '0/0'), coalesce(confirmed_flush_lsn, '0/0'),
+		coalesce(catalog_xmin::text, '0')::bigint FROM pg_replication_slots WHERE slot_type = 'logical' AND slot_name = ANY($1)`, names)
+	if err != nil {
+		return nil, fmt.Errorf("read slot positions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]lsncheck.Position{}
+	for rows.Next() {
+		var name string
+		var p lsncheck.Position
+		var xmin int64
+		if err := rows.Scan(&name, &p.RestartLSN, &p.ConfirmedFlush, &xmin); err != nil {
+			return nil, fmt.Errorf("read slot positions: %w", err)
+		}
+		if p.CatalogXmin, err = xidFromRow(xmin); err != nil {
+			return nil, err
+		}
+		out[name] = p
+	}
+	return out, rows.Err()
+}
+
+// xidFromRow checks an xid read as bigint.
+func xidFromRow(x int64) (lsncheck.XID, error) {
+	if x < 0 || x > 1<<32-1 {
+		return 0, fmt.Errorf("catalog_xmin %d out of range", x)
+	}
+	return lsncheck.XID(x), nil
+}
+
+// DatabaseOID reads the OID of database name.
+func DatabaseOID(ctx context.Context, conn *pgx.Conn, name string) (uint32, error) {
+	var oid uint32
+	if err := conn.QueryRow(ctx, "SELECT oid FROM pg_database WHERE datname = $1", name).Scan(&oid); err != nil {
+		return 0, fmt.Errorf("OID of database %q: %w", name, err)
+	}
+	return oid, nil
+}
+
+// OldestTransactions describes the oldest transaction with an xid on the node and the oldest
+// prepared one ("" for none): what a new copy on a standby waits for. No query text: it may
+// hold secrets.
+func OldestTransactions(ctx context.Context, conn *pgx.Conn) (running, prepared string, err error) {
+	err = conn.QueryRow(ctx, `SELECT
+		coalesce((SELECT format('the oldest is pid %s, xid %s, user %s, application %L, open since %s (%s s)', pid, backend_xid, usename,
+			application_name, to_char(xact_start, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - xact_start)))
+			FROM pg_stat_activity WHERE backend_xid IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start LIMIT 1), ''),
+		coalesce((SELECT format('prepared transaction %L, xid %s, since %s (%s s): COMMIT PREPARED or ROLLBACK PREPARED ends it', gid, transaction,
+			to_char(prepared, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - prepared)))
+			FROM pg_prepared_xacts ORDER BY prepared LIMIT 1), '')`).Scan(&running, &prepared)
+	return running, prepared, err
+}
