@@ -34,4 +34,8 @@ reap() {
 }
 trap reap EXIT
 
-go test -count=1 -timeout 30m "$@" ./...
+# SLOTSYNC_BACKEND=docker runs every pair as containers: the Docker backend is linked into the
+# tests with the build tag docker (unit tests leave it out).
+tags=()
+[ "${SLOTSYNC_BACKEND:-}" = docker ] && tags=(-tags docker)
+go test -count=1 -timeout 30m "${tags[@]}" "$@" ./...

@@ -217,3 +217,16 @@ exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot
 	}
 	return p, nil
 }
+
+// With returns opts with this backend's Launch when opts asks for Docker (Backend "docker") and
+// gives none, and the reason it cannot run when no engine is reachable.
+func With(ctx context.Context, opts integration.Options) (integration.Options, error) {
+	if opts.Backend != "docker" || opts.Launch != nil {
+		return opts, nil
+	}
+	if err := Available(ctx); err != nil {
+		return opts, err
+	}
+	opts.Launch = Launch
+	return opts, nil
+}

@@ -1,6 +1,6 @@
 // Package pgtest ties real PostgreSQL pairs to Go tests: one subtest per requested major, and a
-// pair stopped when its test ends, also on failure; it links the Docker backend for
-// SLOTSYNC_BACKEND=docker.
+// pair stopped when its test ends, also on failure. It links the Docker backend (for
+// SLOTSYNC_BACKEND=docker) only in builds with the tag docker, so unit tests do not compile it.
 package pgtest
 
 import (
@@ -13,8 +13,11 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
-	"github.com/slotsync/slotsync/integration/docker"
 )
+
+// withDocker gives options the Docker backend's Launch, or says why it cannot run; nil unless
+// the tests are built with the tag docker (docker.go), or the caller sets Options.Launch.
+var withDocker func(ctx context.Context, opts integration.Options) (integration.Options, error)
 
 // EnvDockerImage names the image the Docker backend's tests use (default: the official
 // postgres:<major>); EnvDockerMajor, the major they run (default 17), which must match it.
@@ -67,8 +70,8 @@ func ForEachMajor(t *testing.T, majors []int, fn func(t *testing.T, major int)) 
 
 // StartPair starts a pair for a test and stops it when the test ends, also when it fails or
 // panics. On failure the servers' logs are printed. The Docker backend (Backend "docker", or
-// SLOTSYNC_BACKEND=docker) runs docker.Launch; without a reachable engine the test is skipped,
-// saying why.
+// SLOTSYNC_BACKEND=docker) runs Options.Launch, docker.Launch in builds with the tag docker;
+// without a reachable engine the test is skipped, saying why.
 func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
 	t.Helper()
 	if testing.Short() {
@@ -86,10 +89,14 @@ func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
 		opts.Image = os.Getenv(EnvDockerImage)
 	}
 	if opts.Backend == "docker" && opts.Launch == nil {
-		if err := docker.Available(ctx); err != nil {
+		if withDocker == nil {
+			t.Fatalf("%s=docker: the Docker backend is not linked into these tests: run them with -tags docker (scripts/test.sh does when %s=docker), or set Options.Launch to docker.Launch",
+				integration.EnvBackend, integration.EnvBackend)
+		}
+		var err error
+		if opts, err = withDocker(ctx, opts); err != nil {
 			t.Skipf("%s=docker: %v", integration.EnvBackend, err)
 		}
-		opts.Launch = docker.Launch
 	}
 	p, err := integration.NewPair(ctx, opts)
 	if err != nil {

@@ -3,10 +3,12 @@ package drilltest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/docker"
 	"github.com/slotsync/slotsync/integration/drill"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
@@ -22,6 +24,18 @@ import (
 //	}
 func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill.Verdict {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a drill runs on real PostgreSQL pairs")
+	}
+	if pairOpts.Backend == "" {
+		pairOpts.Backend = os.Getenv(integration.EnvBackend)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+	pairOpts, err := docker.With(dctx, pairOpts)
+	dcancel()
+	if err != nil {
+		t.Skipf("a drill on Docker: %v", err)
+	}
 	pair := pgtest.StartPair(t, pairOpts)
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
