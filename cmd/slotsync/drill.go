@@ -65,32 +65,9 @@ func drillAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	local := c.Bool("local")
-	if !local && c.String("standby") == "" && os.Getenv("SLOTSYNC_STANDBY") != "" {
-		return configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and --promote-yes on the command line, or --local")
-	}
-	if local == (c.String("standby") != "") {
-		return configError("give either --local or --primary and --standby")
-	}
-	var kills []bool
-	switch c.String("mode") {
-	case "clean":
-		kills = []bool{false}
-	case "kill":
-		kills = []bool{true}
-	case "both":
-		kills = []bool{false, true}
-	case "random":
-		kills = []bool{false}
-	default:
-		return configError("--mode %q: use clean, kill or both", c.String("mode"))
-	}
-	failovers := 1
-	if c.Bool("switch-back") {
-		failovers = 2
-	}
-	if c.Int("iterations") < 1 {
-		return configError("--iterations must be at least 1")
+	plan, err := planDrill(c)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -101,8 +78,8 @@ func drillAction(c *cli.Context) error {
 	defer os.RemoveAll(stateDir)
 
 	rep := drillReport{OK: true}
-	runOne := func(pair *integration.Pair, kill bool, fo int) error {
-		v, err := drill.Run(ctx, pair, drill.Options{Duration: c.Duration("duration"), Kill: kill, Failovers: fo,
+	runOne := func(pair *integration.Pair, kill bool, fo int, duration time.Duration) error {
+		v, err := drill.Run(ctx, pair, drill.Options{Duration: duration, Kill: kill, Failovers: fo,
 			StateDir: stateDir + fmt.Sprintf("/%d", len(rep.Runs)), Logger: log.Named("drill")})
 		rep.Runs = append(rep.Runs, v)
 		for _, f := range v.Failovers {
@@ -115,67 +92,10 @@ func drillAction(c *cli.Context) error {
 		rep.OK = rep.OK && v.OK && err == nil
 		return err
 	}
-
 	var runErr error
-	if local {
-		major := c.Int("major")
-		if major == 0 {
-			for _, m := range []int{18, 17, 16, 15, 14, 13} {
-				if _, err := integration.FindBinaries(m); err == nil {
-					major = m
-					break
-				}
-			}
-			if major == 0 {
-				return configError("no PostgreSQL binaries found: run scripts/setup.sh (or scripts/fetch-postgres.sh 17)")
-			}
-		}
-
-		if !slices.Contains(integration.SupportedMajors, major) {
-			return configError("--major %d: use one of %v", major, integration.SupportedMajors)
-		}
-		random := c.String("mode") == "random"
-		seed := c.Int64("seed")
-		if seed == 0 {
-			seed = time.Now().UnixNano()
-		}
-		rng := rand.New(rand.NewSource(seed))
-		if random {
-			log.Info("random drill", "seed", seed)
-		}
-	loop:
-		for i := 0; i < c.Int("iterations"); i++ {
-			for _, kill := range kills {
-				fo := failovers
-				if random {
-					kill, fo = rng.Intn(2) == 1, 1+rng.Intn(2)
-					c.Set("duration", (time.Duration(500+rng.Intn(2500)) * time.Millisecond).String())
-				}
-				sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-				pair, err := integration.NewPair(sctx, integration.Options{Major: major})
-				cancel()
-				if err != nil {
-					runErr = err
-					break loop
-				}
-				err = runOne(pair, kill, fo)
-				pair.Close()
-				if err != nil {
-					runErr = err
-					break loop
-				}
-			}
-		}
+	if plan.local {
+		runErr = drillLocal(ctx, plan, log, runOne)
 	} else {
-		if c.String("primary") == "" {
-			return configError("a drill against a given pair needs --primary too")
-		}
-		if c.Bool("switch-back") || c.String("mode") == "kill" || c.Int("iterations") > 1 {
-			return configError("--switch-back, --mode kill and --iterations need --local: slotsync cannot rebuild or kill servers it did not start")
-		}
-		if !c.Bool("promote-yes") {
-			return configError("a drill against a given pair PROMOTES its standby: run it only against a pair you can lose, and confirm with --promote-yes")
-		}
 		if err := checkDrillPair(ctx, c, log); err != nil {
 			return err
 		}
@@ -183,7 +103,7 @@ func drillAction(c *cli.Context) error {
 		if err != nil {
 			return classifyExit(err)
 		}
-		runErr = runOne(pair, false, 1)
+		runErr = runOne(pair, false, 1, plan.duration)
 	}
 	if runErr != nil {
 		rep.OK, rep.Error = false, runErr.Error()
@@ -198,6 +118,114 @@ func drillAction(c *cli.Context) error {
 		return cli.Exit("", exitNotReady)
 	case runErr != nil:
 		return cli.Exit("", exitConnect)
+	}
+	return nil
+}
+
+// drillPlan is what a drill does, from its flags.
+type drillPlan struct {
+	local      bool
+	major      int
+	kills      []bool // one failover each, per iteration: kill -9 (true) or clean stop
+	failovers  int
+	iterations int
+	random     bool
+	seed       int64
+	duration   time.Duration
+}
+
+// planDrill checks the flags (a usage error names the fix and nothing runs) and says what the
+// drill does.
+func planDrill(c *cli.Context) (drillPlan, error) {
+	p := drillPlan{local: c.Bool("local"), major: c.Int("major"), failovers: 1, iterations: c.Int("iterations"),
+		seed: c.Int64("seed"), duration: c.Duration("duration")}
+	if !p.local && c.String("standby") == "" && os.Getenv("SLOTSYNC_STANDBY") != "" {
+		return p, configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and --promote-yes on the command line, or --local")
+	}
+	if p.local == (c.String("standby") != "") || (p.local && c.String("primary") != "") {
+		return p, configError("give either --local or --primary and --standby")
+	}
+	switch c.String("mode") {
+	case "clean":
+		p.kills = []bool{false}
+	case "kill":
+		p.kills = []bool{true}
+	case "both":
+		p.kills = []bool{false, true}
+	case "random":
+		p.kills, p.random = []bool{false}, true
+	default:
+		return p, configError("--mode %q: use clean, kill, both or random", c.String("mode"))
+	}
+	if c.Bool("switch-back") {
+		p.failovers = 2
+	}
+	if p.iterations < 1 {
+		return p, configError("--iterations must be at least 1")
+	}
+	if !p.local {
+		return p, checkExternalDrill(c)
+	}
+	if p.major == 0 {
+		for _, m := range []int{18, 17, 16, 15, 14, 13} {
+			if _, err := integration.FindBinaries(m); err == nil {
+				p.major = m
+				break
+			}
+		}
+		if p.major == 0 {
+			return p, configError("no PostgreSQL binaries found: run scripts/setup.sh (or scripts/fetch-postgres.sh 17)")
+		}
+	}
+	if !slices.Contains(integration.SupportedMajors, p.major) {
+		return p, configError("--major %d: use one of %v", p.major, integration.SupportedMajors)
+	}
+	if p.seed == 0 {
+		p.seed = time.Now().UnixNano()
+	}
+	return p, nil
+}
+
+// checkExternalDrill refuses what a drill against a given pair cannot do.
+func checkExternalDrill(c *cli.Context) error {
+	if c.String("primary") == "" {
+		return configError("a drill against a given pair needs --primary too")
+	}
+	if c.Bool("switch-back") || c.String("mode") == "kill" || c.Int("iterations") > 1 {
+		return configError("--switch-back, --mode kill and --iterations need --local: slotsync cannot rebuild or kill servers it did not start")
+	}
+	if !c.Bool("promote-yes") {
+		return configError("a drill against a given pair PROMOTES its standby: run it only against a pair you can lose, and confirm with --promote-yes")
+	}
+	return nil
+}
+
+// drillLocal runs the drill's iterations on throwaway local pairs; in random mode each draws
+// kill or clean, one or two failovers and the live phase's length from the printed seed.
+func drillLocal(ctx context.Context, p drillPlan, log hclog.Logger, runOne func(*integration.Pair, bool, int, time.Duration) error) error {
+	rng := rand.New(rand.NewSource(p.seed))
+	if p.random {
+		log.Info("random drill", "seed", p.seed)
+	}
+	for i := 0; i < p.iterations; i++ {
+		for _, kill := range p.kills {
+			fo, duration := p.failovers, p.duration
+			if p.random {
+				kill, fo = rng.Intn(2) == 1, 1+rng.Intn(2)
+				duration = time.Duration(500+rng.Intn(2500)) * time.Millisecond
+			}
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			pair, err := integration.NewPair(sctx, integration.Options{Major: p.major})
+			cancel()
+			if err != nil {
+				return err
+			}
+			err = runOne(pair, kill, fo, duration)
+			pair.Close()
+			if err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

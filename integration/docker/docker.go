@@ -127,34 +127,53 @@ func Launch(ctx context.Context, opts integration.Options) (*integration.Pair, e
 	}
 	p.OnClose(nw.Remove)
 
-	settings := func(extra []string) []string {
-		var args []string
-		for _, line := range append(integration.BaseConf(), append(opts.Conf, extra...)...) {
-			k, v, ok := strings.Cut(line, "=")
-			if !ok || strings.TrimSpace(k) == "listen_addresses" {
-				continue
-			}
-			args = append(args, "-c", strings.TrimSpace(k)+"="+strings.Trim(strings.TrimSpace(v), "'"))
-		}
-		return args
-	}
-	env := map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "PGDATA": dataDir}
-	hba := "#!/bin/sh\necho 'host replication all all trust' >> \"$PGDATA/pg_hba.conf\"\n"
-
 	logf := func(format string, args ...any) {
 		if opts.Logf != nil {
 			opts.Logf(format, args...)
 		}
 	}
 	logf("pg%d: starting primary container %s", opts.Major, image)
+	if err := startPrimary(ctx, p, opts, image, nw.Name); err != nil {
+		return p, err
+	}
+	if opts.BeforeStandby != nil {
+		if err := opts.BeforeStandby(ctx, p.Primary); err != nil {
+			return p, fmt.Errorf("before the standby: %w", err)
+		}
+	}
+	logf("pg%d: starting standby container (pg_basebackup)", opts.Major)
+	return p, startStandby(ctx, p, opts, image, nw.Name)
+}
+
+// settings turns the pair's configuration lines into postgres -c arguments.
+func settings(opts integration.Options, extra []string) []string {
+	var args []string
+	for _, line := range append(integration.BaseConf(), append(opts.Conf, extra...)...) {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || strings.TrimSpace(k) == "listen_addresses" {
+			continue
+		}
+		args = append(args, "-c", strings.TrimSpace(k)+"="+strings.Trim(strings.TrimSpace(v), "'"))
+	}
+	return args
+}
+
+// containerEnv is the official image's environment for both servers.
+func containerEnv() map[string]string {
+	return map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "PGDATA": dataDir}
+}
+
+// startPrimary starts the primary's container, with the standby's physical slot.
+func startPrimary(ctx context.Context, p *integration.Pair, opts integration.Options, image, network string) error {
+	hba := "#!/bin/sh\necho 'host replication all all trust' >> \"$PGDATA/pg_hba.conf\"\n"
 	primary, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:          image,
-			Env:            env,
+			Env:            containerEnv(),
 			ExposedPorts:   []string{"5432/tcp"},
-			Networks:       []string{nw.Name},
-			NetworkAliases: map[string][]string{nw.Name: {"primary"}},
-			Cmd:            append([]string{"postgres", "-c", "cluster_name=primary"}, settings(opts.PrimaryConf)...),
+			Networks:       []string{network},
+			NetworkAliases: map[string][]string{network: {"primary"}},
+			Cmd:            append([]string{"postgres", "-c", "cluster_name=primary"}, settings(opts, opts.PrimaryConf)...),
 			Files: []testcontainers.ContainerFile{{
 				Reader: strings.NewReader(hba), ContainerFilePath: "/docker-entrypoint-initdb.d/replication.sh", FileMode: 0o755,
 			}},
@@ -169,18 +188,14 @@ func Launch(ctx context.Context, opts integration.Options) (*integration.Pair, e
 		p.Primary = integration.NewNode("primary", opts.Major, dataDir, ps)
 	}
 	if err != nil {
-		return p, fmt.Errorf("start primary container: %w", err)
+		return fmt.Errorf("start primary container: %w", err)
 	}
-	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", integration.PhysicalSlot); err != nil {
-		return p, err
-	}
+	return p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", integration.PhysicalSlot)
+}
 
-	if opts.BeforeStandby != nil {
-		if err := opts.BeforeStandby(ctx, p.Primary); err != nil {
-			return p, fmt.Errorf("before the standby: %w", err)
-		}
-	}
-	// The standby is made once with pg_basebackup; later starts (after a stop or kill) reuse it.
+// startStandby starts the standby's container: made once with pg_basebackup; later starts
+// (after a stop or kill) reuse it.
+func startStandby(ctx context.Context, p *integration.Pair, opts integration.Options, image, network string) error {
 	conninfo := fmt.Sprintf("host=primary port=5432 user=%s dbname=postgres application_name=%s", integration.Superuser, integration.StandbyAppName)
 	script := fmt.Sprintf(`set -e
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
@@ -191,14 +206,13 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
 fi
 exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot, conninfo)
 	standbyArgs := append([]string{"postgres", "-c", "cluster_name=standby",
-		"-c", "primary_conninfo=" + conninfo, "-c", "primary_slot_name=" + integration.PhysicalSlot}, settings(opts.StandbyConf)...)
-	logf("pg%d: starting standby container (pg_basebackup)", opts.Major)
+		"-c", "primary_conninfo=" + conninfo, "-c", "primary_slot_name=" + integration.PhysicalSlot}, settings(opts, opts.StandbyConf)...)
 	standby, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
 			Image:        image,
-			Env:          env,
+			Env:          containerEnv(),
 			ExposedPorts: []string{"5432/tcp"},
-			Networks:     []string{nw.Name},
+			Networks:     []string{network},
 			Entrypoint:   []string{"bash", "-c", script, "standby"},
 			Cmd:          standbyArgs,
 			// A log line, not a dial: asked from inside a container, testcontainers would dial the
@@ -213,9 +227,9 @@ exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot
 		p.Standby = integration.NewNode("standby", opts.Major, dataDir, ss)
 	}
 	if err != nil {
-		return p, fmt.Errorf("start standby container: %w", err)
+		return fmt.Errorf("start standby container: %w", err)
 	}
-	return p, nil
+	return nil
 }
 
 // With returns opts with this backend's Launch when opts asks for Docker (Backend "docker") and

@@ -154,7 +154,29 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	if opts.Kill {
 		fv.Mode = "kill -9"
 	}
-	livePhase, resumePhase := 2*n, 2*n+1
+	eng, gate, err := engines(pair, n, opts, log)
+	if err != nil {
+		return fv, err
+	}
+	defer eng.Close()
+	defer gate.Close()
+	if fv.TimeToReady, err = live(ctx, pair, eng, gate, consumers, w, 2*n, opts, log); err != nil {
+		return fv, err
+	}
+	durable := make([]map[int]int, len(consumers))
+	for i, c := range consumers {
+		confirmed, d := c.snapshotDurable()
+		durable[i] = d
+		fv.Slots = append(fv.Slots, SlotVerdict{Slot: c.slot, Plugin: c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
+	}
+	if err := promote(ctx, pair, opts.Kill, log); err != nil {
+		return fv, err
+	}
+	return resume(ctx, pair, consumers, w, durable, 2*n+1, fv, log)
+}
+
+// engines makes the syncing engine and the read-only gate of failover n.
+func engines(pair *integration.Pair, n int, opts Options, log hclog.Logger) (eng, gate *slotsync.Engine, err error) {
 	cfg := slotsync.Config{PrimaryDSN: pair.Primary.DSN("postgres"), StandbyDSN: pair.Standby.DSN("postgres"),
 		StateDir: fmt.Sprintf("%s/failover-%d", opts.StateDir, n), Method: topology.MethodAuto,
 		Interval: 200 * time.Millisecond, SlotTimeout: 20 * time.Second, Logger: log.Named("slotsync")}
@@ -162,21 +184,28 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 		// PostgreSQL 15 and older: the state-file method restarts the standby it started.
 		cfg.Statefile = statefile.Config{DataDir: pair.Standby.DataDir, Restarter: pair.Standby, MinRestartInterval: time.Second}
 	}
-	eng, err := slotsync.New(cfg)
-	if err != nil {
-		return fv, err
+	if eng, err = slotsync.New(cfg); err != nil {
+		return nil, nil, err
 	}
-	defer eng.Close()
 	gateCfg := cfg
 	gateCfg.ReadOnly, gateCfg.Logger = true, hclog.NewNullLogger()
-	gate, err := slotsync.New(gateCfg)
-	if err != nil {
-		return fv, err
+	if gate, err = slotsync.New(gateCfg); err != nil {
+		eng.Close()
+		return nil, nil, err
 	}
-	defer gate.Close()
+	return eng, gate, nil
+}
 
-	// Live: writes, consumers acknowledging as they go, slotsync syncing.
+// live runs the live phase (writes, consumers acknowledging as they go, slotsync syncing) and
+// the cutover, as an operator would: writes stop; the consumers, still connected, catch up and
+// acknowledge; the gate opens with every copy exactly at its consumer's position; then the
+// consumers disconnect (their offsets are what they acknowledged) and the gate is asked once
+// more. A consumer that disconnects early can keep the gate closed: the primary slot's
+// restart_lsn moves only on the consumer's confirmations (see the readiness rule 4). It returns
+// how long the gate took to open after the writes stopped.
+func live(ctx context.Context, pair *integration.Pair, eng, gate *slotsync.Engine, consumers []*consumer, w *writer, phase int, opts Options, log hclog.Logger) (time.Duration, error) {
 	runCtx, stopSync := context.WithCancel(ctx)
+	defer stopSync()
 	syncDone := make(chan error, 1)
 	go func() { syncDone <- eng.Run(runCtx, nil) }()
 	writeCtx, stopWrites := context.WithCancel(ctx)
@@ -189,7 +218,7 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 		wg.Add(1)
 		go func(c *consumer) {
 			defer wg.Done()
-			if err := c.stream(consumeCtx, pair.Primary.ReplicationDSN(db, true), livePhase, 0); err != nil {
+			if err := c.stream(consumeCtx, pair.Primary.ReplicationDSN(db, true), phase, 0); err != nil {
 				errs <- err
 			}
 		}(c)
@@ -199,62 +228,52 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	case <-ctx.Done():
 	case <-time.After(opts.Duration):
 	}
-	// Cutover, as an operator would: writes stop; the consumers, still connected, catch up and
-	// acknowledge; the gate opens with every copy exactly at its consumer's position; then the
-	// consumers disconnect (their offsets are what they acknowledged) and the gate is asked once
-	// more. A consumer that disconnects early can keep the gate closed: the primary slot's
-	// restart_lsn moves only on the consumer's confirmations (see the readiness rule 4).
 	start := time.Now()
 	stopWrites()
 	if err := <-writeDone; err != nil {
 		stopConsumers()
 		wg.Wait()
-		stopSync()
-		return fv, err
+		return 0, err
 	}
 	readyErr := waitReady(ctx, pair, gate, opts.ReadyTimeout, true)
 	stopConsumers()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		stopSync()
-		return fv, err
+		return 0, err
 	}
 	if readyErr == nil {
 		readyErr = waitReady(ctx, pair, gate, opts.ReadyTimeout, false)
 	}
 	if readyErr != nil {
-		stopSync()
-		return fv, readyErr
+		return 0, readyErr
 	}
-	fv.TimeToReady = time.Since(start)
+	took := time.Since(start)
 	stopSync()
 	<-syncDone
+	return took, nil
+}
 
-	durable := make([]map[int]int, len(consumers))
-	for i, c := range consumers {
-		confirmed, d := c.snapshotDurable()
-		durable[i] = d
-		fv.Slots = append(fv.Slots, SlotVerdict{Slot: c.slot, Plugin: c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
-	}
-
-	// Failover.
-	if opts.Kill {
+// promote fails the primary over to the standby: kill -9, or a clean stop of a server the drill
+// started.
+func promote(ctx context.Context, pair *integration.Pair, kill bool, log hclog.Logger) error {
+	if kill {
 		log.Info("killing the primary with SIGKILL")
 		if err := pair.Primary.Kill(ctx); err != nil {
-			return fv, err
+			return err
 		}
 	} else if !pair.External() {
 		if err := pair.Primary.Stop(ctx); err != nil {
-			return fv, err
+			return err
 		}
 	}
 	log.Info("promoting the standby")
-	if err := pair.Promote(ctx); err != nil {
-		return fv, err
-	}
+	return pair.Promote(ctx)
+}
 
-	// Life goes on on the new primary; the consumers resume from their own offsets.
+// resume writes on the new primary and has each consumer resume from its own offset, then
+// judges what each got against what the new primary holds.
+func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, w *writer, durable []map[int]int, phase int, fv FailoverVerdict, log hclog.Logger) (FailoverVerdict, error) {
 	if err := w.batch(ctx, pair.Standby, 5); err != nil {
 		return fv, err
 	}
@@ -274,14 +293,14 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	fv.OK = true
 	for i, c := range consumers {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
-		err := c.stream(rctx, pair.Standby.ReplicationDSN(db, true), resumePhase, until)
+		err := c.stream(rctx, pair.Standby.ReplicationDSN(db, true), phase, until)
 		cancel()
 		sv := &fv.Slots[i]
 		if err != nil {
 			// The slot is missing or unusable on the new primary: everything since the offset is lost.
 			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
 		}
-		judge(sv, truth, durable[i], c.receivedIn(resumePhase))
+		judge(sv, truth, durable[i], c.receivedIn(phase))
 		fv.OK = fv.OK && sv.OK
 	}
 	return fv, nil
