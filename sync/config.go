@@ -3,7 +3,6 @@ package sync
 import (
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,7 +69,28 @@ type Config struct {
 	Logger        hclog.Logger
 }
 
-// Validate checks the configuration and fills defaults. Errors name the fix; nothing is changed.
+// DefaultConfig is the configuration's defaults, written once: the command line's flags take
+// their values from it, and Validate fills a zero field from it.
+func DefaultConfig() Config {
+	return Config{
+		Method:                topology.MethodAuto,
+		Interval:              time.Second,
+		WatchInterval:         50 * time.Millisecond,
+		MaxBackoff:            30 * time.Second,
+		SlotTimeout:           30 * time.Second,
+		ObserveTimeout:        10 * time.Second,
+		PrimaryConnectTimeout: 2 * time.Second,
+		GateRecordInterval:    5 * time.Second,
+		Workers:               4,
+		CreateWorkers:         16,
+		AdvanceStep:           256 << 20,
+		Statefile:             statefile.Config{MinRestartInterval: 5 * time.Minute, MaxAttempts: 2},
+	}
+}
+
+// Validate checks the configuration and fills each zero field from DefaultConfig. A bad value
+// is refused with the fix, and nothing in PostgreSQL is changed. A negative WatchInterval means
+// no watch between passes.
 func (c *Config) Validate() error {
 	if c.StandbyDSN == "" {
 		return &topology.ConfigError{Field: "standby DSN", Problem: "is empty", Fix: "give --standby (or SLOTSYNC_STANDBY)"}
@@ -86,44 +106,52 @@ func (c *Config) Validate() error {
 	if err := c.Select.Validate(); err != nil {
 		return err
 	}
-	if c.Interval <= 0 {
-		c.Interval = time.Second
+	d := DefaultConfig()
+	for _, f := range []struct {
+		name     string
+		v        *time.Duration
+		fallback time.Duration
+	}{
+		{"interval", &c.Interval, d.Interval}, {"max backoff", &c.MaxBackoff, d.MaxBackoff}, {"slot timeout", &c.SlotTimeout, d.SlotTimeout},
+		{"observe timeout", &c.ObserveTimeout, d.ObserveTimeout}, {"primary connect timeout", &c.PrimaryConnectTimeout, d.PrimaryConnectTimeout},
+		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval},
+		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
+	} {
+		if err := orDefault(f.name, f.v, f.fallback); err != nil {
+			return err
+		}
 	}
-	if c.MaxBackoff <= 0 {
-		c.MaxBackoff = 30 * time.Second
+	for _, f := range []struct {
+		name     string
+		v        *int
+		fallback int
+	}{{"workers", &c.Workers, d.Workers}, {"create workers", &c.CreateWorkers, d.CreateWorkers}, {"max attempts", &c.Statefile.MaxAttempts, d.Statefile.MaxAttempts}} {
+		if err := orDefault(f.name, f.v, f.fallback); err != nil {
+			return err
+		}
+	}
+	if err := orDefault("advance step", &c.AdvanceStep, d.AdvanceStep); err != nil {
+		return err
+	}
+	if c.WatchInterval == 0 {
+		c.WatchInterval = d.WatchInterval
 	}
 	if c.MaxBackoff < c.Interval {
 		c.MaxBackoff = c.Interval
 	}
-	if c.SlotTimeout <= 0 {
-		c.SlotTimeout = 30 * time.Second
-	}
-	if c.ObserveTimeout <= 0 {
-		c.ObserveTimeout = 10 * time.Second
-	}
-	if c.WatchInterval == 0 {
-		c.WatchInterval = 50 * time.Millisecond
-	}
-	if c.PrimaryConnectTimeout <= 0 {
-		c.PrimaryConnectTimeout = 2 * time.Second
-	}
-	if c.GateRecordInterval <= 0 {
-		c.GateRecordInterval = 5 * time.Second
-	}
-	if c.Workers <= 0 {
-		c.Workers = 4
-	}
-	if c.CreateWorkers <= 0 {
-		c.CreateWorkers = 16
-	}
-	if c.AdvanceStep <= 0 {
-		c.AdvanceStep = 256 << 20
-	}
-	if c.Statefile.MaxAttempts <= 0 {
-		c.Statefile.MaxAttempts = 2
-	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	return nil
+}
+
+// orDefault refuses a negative value and replaces a zero one by the default.
+func orDefault[T time.Duration | int | int64](name string, v *T, fallback T) error {
+	switch {
+	case *v < 0:
+		return &topology.ConfigError{Field: name, Problem: fmt.Sprintf("is negative (%v)", *v), Fix: "give a positive value, or leave it out for the default"}
+	case *v == 0:
+		*v = fallback
 	}
 	return nil
 }
@@ -168,17 +196,6 @@ type Selection struct {
 	Patterns  []string // shell globs on the slot name (path.Match), e.g. "debezium_*"
 	Databases []string
 	Plugins   []string
-}
-
-// ParseList splits a comma-separated flag value, dropping empty items.
-func ParseList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // Validate rejects malformed patterns.

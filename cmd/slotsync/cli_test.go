@@ -85,6 +85,14 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"check", "--standby", "host=x", "port=1"}, `unexpected argument "port=1"`},
 		{[]string{"run", "--standby", "host=x", "extra"}, `unexpected argument "extra"`},
 		{[]string{"chekc"}, `unknown command "chekc"`},
+		// Input is refused, not replaced by a default.
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--workers", "0"}, "--workers 0: give at least 1"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--interval", "-1s"}, "--interval -1s: give a positive duration"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--slot-timeout", "0s"}, "--slot-timeout 0s"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--advance-step", "0MB"}, "--advance-step"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--watch-interval", "-5ms"}, "--watch-interval -5ms"},
+		{[]string{"check", "--standby", "host=x", "--timeout", "0s"}, "--timeout 0s"},
+		{[]string{"drill", "--local", "--primary", "host=y"}, "give either --local or --primary and --standby"},
 		{[]string{"check", "--standby", "host=x", "--primary", "host=y gssencmode=require"}, "gssencmode=require"},
 	}
 	for _, c := range cases {

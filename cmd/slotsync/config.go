@@ -16,17 +16,18 @@ import (
 
 // pairFlags are shared by every command that talks to a primary/standby pair.
 func pairFlags() []cli.Flag {
+	d := slotsync.DefaultConfig()
 	return []cli.Flag{
 		&cli.StringFlag{Name: "primary", Usage: "primary DSN (URL or key=value; PG* variables, passfile and sslmode apply). Default: the standby's primary_conninfo", EnvVars: []string{"SLOTSYNC_PRIMARY"}},
 		&cli.StringFlag{Name: "primary-password-file", Usage: "read the primary's password from this file", EnvVars: []string{"SLOTSYNC_PRIMARY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "primary-user", Usage: "log in to the primary as this role (default: the DSN's; primary_conninfo names the standby's replication role)", EnvVars: []string{"SLOTSYNC_PRIMARY_USER"}},
-		&cli.DurationFlag{Name: "primary-connect-timeout", Value: 2 * time.Second, Usage: "bound on connecting to the primary; past it the gate judges without the primary", EnvVars: []string{"SLOTSYNC_PRIMARY_CONNECT_TIMEOUT"}},
+		&cli.DurationFlag{Name: "primary-connect-timeout", Value: d.PrimaryConnectTimeout, Usage: "bound on connecting to the primary; past it the gate judges without the primary", EnvVars: []string{"SLOTSYNC_PRIMARY_CONNECT_TIMEOUT"}},
 		&cli.BoolFlag{Name: "strict", Usage: "the gate refuses to judge without the primary (CANNOT TELL, exit 2)", EnvVars: []string{"SLOTSYNC_STRICT"}},
 		&cli.BoolFlag{Name: "exact", Usage: "the gate requires every copy exactly at its consumer's confirmed position (planned switchover, zero redelivery)", EnvVars: []string{"SLOTSYNC_EXACT"}},
 		&cli.StringFlag{Name: "standby", Usage: "standby DSN (required)", EnvVars: []string{"SLOTSYNC_STANDBY"}},
 		&cli.StringFlag{Name: "standby-password-file", Usage: "read the standby's password from this file", EnvVars: []string{"SLOTSYNC_STANDBY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "state-dir", Usage: "directory for slotsync's journal, kept across restarts, one per cluster", EnvVars: []string{"SLOTSYNC_STATE_DIR"}},
-		&cli.StringFlag{Name: "method", Value: "auto", Usage: "auto, sql (PG16+), statefile or native", EnvVars: []string{"SLOTSYNC_METHOD"}},
+		&cli.StringFlag{Name: "method", Value: string(d.Method), Usage: "auto, sql (PG16+), statefile or native", EnvVars: []string{"SLOTSYNC_METHOD"}},
 		&cli.StringFlag{Name: "slots", Usage: "comma-separated globs of slot names to manage (default: all)", EnvVars: []string{"SLOTSYNC_SLOTS"}},
 		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
@@ -34,7 +35,7 @@ func pairFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "drop-left-alone", Usage: "drop the copies slotsync made and no longer syncs (primary slot invalidated, or no longer selected) instead of keeping them; slots slotsync did not make are never dropped", EnvVars: []string{"SLOTSYNC_DROP_LEFT_ALONE"}},
 		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
 		&cli.BoolFlag{Name: "native-drive", Usage: "native (17+): call pg_sync_replication_slots() every pass instead of requiring sync_replication_slots = on", EnvVars: []string{"SLOTSYNC_NATIVE_DRIVE"}},
-		&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
+		&cli.DurationFlag{Name: "timeout", Value: d.ObserveTimeout, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"SLOTSYNC_LOG_LEVEL"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SLOTSYNC_LOG_FORMAT"}},
 	}
@@ -68,40 +69,58 @@ func readSecret(path string) (string, error) {
 	return strings.TrimRight(string(data), "\r\n"), nil
 }
 
-// buildConfig turns flags into a validated sync.Config; with no --primary the engine finds the
-// primary from the standby's primary_conninfo on every pass.
+// buildConfig turns the flags every pair command shares into a sync.Config, from the defaults
+// (slotsync.DefaultConfig); with no --primary the engine finds the primary from the standby's
+// primary_conninfo on every pass. The engine validates it, once (slotsync.New, slotsync.Observe).
 func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Config, error) {
-	cfg := slotsync.Config{
-		PrimaryDSN: c.String("primary"), StandbyDSN: c.String("standby"), StateDir: c.String("state-dir"),
-		PrimaryUser: c.String("primary-user"), PrimaryConnectTimeout: c.Duration("primary-connect-timeout"), Strict: c.Bool("strict"), Exact: c.Bool("exact"),
-		Method: topology.Method(c.String("method")), ReadOnly: readOnly, ObserveTimeout: c.Duration("timeout"),
-		Select: slotsync.Selection{Patterns: slotsync.ParseList(c.String("slots")),
-			Databases: slotsync.ParseList(c.String("databases")), Plugins: slotsync.ParseList(c.String("plugins"))},
-		Logger:        log,
-		Native:        slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")},
-		DropLeftAlone: c.Bool("drop-left-alone"),
-	}
+	cfg := slotsync.DefaultConfig()
+	cfg.PrimaryDSN, cfg.StandbyDSN, cfg.StateDir = c.String("primary"), c.String("standby"), c.String("state-dir")
+	cfg.PrimaryUser, cfg.Strict, cfg.Exact = c.String("primary-user"), c.Bool("strict"), c.Bool("exact")
+	cfg.Method, cfg.ReadOnly, cfg.Logger = topology.Method(c.String("method")), readOnly, log
+	cfg.Select = slotsync.Selection{Patterns: parseList(c.String("slots")),
+		Databases: parseList(c.String("databases")), Plugins: parseList(c.String("plugins"))}
+	cfg.Native = slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")}
+	cfg.DropLeftAlone = c.Bool("drop-left-alone")
 	var err error
+	if cfg.PrimaryConnectTimeout, err = positive(c, "primary-connect-timeout"); err != nil {
+		return cfg, err
+	}
+	if cfg.ObserveTimeout, err = positive(c, "timeout"); err != nil {
+		return cfg, err
+	}
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {
 		return cfg, err
 	}
 	if cfg.StandbyPassword, err = readSecret(c.String("standby-password-file")); err != nil {
 		return cfg, err
 	}
-	if cfg.StandbyDSN == "" {
-		return cfg, configError("standby DSN is empty: give --standby (or SLOTSYNC_STANDBY)")
-	}
-	if c.Duration("primary-connect-timeout") < 0 {
-		return cfg, configError("--primary-connect-timeout %s: give a positive duration such as 2s", c.Duration("primary-connect-timeout"))
-	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, classifyExit(err)
-	}
-	// A DSN that cannot be parsed is a usage error, before any connection.
-	if _, _, err := cfg.Endpoints(); err != nil {
+	// A DSN that cannot be parsed is a usage error, before any connection (an empty one is the
+	// engine's to refuse, naming the flag).
+	if _, _, err := cfg.Endpoints(); err != nil && cfg.StandbyDSN != "" {
 		return cfg, classifyExit(err)
 	}
 	return cfg, nil
+}
+
+// positive reads a duration flag that must be above zero (0 is refused, not taken as the
+// default).
+func positive(c *cli.Context, name string) (time.Duration, error) {
+	d := c.Duration(name)
+	if d <= 0 {
+		return 0, configError("--%s %s: give a positive duration (or leave it out for the default)", name, d)
+	}
+	return d, nil
+}
+
+// parseList splits a comma-separated flag value, dropping empty items.
+func parseList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // configure makes the logger and the validated configuration every pair command starts from.

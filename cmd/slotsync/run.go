@@ -21,6 +21,7 @@ import (
 )
 
 func runCommand() *cli.Command {
+	d := slotsync.DefaultConfig()
 	return &cli.Command{
 		Name:  "run",
 		Usage: "the sidecar: copy every logical slot from the primary to the standby, in a loop",
@@ -29,12 +30,12 @@ func runCommand() *cli.Command {
 		Flags: append(pairFlags(),
 			&cli.BoolFlag{Name: "once", Usage: "make a single pass and exit", EnvVars: []string{"SLOTSYNC_ONCE"}},
 			&cli.BoolFlag{Name: "json", Usage: "with --once, print the report as JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
-			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "time between full passes (listing both nodes, readiness, journal, creations, restarts)", EnvVars: []string{"SLOTSYNC_INTERVAL"}},
-			&cli.DurationFlag{Name: "watch-interval", Value: 50 * time.Millisecond, Usage: "between full passes, how often to look at the primary slots' positions and advance copies whose consumer moved (0: never)", EnvVars: []string{"SLOTSYNC_WATCH_INTERVAL"}},
-			&cli.DurationFlag{Name: "max-backoff", Value: 30 * time.Second, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
-			&cli.DurationFlag{Name: "slot-timeout", Value: 30 * time.Second, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
-			&cli.StringFlag{Name: "advance-step", Value: "256MB", Usage: "the most WAL one advance moves a copy (kB, MB, GB): a copy far behind catches up in such steps, logging its progress, while the other slots keep moving", EnvVars: []string{"SLOTSYNC_ADVANCE_STEP"}},
-			&cli.IntFlag{Name: "workers", Value: 4, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
+			&cli.DurationFlag{Name: "interval", Value: d.Interval, Usage: "time between full passes (listing both nodes, readiness, journal, creations, restarts)", EnvVars: []string{"SLOTSYNC_INTERVAL"}},
+			&cli.DurationFlag{Name: "watch-interval", Value: d.WatchInterval, Usage: "between full passes, how often to look at the primary slots' positions and advance copies whose consumer moved (0: never)", EnvVars: []string{"SLOTSYNC_WATCH_INTERVAL"}},
+			&cli.DurationFlag{Name: "max-backoff", Value: d.MaxBackoff, Usage: "longest wait after failed passes", EnvVars: []string{"SLOTSYNC_MAX_BACKOFF"}},
+			&cli.DurationFlag{Name: "slot-timeout", Value: d.SlotTimeout, Usage: "bound on the work for one slot in one pass", EnvVars: []string{"SLOTSYNC_SLOT_TIMEOUT"}},
+			&cli.StringFlag{Name: "advance-step", Value: fmt.Sprintf("%dMB", d.AdvanceStep>>20), Usage: "the most WAL one advance moves a copy (kB, MB, GB): a copy far behind catches up in such steps, logging its progress, while the other slots keep moving", EnvVars: []string{"SLOTSYNC_ADVANCE_STEP"}},
+			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7461", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
 			&cli.DurationFlag{Name: "recheck", Value: 10 * time.Second, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
@@ -46,7 +47,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "stop-command", Usage: "statefile, --restart command: stops the standby (e.g. systemctl stop postgresql@15-main)", EnvVars: []string{"SLOTSYNC_STOP_COMMAND"}},
 			&cli.StringFlag{Name: "start-command", Usage: "statefile, --restart command: starts the standby and returns once it accepts connections", EnvVars: []string{"SLOTSYNC_START_COMMAND"}},
 			&cli.StringFlag{Name: "restart-command", Usage: "statefile, --restart command: instead of stop and start, one command of the standby's manager that restarts it (e.g. patronictl restart --force SCOPE MEMBER); copies are staged while it runs", EnvVars: []string{"SLOTSYNC_RESTART_COMMAND"}},
-			&cli.DurationFlag{Name: "min-restart-interval", Value: 5 * time.Minute, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
+			&cli.DurationFlag{Name: "min-restart-interval", Value: d.Statefile.MinRestartInterval, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
 			&cli.BoolFlag{Name: "no-checkpoint", Usage: "statefile: do not CHECKPOINT the primary before reading slot state (for roles without pg_checkpoint)", EnvVars: []string{"SLOTSYNC_NO_CHECKPOINT"}},
 		),
 		Action: runAction,
@@ -54,26 +55,12 @@ func runCommand() *cli.Command {
 }
 
 func runAction(c *cli.Context) error {
-	if c.String("state-dir") == "" {
-		return configError("state directory is empty: give --state-dir, a directory kept across restarts (one per cluster)")
-	}
 	cfg, log, err := configure(c, false)
 	if err != nil {
 		return err
 	}
-	cfg.Interval, cfg.MaxBackoff, cfg.SlotTimeout, cfg.Workers = c.Duration("interval"), c.Duration("max-backoff"), c.Duration("slot-timeout"), c.Int("workers")
-	if cfg.AdvanceStep, err = parseSize(c.String("advance-step")); err != nil {
-		return configError("--advance-step: %v", err)
-	}
-	cfg.WatchInterval = c.Duration("watch-interval")
-	if cfg.WatchInterval == 0 {
-		cfg.WatchInterval = -1 // 0 on the command line: no watch
-	}
-	if cfg.Statefile, err = statefileConfig(c); err != nil {
+	if err := runConfig(c, &cfg); err != nil {
 		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return classifyExit(err)
 	}
 	eng, err := slotsync.New(cfg)
 	if err != nil {
@@ -138,6 +125,36 @@ func runAction(c *cli.Context) error {
 	}
 	if srv != nil {
 		_ = srv.Shutdown(sctx)
+	}
+	return nil
+}
+
+// runConfig adds the run command's own flags to cfg. Input is refused, not replaced: a zero
+// or negative duration, --workers below 1, a bad size.
+func runConfig(c *cli.Context, cfg *slotsync.Config) error {
+	var err error
+	for _, f := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"interval", &cfg.Interval}, {"max-backoff", &cfg.MaxBackoff}, {"slot-timeout", &cfg.SlotTimeout}} {
+		if *f.dst, err = positive(c, f.name); err != nil {
+			return err
+		}
+	}
+	if cfg.Workers = c.Int("workers"); cfg.Workers < 1 {
+		return configError("--workers %d: give at least 1", cfg.Workers)
+	}
+	if cfg.AdvanceStep, err = parseSize(c.String("advance-step")); err != nil || cfg.AdvanceStep <= 0 {
+		return configError("--advance-step %q: give a positive size such as 256MB (%v)", c.String("advance-step"), err)
+	}
+	switch cfg.WatchInterval = c.Duration("watch-interval"); {
+	case cfg.WatchInterval < 0:
+		return configError("--watch-interval %s: give a positive duration, or 0 for no watch between passes", cfg.WatchInterval)
+	case cfg.WatchInterval == 0:
+		cfg.WatchInterval = -1 // 0 on the command line: no watch
+	}
+	if cfg.Statefile, err = statefileConfig(c); err != nil {
+		return err
 	}
 	return nil
 }
@@ -248,7 +265,12 @@ func (d *daemon) handler() http.Handler {
 // chosen (PostgreSQL 15 and older, or --method statefile).
 func statefileConfig(c *cli.Context) (statefile.Config, error) {
 	dir := c.String("standby-data-dir")
-	sc := statefile.Config{DataDir: dir, MinRestartInterval: c.Duration("min-restart-interval"), NoCheckpoint: c.Bool("no-checkpoint")}
+	sc := slotsync.DefaultConfig().Statefile
+	sc.DataDir, sc.NoCheckpoint = dir, c.Bool("no-checkpoint")
+	var err error
+	if sc.MinRestartInterval, err = positive(c, "min-restart-interval"); err != nil {
+		return sc, err
+	}
 	switch c.String("restart") {
 	case "pg_ctl":
 		sc.Restarter = statefile.PgCtl{Path: c.String("pg-ctl"), DataDir: dir, LogFile: c.String("standby-log-file")}

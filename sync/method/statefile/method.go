@@ -78,9 +78,6 @@ func New(sql *sqlslot.Method, cfg Config, deps method.Deps) (*Method, error) {
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if cfg.MinRestartInterval <= 0 {
-		cfg.MinRestartInterval = 5 * time.Minute
-	}
 	return &Method{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
 		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}, nil
 }
