@@ -56,7 +56,8 @@ func (e *Engine) asPrimary(rep Report, snap Observation, apply bool) (Report, er
 // ownSlots records a primary node's own logical slots in (a copy of) the journal: each selected,
 // persistent slot becomes an entry whose reference position is the slot's own, and entries of
 // slots gone from the node are removed. It reports whether the journal changed; a change of
-// positions alone is written at most every interval. Pure.
+// positions alone is written at most every interval. It reads nothing from the nodes, but a new
+// entry draws a random incarnation ID (a slot whose ID cannot be drawn is recorded next time).
 func ownSlots(j *Journal, node NodeState, sel Selection, now time.Time, interval time.Duration) (*Journal, bool) {
 	next := j.clone()
 	structural := false

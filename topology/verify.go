@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Method is how a standby gets its copies (docs/ARCHITECTURE.md, "How a standby gets a slot").
+// Method is how a standby gets its copies (docs/ARCHITECTURE.md, "The sql method", "The
+// state-file method", "The native method").
 type Method string
 
 // The methods; MethodAuto picks one from the major version.

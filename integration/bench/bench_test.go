@@ -252,7 +252,7 @@ func BenchmarkSyncLag(b *testing.B) {
 				for i, x := range d {
 					ms[i] = strconv.FormatInt(x.Milliseconds(), 10)
 				}
-				// Every sample, for the plot in docs/BENCHMARKS.md (scripts/plot-lag).
+				// Every sample, for the plot in docs/BENCHMARKS.md (integration/bench/plotlag).
 				b.Logf("lag-samples-ms %s %s %s: %s", interval, rhythm, who, strings.Join(ms, " "))
 				b.ReportMetric(float64(percentile(d, 0.5).Milliseconds()), who+"-p50-ms")
 				b.ReportMetric(float64(percentile(d, 0.99).Milliseconds()), who+"-p99-ms")
