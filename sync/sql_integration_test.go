@@ -663,3 +663,31 @@ func TestCopyAheadAfterFirstReady(t *testing.T) {
 		f.promoteExpect("cdc", want)
 	})
 }
+
+// TestHostileOperatorChangesNothing: a database owner's operator =(text,text) in public, put
+// before pg_catalog in the database's search_path, in the database slotsync connects to and in
+// the slots' database, changes nothing in what slotsync's statements mean: every session
+// resolves names in pg_catalog alone (before, every pass failed with "more than one row
+// returned by a subquery").
+func TestHostileOperatorChangesNothing(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		for _, db := range []string{"postgres", "app"} {
+			f.must(f.pair.Primary.ExecDB(f.ctx, db, `CREATE FUNCTION public.always(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT true'`))
+			f.must(f.pair.Primary.ExecDB(f.ctx, db, `CREATE OPERATOR public.= (LEFTARG = text, RIGHTARG = text, FUNCTION = public.always)`))
+			f.must(f.pair.Primary.Exec(f.ctx, "ALTER DATABASE "+db+" SET search_path = public, pg_catalog"))
+		}
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('other', 'pgoutput')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("first pass: %+v", r)
+		}
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+		rep, err := f.eng.Inspect(f.ctx)
+		f.must(err)
+		if len(rep.Slots) != 2 {
+			t.Fatalf("want both slots judged: %+v", rep.Slots)
+		}
+	})
+}

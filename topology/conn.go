@@ -171,12 +171,21 @@ func (e *Endpoint) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
 	if db != "" {
 		cfg.Database = db
 	}
+	// Every session resolves names in pg_catalog alone: a database owner's objects in public (an
+	// operator =(text,text), say) must not change what slotsync's statements mean.
+	cfg.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		_, err := c.Exec(ctx, safeSearchPath).ReadAll()
+		return err
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, &ConnError{Role: e.Role, Database: cfg.Database, Err: err}
 	}
 	return conn, nil
 }
+
+// safeSearchPath is run first in every session slotsync opens.
+const safeSearchPath = "SET search_path = pg_catalog, pg_temp"
 
 // ConnError is a failure to reach a node: worth retrying, unless it is authentication or
 // privileges, which need a human (see Retryable). A missing database is retried: on a standby
