@@ -35,6 +35,11 @@ const (
 	ReasonCopySnapshotMissing Reason = "copy_snapshot_missing"
 	// ReasonCopySnapshotUnknown: the role may not look for that snapshot on the standby.
 	ReasonCopySnapshotUnknown Reason = "copy_snapshot_unknown"
+	// Without the primary (rule 8): the copy was being made (again) when the record was written,
+	// or was made after it; the record is of another timeline than the standby's.
+	ReasonCopyBeingMade       Reason = "copy_being_made"
+	ReasonNotInRecord         Reason = "not_in_record"
+	ReasonRecordOtherTimeline Reason = "record_of_another_timeline"
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.

@@ -29,6 +29,10 @@ type Config struct {
 	// Exact: the gate requires every copy to stand exactly at its consumer's confirmed position
 	// (a planned switchover with zero redelivery); without the primary, at the last observation.
 	Exact bool
+	// MaxRecordAge: without the primary, a gate record older than this is too old to judge from
+	// (CANNOT TELL): slots made since are unknown to it (default 2 minutes: an HA manager's TTL
+	// plus its loop, with room to spare).
+	MaxRecordAge time.Duration
 	// GateRecordInterval: how often a pass refreshes, in the journal, the observation the gate
 	// judges from when the primary is gone (default 5 s; sooner when a verdict changes).
 	GateRecordInterval time.Duration
@@ -81,6 +85,7 @@ func DefaultConfig() Config {
 		ObserveTimeout:        10 * time.Second,
 		PrimaryConnectTimeout: 2 * time.Second,
 		GateRecordInterval:    5 * time.Second,
+		MaxRecordAge:          2 * time.Minute,
 		Workers:               4,
 		CreateWorkers:         16,
 		AdvanceStep:           256 << 20,
@@ -114,7 +119,7 @@ func (c *Config) Validate() error {
 	}{
 		{"interval", &c.Interval, d.Interval}, {"max backoff", &c.MaxBackoff, d.MaxBackoff}, {"slot timeout", &c.SlotTimeout, d.SlotTimeout},
 		{"observe timeout", &c.ObserveTimeout, d.ObserveTimeout}, {"primary connect timeout", &c.PrimaryConnectTimeout, d.PrimaryConnectTimeout},
-		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval},
+		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval}, {"max record age", &c.MaxRecordAge, d.MaxRecordAge},
 		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
 	} {
 		if err := orDefault(f.name, f.v, f.fallback); err != nil {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
@@ -188,7 +190,11 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		if err := e.recordIntents(actions); err != nil {
 			return rep, err
 		}
+		if err := failpoint.Hit("engine.intents-written"); err != nil {
+			return rep, err
+		}
 		results, rep.StandbyRestarts = e.execute(ctx, snap, actions)
+		_ = failpoint.Hit("engine.actions-done")
 		if err := e.recordResults(actions, results, started); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}

@@ -57,7 +57,9 @@ func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.Wai
 }
 
 // TestFaultNetworkToPrimary: the network between slotsync and the primary is cut (blackhole)
-// and reset; passes fail, change nothing and say so; when it comes back syncing resumes.
+// and reset, while the standby streams from the primary directly; passes fail, change nothing
+// and say so, and the gate answers CANNOT TELL (the primary is alive); when it comes back
+// syncing resumes.
 func TestFaultNetworkToPrimary(t *testing.T) {
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
@@ -85,10 +87,13 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 			if err == nil || Classify(err) != Retry || !errors.As(err, &ne) || ne.Node != "primary" {
 				t.Fatalf("a pass with the primary cut off: %v (class %v)", err, Classify(err))
 			}
-			// Rule 8: the failed pass still carries the gate's verdict, judged from the standby
-			// and the journal: the copy was READY at the last observation and still is.
-			if rep.WithoutPrimary == nil || !rep.Ready() || len(rep.Slots) != 1 {
-				t.Fatalf("the gate without the primary: %+v, slots %+v", rep.WithoutPrimary, rep.Slots)
+			// Rule 8: the primary is alive (the standby still streams from it; only slotsync
+			// cannot reach it): the gate cannot tell, whatever the record says, and never READY.
+			if !errors.Is(err, ErrCannotTell) || rep.WithoutPrimary != nil || len(rep.Slots) != 0 {
+				t.Fatalf("the gate with the primary alive but cut off from slotsync: %v, %+v, slots %+v", err, rep.WithoutPrimary, rep.Slots)
+			}
+			if insp, err := f.eng.Inspect(f.ctx); !errors.Is(err, ErrCannotTell) || insp.Ready() && len(insp.Slots) > 0 {
+				t.Fatalf("check with the primary alive but cut off from slotsync: %v, %+v", err, insp.Slots)
 			}
 		}
 		if after, ok := f.slotOn(f.pair.Standby, "cdc"); !ok || after.Position != before.Position {

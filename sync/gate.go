@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -18,6 +20,10 @@ type GateRecord struct {
 	// physical slot (17+), so no consumer can be ahead of this standby.
 	SynchronizedStandby bool                `json:"synchronized_standby"`
 	Slots               map[string]GateSlot `json:"slots"`
+	// Timeline and StandbyWALEnd: the standby's history timeline and newest WAL when the record
+	// was made. The record belongs to that era of the node: another timeline is not judged.
+	Timeline      int          `json:"timeline,omitempty"`
+	StandbyWALEnd lsncheck.LSN `json:"standby_wal_end,omitempty"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -31,6 +37,10 @@ type GateSlot struct {
 	// ConsumerAheadBytes is what rule 5 last saw: how far the consumer was beyond the standby.
 	ConsumerAheadBytes int64 `json:"consumer_ahead_bytes"`
 	RequireSynced      bool  `json:"require_synced,omitempty"`
+	// HeldBack: no consumer of this slot could be ahead of the standby: it is a failover slot
+	// and the primary's synchronized_standby_slots lists this standby (17+), so its walsender
+	// waits for the standby.
+	HeldBack bool `json:"held_back,omitempty"`
 }
 
 // WithoutPrimary says that a report was judged without the primary, from what and how old.
@@ -109,15 +119,16 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 }
 
 // newGateRecord builds the record from a pass judged with the primary.
-func newGateRecord(at time.Time, method topology.Method, synced bool, slots []SlotReport) *GateRecord {
-	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{}}
+func newGateRecord(at time.Time, method topology.Method, synced bool, standby topology.NodeInfo, slots []SlotReport) *GateRecord {
+	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{},
+		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd()}
 	for _, s := range slots {
 		if !s.Gate || s.Primary == nil {
 			continue
 		}
 		gs := GateSlot{Identity: lsncheck.Identity{Name: s.Name, Database: s.Database, Plugin: s.Plugin},
 			Ready: s.Verdict.Ready, Reasons: s.Verdict.Reasons, Detail: s.Verdict.Detail, Primary: *s.Primary,
-			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced}
+			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced}
 		if s.Copy != nil {
 			gs.Copy = *s.Copy
 			gs.Identity.TwoPhase = s.copyTwoPhase
@@ -127,10 +138,35 @@ func newGateRecord(at time.Time, method topology.Method, synced bool, slots []Sl
 	return r
 }
 
+// beingMade returns a copy of the record in which each named slot is NOT READY: its copy is
+// about to be made (again). It is written ahead of the action (recordIntents), so a crash
+// between the action and the next record never leaves a READY for a copy that is not the one
+// judged (rule 8). Nil stays nil.
+func (r *GateRecord) beingMade(names []string) *GateRecord {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Slots = make(map[string]GateSlot, len(r.Slots))
+	for name, gs := range r.Slots {
+		c.Slots[name] = gs
+	}
+	for _, name := range names {
+		gs, ok := c.Slots[name]
+		if !ok {
+			continue // not in the record: judged NOT READY without the primary anyway
+		}
+		gs.Ready, gs.Reasons = false, []lsncheck.Reason{lsncheck.ReasonCopyBeingMade}
+		gs.Detail = "the copy was being made again when the record was written"
+		c.Slots[name] = gs
+	}
+	return &c
+}
+
 // sameVerdicts reports whether two records say the same thing of the same slots (positions
 // and time aside): a change is written at once, the rest on the record's own rhythm.
 func (r *GateRecord) sameVerdicts(o *GateRecord) bool {
-	if r == nil || o == nil || len(r.Slots) != len(o.Slots) || r.SynchronizedStandby != o.SynchronizedStandby {
+	if r == nil || o == nil || len(r.Slots) != len(o.Slots) || r.SynchronizedStandby != o.SynchronizedStandby || r.Timeline != o.Timeline {
 		return false
 	}
 	for name, a := range r.Slots {
@@ -188,6 +224,12 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case cp.Temporary:
 			notReady(lsncheck.ReasonTemporary, "the copy is temporary")
+		case rec.Timeline != 0 && standby.Info.HistoryTimeline != 0 && rec.Timeline != standby.Info.HistoryTimeline:
+			notReady(lsncheck.ReasonRecordOtherTimeline, fmt.Sprintf("the record was made on timeline %d; the standby is on timeline %d now",
+				rec.Timeline, standby.Info.HistoryTimeline))
+		case standby.Info.WALEnd() < gs.Primary.ConfirmedFlush:
+			notReady(lsncheck.ReasonConsumerAheadOfStandby, fmt.Sprintf("the consumer had confirmed %s; the standby has WAL up to %s only",
+				gs.Primary.ConfirmedFlush, standby.Info.WALEnd()))
 		case exact && gs.Copy.ConfirmedFlush < gs.Primary.ConfirmedFlush:
 			notReady(lsncheck.ReasonCopyBehind, fmt.Sprintf("exact: at the last observation the copy (%s) was behind its consumer (%s)",
 				gs.Copy.ConfirmedFlush, gs.Primary.ConfirmedFlush))
@@ -198,6 +240,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 				gs.Copy.ConfirmedFlush, cp.ConfirmedFlush))
 		default:
 			v.Detail = "ready at the last observation with the primary, and the copy is still there, valid, with its WAL"
+			if gs.HeldBack {
+				v.Detail += "; no consumer could be ahead of the standby (a failover slot, and synchronized_standby_slots lists this standby)"
+			}
 		}
 		sr.Verdict = v
 		out = append(out, sr)
@@ -208,11 +253,12 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 // withoutPrimaryMeaning says what a verdict without the primary promises.
 func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 	s := fmt.Sprintf("judged from the standby and the last observation of the primary, %s old: consumers may have confirmed more since; "+
-		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. ",
+		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. "+
+		"Slots created on the primary since then are unknown here. ",
 		age.Round(time.Millisecond))
 	switch {
 	case synced:
-		return s + "The primary's synchronized_standby_slots lists this standby: no consumer could be ahead of it."
+		return s + "The primary's synchronized_standby_slots lists this standby: consumers of failover slots could not be ahead of it (each slot says whether it is one); consumers of the others could."
 	case major >= 17:
 		return s + "The primary's synchronized_standby_slots does not list this standby: a consumer could have been a few bytes ahead of it (set it to prevent that)."
 	}
@@ -241,11 +287,16 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, a
 		return rep, err
 	}
 	age := e.now().Sub(rec.ObservedAt)
+	if err := cannotTell(snap.Standby.Info, age, e.cfg.MaxRecordAge); err != nil {
+		return rep, fmt.Errorf("%w: %w", perr, err)
+	}
 	rep.Role = RoleStandby
 	rep.Major = snap.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(snap.Standby.Info)
 	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact)
+	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
+	rep.Slots = append(rep.Slots, unknown...)
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
 	if !e.withoutPrimary {
@@ -261,10 +312,53 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, a
 	return rep, nil
 }
 
+// ErrCannotTell: without the primary, the gate cannot judge at all (rule 8).
+var ErrCannotTell = errors.New("CANNOT TELL")
+
+// cannotTell says why the gate cannot judge without the primary: the standby still streams
+// from it (the primary is alive, only unreachable from here: promoting now would split the
+// cluster, and its consumers may get ahead of this standby), or the record is older than
+// maxAge (slots made since are unknown to it).
+func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
+	switch {
+	case standby.ReceiverStatus == "streaming":
+		return fmt.Errorf("%w: the standby still streams from its primary, which is alive (only slotsync cannot reach it): "+
+			"do not promote; fix slotsync's route or credentials to the primary", ErrCannotTell)
+	case standby.ReceiverStatus == "unknown":
+		return fmt.Errorf("%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)", ErrCannotTell)
+	case maxAge > 0 && age > maxAge:
+		return fmt.Errorf("%w: the last observation of the primary is %s old, past --max-record-age %s: slots made since are unknown to it",
+			ErrCannotTell, age.Round(time.Second), maxAge)
+	}
+	return nil
+}
+
+// notInRecord reports the copies slotsync made that the record does not judge (made after it):
+// NOT READY, since what their consumers confirmed is unknown.
+func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) []SlotReport {
+	var out []SlotReport
+	for _, name := range sortedKeys(j.Slots) {
+		ent := j.Slots[name]
+		if _, judged := rec.Slots[name]; judged || !sel.Matches(name, ent.Identity.Database, ent.Identity.Plugin) {
+			continue
+		}
+		sr := SlotReport{Name: name, Database: ent.Identity.Database, Plugin: ent.Identity.Plugin, Action: KindNone,
+			Reason: "judged without the primary", Gate: true}
+		if cp, ok := standby.Slots[name]; ok {
+			pos := cp.Position
+			sr.Copy = &pos
+		}
+		sr.Verdict = lsncheck.Verdict{Reasons: []lsncheck.Reason{lsncheck.ReasonNotInRecord},
+			Detail: "slotsync made this copy after the last observation of the primary: what its consumer confirmed is unknown"}
+		out = append(out, sr)
+	}
+	return out
+}
+
 // recordGate keeps the journal's gate record fresh: at once when a verdict changed, otherwise
 // every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
 func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
-	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), slots)
+	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), snap.Standby.Info, slots)
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
@@ -272,7 +366,11 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	// This write also carries the reference positions advances left in memory (journal.go).
 	next := e.journal.clone()
 	next.Gate = rec
-	if err := next.Save(e.cfg.StateDir); err != nil {
+	err := failpoint.Hit("engine.gate-record")
+	if err == nil {
+		err = next.Save(e.cfg.StateDir)
+	}
+	if err != nil {
 		e.log.Warn("could not record the gate's last observation; without the primary the gate answers from an older one", "error", err)
 		return
 	}

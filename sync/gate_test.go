@@ -44,6 +44,11 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		{"another plugin", rec(true), standby(func(s *topology.Slot) { s.Plugin = "wal2json" }), false, lsncheck.ReasonIdentityMismatch},
 		{"moved back: another slot", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x1800000 }), false, lsncheck.ReasonIdentityMismatch},
 		{"temporary", rec(true), standby(func(s *topology.Slot) { s.Temporary = true }), false, lsncheck.ReasonTemporary},
+		{"another two_phase", rec(true), standby(func(s *topology.Slot) { s.TwoPhase = true }), false, lsncheck.ReasonIdentityMismatch},
+		{"being made when recorded", rec(true).beingMade([]string{"a"}), standby(nil), false, lsncheck.ReasonCopyBeingMade},
+		{"another timeline", onTimeline(rec(true), 2), withTimeline(standby(nil), 3), false, lsncheck.ReasonRecordOtherTimeline},
+		{"same timeline", onTimeline(rec(true), 3), withTimeline(standby(nil), 3), true, ""},
+		{"standby WAL below the consumer", rec(true), func() NodeState { n := standby(nil); n.Info.ReplayLSN = 0x2000000; return n }(), false, lsncheck.ReasonConsumerAheadOfStandby},
 	}
 	for _, c := range cases {
 		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false)
@@ -78,6 +83,10 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 	}
 }
 
+func onTimeline(r *GateRecord, tli int) *GateRecord { r.Timeline = tli; return r }
+
+func withTimeline(n NodeState, tli int) NodeState { n.Info.HistoryTimeline = tli; return n }
+
 func TestGateRecordChangesAreWrittenAtOnce(t *testing.T) {
 	pos := lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}
 	reports := func(ready bool, cf lsncheck.LSN) []SlotReport {
@@ -86,17 +95,17 @@ func TestGateRecordChangesAreWrittenAtOnce(t *testing.T) {
 		return []SlotReport{{Name: "a", Database: "app", Plugin: "pgoutput", Gate: true, Primary: &p, Copy: &p, Verdict: lsncheck.Verdict{Ready: ready}},
 			{Name: "tmp", Gate: false}}
 	}
-	a := newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, reports(true, 2))
+	a := newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(true, 2))
 	if len(a.Slots) != 1 {
 		t.Fatalf("ungated slots recorded: %+v", a.Slots)
 	}
-	if !a.sameVerdicts(newGateRecord(time.Unix(9, 0), topology.MethodSQL, false, reports(true, 9))) {
+	if !a.sameVerdicts(newGateRecord(time.Unix(9, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(true, 9))) {
 		t.Error("a move of positions alone is not a change of verdict")
 	}
-	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, reports(false, 2))) {
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(false, 2))) {
 		t.Error("READY to NOT READY must be written at once")
 	}
-	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, true, reports(true, 2))) {
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, true, topology.NodeInfo{}, reports(true, 2))) {
 		t.Error("a change of synchronized_standby_slots must be written at once")
 	}
 }

@@ -170,6 +170,7 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 
 func (e *Engine) recordIntents(actions []Action) error {
 	var changed bool
+	var making []string
 	next := e.journal.clone()
 	for _, a := range actions {
 		if a.Kind != KindCreate && a.Kind != KindRecreate {
@@ -186,11 +187,14 @@ func (e *Engine) recordIntents(actions []Action) error {
 		}
 		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
 			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now}
+		making = append(making, a.Slot)
 		changed = true
 	}
 	if !changed {
 		return nil
 	}
+	// The gate record is written ahead too: a copy about to be made is NOT READY in it (rule 8).
+	next.Gate = next.Gate.beingMade(making)
 	if err := next.Save(e.cfg.StateDir); err != nil {
 		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
 	}

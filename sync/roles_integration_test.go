@@ -128,9 +128,37 @@ func TestRolesMove(t *testing.T) {
 		untilReady()
 		failover(false) // switch back
 		f.must(f.pair.Rejoin(f.ctx, true))
+		// Rule 8, the record's era: the rejoined node last judged with a primary before its
+		// promotion; its new primary stops before any pass. The gate must not answer READY
+		// from that record (its engine dropped it while the node was the primary).
+		f.must(f.pair.Primary.Stop(f.ctx))
+		waitNotStreaming(t, f)
+		if rep, err := engines[f.pair.Standby].Inspect(f.ctx); err == nil && rep.Ready() {
+			t.Fatalf("judged from the record of the node's era before its promotion: %+v, slots %+v", rep.WithoutPrimary, rep.Slots)
+		}
+		f.must(f.pair.Primary.Start(f.ctx))
+		f.must(f.pair.WaitStreaming(f.ctx))
 		untilReady()
 		failover(true) // and fail over again
 	})
+}
+
+// waitNotStreaming waits until the standby's WAL receiver no longer streams (its primary is
+// down).
+func waitNotStreaming(t *testing.T, f *fixture) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n))
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the standby still streams from a stopped primary")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // TestNeverCreateOnAPromotedNode: a create planned while the node was a standby but carried out

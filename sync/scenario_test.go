@@ -27,10 +27,14 @@ import (
 //	standby <slot> [same keys, synced]   set a slot on a node (replacing it); "drop <node> <slot>" removes it
 //	node [replay= receive= version= not-streaming recovery=false primary-started= horizon=]
 //	fail <slot> [error=conn|missing|wal-removed|refused]  the slot's next actions fail; "heal <slot>" ends it
-//	primary-gone / primary-back          the primary cannot be asked (connection refused), or can again
+//	primary-gone / primary-partitioned / primary-back
+//	                                     the primary is down (the standby stops streaming), or only
+//	                                     slotsync cannot reach it (the standby streams), or it is back
 //	clock <duration>                     time passes
 //	pass / inspect                       one applying pass, or a judgement that changes nothing
 //	plan                                 the pure plan of what the nodes show now
+//	crash-after-actions                  a pass killed once its actions are done: intents are
+//	                                     written ahead, the actions run, nothing else is recorded
 //	journal / memory                     what the engine keeps
 func TestScenarios(t *testing.T) {
 	datadriven.Walk(t, "testdata/scenarios", func(t *testing.T, path string) {
@@ -93,8 +97,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "heal":
 		delete(h.app.failing, d.CmdArgs[0].Key)
 		return ""
-	case "primary-gone", "primary-back":
-		h.obs.gone = d.Cmd == "primary-gone"
+	case "primary-gone", "primary-partitioned", "primary-back":
+		// Gone: the primary is down, and the standby's WAL receiver stops streaming. Partitioned:
+		// only slotsync cannot reach it; the standby still streams from it.
+		h.obs.gone = d.Cmd != "primary-back"
+		h.obs.snap.Standby.Info.ReceiverStatus = map[bool]string{true: "", false: "streaming"}[d.Cmd == "primary-gone"]
 		return ""
 	case "clock":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
@@ -107,6 +114,8 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return h.pass(d.Cmd == "pass")
 	case "plan":
 		return h.plan()
+	case "crash-after-actions":
+		return h.crashAfterActions()
 	case "journal":
 		return h.printJournal()
 	case "memory":
@@ -260,11 +269,41 @@ func (h *harness) pass(apply bool) string {
 	return b.String()
 }
 
-func (h *harness) plan() string {
+// crashAfterActions is a pass that dies (kill -9) right after its actions, before it records
+// their results and the gate: what the journal and the gate record hold then is what the write-
+// ahead put there.
+func (h *harness) crashAfterActions() string {
+	h.app.calls = nil
+	actions := Plan(h.planInput())
+	if err := h.eng.recordIntents(actions); err != nil {
+		return "error: " + err.Error() + "\n"
+	}
+	for _, a := range actions {
+		if a.Changes() {
+			h.eng.apply(context.Background(), h.app, a)
+		}
+	}
+	h.app.Flush(context.Background(), method.View{})
+	var b strings.Builder
+	for _, c := range h.app.calls {
+		fmt.Fprintf(&b, "call: %s\n", c)
+	}
+	if j := h.printJournal(); j != h.journal {
+		h.journal = j
+		b.WriteString("journal:\n" + indent(j))
+	}
+	return b.String()
+}
+
+func (h *harness) planInput() PlanInput {
 	e := h.eng
-	in := PlanInput{Primary: h.obs.snap.Primary, Standby: h.obs.snap.Standby, Journal: e.journal, Select: e.cfg.Select,
+	return PlanInput{Primary: h.obs.snap.Primary, Standby: h.obs.snap.Standby, Journal: e.journal, Select: e.cfg.Select,
 		Traits: h.app.traits, Native: e.cfg.Native, AdvanceStep: e.cfg.AdvanceStep, Now: h.now,
 		Recopy: e.mem.recopy, Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts, Failing: e.backoffs(true)}
+}
+
+func (h *harness) plan() string {
+	in := h.planInput()
 	var b strings.Builder
 	for _, a := range Plan(in) {
 		fmt.Fprintf(&b, "%s %s %s", a.Slot, a.Kind, a.Code)

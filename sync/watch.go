@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/slotsync/slotsync/lsncheck"
 )
 
@@ -95,6 +97,7 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 		w.copyAt = max(end, target)
 		e.mem.watched[name] = w
 		e.watchAdvances++
+		_ = failpoint.Hit("watch.after-advance")
 	}
 	return look
 }

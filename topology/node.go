@@ -39,6 +39,9 @@ type NodeInfo struct {
 	// Timeline: on a primary, the timeline it writes; on a standby, the timeline its WAL
 	// receiver receives (0 when it does not stream, or the role may not see it).
 	Timeline int
+	// HistoryTimeline: on a standby, the timeline of its WAL history as far as it knows without
+	// a WAL receiver: the one it receives, else its last restartpoint's (0 when unknown).
+	HistoryTimeline int
 	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
 	ManagedByPatroni bool
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
@@ -124,11 +127,13 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni'),
 		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)
 			ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END,
-		` + setting("idle_replication_slot_timeout")
+		` + setting("idle_replication_slot_timeout") + `,
+		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT nullif(received_tli, 0) FROM pg_stat_wal_receiver),
+			(SELECT timeline_id FROM pg_control_checkpoint()), 0) ELSE 0 END`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

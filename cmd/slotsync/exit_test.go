@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,25 @@ func TestReleaseBinaryIsLean(t *testing.T) {
 	if m := harnessModule(string(mods)); m != "" {
 		t.Errorf("the release binary records module %s", m)
 	}
+	// No failpoints: they exist only in builds with the tag failpoints (the fault tests').
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(data, []byte(failpointMark)) {
+		t.Errorf("the release binary has failpoints (%q found)", failpointMark)
+	}
+	withFP := filepath.Join(t.TempDir(), "slotsync-failpoints")
+	if out, err := exec.Command("go", "build", "-tags", tags+",failpoints", "-o", withFP, ".").CombinedOutput(); err != nil {
+		t.Fatalf("failpoint build: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(withFP); err != nil || !bytes.Contains(data, []byte(failpointMark)) {
+		t.Errorf("a build with the tag failpoints does not show %q: this check proves nothing (%v)", failpointMark, err)
+	}
 }
+
+// failpointMark is text only the failpoint build links (internal/failpoint/on.go).
+const failpointMark = "SLOTSYNC_FAILPOINTS"
 
 // TestVersionSaysWhereTheBinaryCameFrom: version, commit, build date and Go version, from the
 // release build's -ldflags, or else from what Go records of the module and the VCS.

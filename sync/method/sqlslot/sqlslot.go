@@ -11,6 +11,8 @@ import (
 	stdsync "sync"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -113,6 +115,9 @@ func (s *Session) Create(ctx context.Context, ps topology.Slot) error {
 		if err := topology.StillInRecovery(ctx, c); err != nil {
 			return fmt.Errorf("create standby copy of slot %q: %w", ps.Name, err)
 		}
+		if err := failpoint.Hit("sql.before-create"); err != nil {
+			return err
+		}
 		if _, err := c.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, $2, false, $3)", ps.Name, ps.Plugin, ps.TwoPhase); err != nil {
 			if ctx.Err() != nil {
 				// A new copy is consistent only once every transaction running on the primary when
@@ -128,7 +133,7 @@ func (s *Session) Create(ctx context.Context, ps topology.Slot) error {
 				"slot", ps.Name, "dropped", derr == nil, "drop_error", derr)
 			return fmt.Errorf("create standby copy of slot %q: %w (the copy made meanwhile was dropped: %v)", ps.Name, err, derr == nil)
 		}
-		return nil
+		return failpoint.Hit("sql.after-create")
 	})
 }
 
@@ -165,6 +170,9 @@ func (s *Session) oldestTransaction() string {
 // Replace drops the old copy and creates the new one (a standby makes the new one at once).
 func (s *Session) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
 	if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
+		return err
+	}
+	if err := failpoint.Hit("sql.replace-dropped"); err != nil {
 		return err
 	}
 	return s.Create(ctx, ps)
@@ -279,7 +287,7 @@ func (s *Session) Advance(ctx context.Context, name, database string, target lsn
 	if err != nil {
 		return 0, fmt.Errorf("advance slot %q to %s: %w", name, target, err)
 	}
-	return end, nil
+	return end, failpoint.Hit("sql.after-advance")
 }
 
 // Drop drops the standby copy (a logical slot is dropped from its own database).

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -79,6 +81,7 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, ps topolo
 		return
 	}
 	h.held[ps.Name] = holding{temp: temp, database: ps.Database, since: h.now()}
+	_ = failpoint.Hit("hold.taken")
 }
 
 // Release drops each hold the standby now covers: its copy is there and the physical slot's

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -172,9 +174,12 @@ func (s stopStart) install(ctx context.Context, m *Method, in Installer, states 
 	if err := withProgress(m.log, progressEvery, "stopping the standby", func() error { return s.r.Stop(ctx) }); err != nil {
 		return failed(fmt.Errorf("stop the standby: %w", err))
 	}
+	_ = failpoint.Hit("statefile.standby-stopped")
 	m.lastRestart = time.Now()
 	installed := m.installAll(in, states, out)
+	_ = failpoint.Hit("statefile.copies-installed")
 	fetchWAL(ctx)
+	_ = failpoint.Hit("statefile.before-start")
 	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return s.r.Start(ctx) })
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)

@@ -1,0 +1,99 @@
+//go:build failpoints
+
+package failpoint
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Enabled is true: this build has failpoints.
+const Enabled = true
+
+type fp struct {
+	action string
+	delay  time.Duration
+	nth    int // 0: every hit
+	hits   int
+}
+
+var (
+	once   sync.Once
+	mu     sync.Mutex
+	points map[string]*fp
+)
+
+// parse reads a SLOTSYNC_FAILPOINTS value.
+func parse(spec string) (map[string]*fp, error) {
+	out := map[string]*fp{}
+	for _, item := range strings.Split(spec, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, action, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("failpoint %q: want name=action", item)
+		}
+		p := &fp{action: action}
+		if n, at, ok := strings.Cut(name, "@"); ok {
+			nth, err := strconv.Atoi(at)
+			if err != nil || nth < 1 {
+				return nil, fmt.Errorf("failpoint %q: @N takes a hit number from 1", item)
+			}
+			name, p.nth = n, nth
+		}
+		if d, ok := strings.CutPrefix(action, "delay:"); ok {
+			dur, err := time.ParseDuration(d)
+			if err != nil {
+				return nil, fmt.Errorf("failpoint %q: %v", item, err)
+			}
+			p.action, p.delay = "delay", dur
+		}
+		if p.action != "crash" && p.action != "error" && p.action != "delay" {
+			return nil, fmt.Errorf("failpoint %q: the action is crash, error or delay:<duration>", item)
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func load() {
+	var err error
+	if points, err = parse(os.Getenv("SLOTSYNC_FAILPOINTS")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+}
+
+// Hit acts as SLOTSYNC_FAILPOINTS says for the step name: crash the process with SIGKILL,
+// sleep, or return an error the step fails with.
+func Hit(name string) error {
+	once.Do(load)
+	mu.Lock()
+	p := points[name]
+	if p == nil {
+		mu.Unlock()
+		return nil
+	}
+	p.hits++
+	if p.nth != 0 && p.hits != p.nth {
+		mu.Unlock()
+		return nil
+	}
+	mu.Unlock()
+	switch p.action {
+	case "crash":
+		fmt.Fprintf(os.Stderr, "failpoint %s: crashing (SIGKILL)\n", name)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // the signal is on its way
+	case "delay":
+		time.Sleep(p.delay)
+		return nil
+	}
+	return fmt.Errorf("failpoint %s", name)
+}
