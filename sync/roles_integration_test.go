@@ -161,16 +161,21 @@ func waitNotStreaming(t *testing.T, f *fixture) {
 	}
 }
 
-// TestNeverCreateOnAPromotedNode: a create planned while the node was a standby but carried out
-// after its promotion is refused in the creating session; nothing is made on the primary.
+// TestNeverCreateOnAPromotedNode: a create, a drop or a replace planned while the node was a
+// standby but carried out after its promotion is refused in the session that would do it:
+// nothing is made on the primary, and the slot there (a consumer's now) is not dropped.
 func TestNeverCreateOnAPromotedNode(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('kept', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass() // the standby gets a copy of kept
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		ps, ok := f.slotOn(f.pair.Primary, "cdc")
-		if !ok {
-			t.Fatal("no slot on the primary")
+		kept, ok2 := f.slotOn(f.pair.Primary, "kept")
+		if !ok || !ok2 {
+			t.Fatal("no slots on the primary")
 		}
 		f.must(f.pair.Promote(f.ctx))
 		link := f.cfg.primaryLink(nil)
@@ -179,12 +184,23 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 		m := sqlslot.New(method.Deps{Primary: link, Standby: standby, Log: f.cfg.Logger}, sqlslot.SQLTraits)
 		sess := m.Session()
 		defer sess.Close()
-		err = sess.Create(f.ctx, ps)
-		if !errors.Is(err, topology.ErrPromoted) {
+		if err := sess.Create(f.ctx, ps); !errors.Is(err, topology.ErrPromoted) {
 			t.Fatalf("create on a promoted node: %v", err)
 		}
 		if _, made := f.slotOn(f.pair.Standby, "cdc"); made {
 			t.Fatal("a slot was created on the promoted node")
+		}
+		if err := sess.Replace(f.ctx, kept, "app"); !errors.Is(err, topology.ErrPromoted) {
+			t.Fatalf("replace on a promoted node: %v", err)
+		}
+		if _, there := f.slotOn(f.pair.Standby, "kept"); !there {
+			t.Fatal("replace dropped the promoted node's slot")
+		}
+		if err := sess.Drop(f.ctx, "kept", "app"); !errors.Is(err, topology.ErrPromoted) {
+			t.Fatalf("drop on a promoted node: %v", err)
+		}
+		if _, there := f.slotOn(f.pair.Standby, "kept"); !there {
+			t.Fatal("a slot of the promoted node was dropped")
 		}
 	})
 }

@@ -2,10 +2,12 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,8 @@ import (
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -570,4 +574,43 @@ func walRemovedBeforeCopy(t *testing.T, f *fixture, copyAndRestart func()) {
 	}
 	f.must(f.pair.WaitCaughtUp(f.ctx))
 	f.promoteExpect("cdc", want)
+}
+
+// countingRestarter counts the stops and starts asked of it (and makes none).
+type countingRestarter struct{ stops, starts int }
+
+func (r *countingRestarter) Stop(context.Context) error  { r.stops++; return nil }
+func (r *countingRestarter) Start(context.Context) error { r.starts++; return nil }
+
+// TestStatefileNeverStopsAPromotedNode: a copy queued while the node was a standby, installed
+// after its promotion: the method asks the node right before stopping it, and stops nothing
+// (the node serves consumers now).
+func TestStatefileNeverStopsAPromotedNode(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		ps, ok := f.slotOn(f.pair.Primary, "cdc")
+		if !ok {
+			t.Fatal("no slot on the primary")
+		}
+		primary, standby, err := f.cfg.Endpoints()
+		f.must(err)
+		deps := method.Deps{Primary: pinnedPrimary(primary), Standby: standby, Log: f.cfg.Logger, Restarting: &atomic.Bool{}, StateDir: t.TempDir()}
+		r := &countingRestarter{}
+		m, err := statefile.New(sqlslot.New(deps, sqlslot.SQLTraits), statefile.Config{DataDir: f.pair.Standby.DataDir, Restarter: r,
+			MinRestartInterval: time.Millisecond, NoCheckpoint: major < 15}, deps)
+		f.must(err)
+		defer m.Close()
+		sess := m.Session()
+		defer sess.Close()
+		if err := sess.Create(f.ctx, ps); !errors.Is(err, method.ErrCollected) {
+			t.Fatalf("create: %v", err)
+		}
+		f.must(f.pair.Promote(f.ctx))
+		out, restarted := m.Flush(f.ctx, method.View{Primary: topology.NodeInfo{VersionNum: major * 10000}, Standby: map[string]topology.Slot{}})
+		if restarted || r.stops != 0 || r.starts != 0 || !errors.Is(out["cdc"].Err, topology.ErrPromoted) {
+			t.Fatalf("flush after a promotion: restarted %v, %d stops, %d starts, outcome %+v", restarted, r.stops, r.starts, out["cdc"])
+		}
+	})
 }

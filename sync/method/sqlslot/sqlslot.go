@@ -291,8 +291,12 @@ func (s *Session) Advance(ctx context.Context, name, database string, target lsn
 }
 
 // Drop drops the standby copy (a logical slot is dropped from its own database).
+// On a node promoted meanwhile nothing is dropped: the slot there is a consumer's now (rule 3).
 func (s *Session) Drop(ctx context.Context, name, database string) error {
 	return s.exec(ctx, database, func(c *pgx.Conn) error {
+		if err := topology.StillInRecovery(ctx, c); err != nil {
+			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
+		}
 		if _, err := c.Exec(ctx, "SELECT pg_drop_replication_slot($1)", name); err != nil {
 			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
 		}
@@ -300,6 +304,12 @@ func (s *Session) Drop(ctx context.Context, name, database string) error {
 	})
 }
 
+// StillInRecovery returns topology.ErrPromoted when the standby is not in recovery any more.
+func (s *Session) StillInRecovery(ctx context.Context) error {
+	return s.exec(ctx, "", func(c *pgx.Conn) error { return topology.StillInRecovery(ctx, c) })
+}
+
+// Close ends the session's connections.
 func (s *Session) Close() {
 	for db, c := range s.conns {
 		c.Close(context.Background())

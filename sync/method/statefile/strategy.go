@@ -79,6 +79,13 @@ func (noRestart) install(_ context.Context, m *Method, in Installer, states []st
 	return false
 }
 
+// stillInRecovery asks the standby, right before a restart, whether it is still in recovery.
+func (m *Method) stillInRecovery(ctx context.Context) error {
+	s := m.sql.NewSession()
+	defer s.Close()
+	return s.StillInRecovery(ctx)
+}
+
 // admitRestart holds every copy back until the next allowed restart (MinRestartInterval).
 func admitRestart(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot {
 	if m.lastRestart.IsZero() || time.Since(m.lastRestart) >= m.cfg.MinRestartInterval {
@@ -120,6 +127,12 @@ func (stagedRestart) admit(m *Method, pending []topology.Slot, out map[string]er
 func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
+	if err := m.stillInRecovery(ctx); err != nil {
+		for _, c := range states {
+			out[c.state.Name] = fmt.Errorf("restart the standby to load slot copies: %w", err)
+		}
+		return false
+	}
 	installed := m.installAll(in, states, out)
 	if len(installed) == 0 {
 		return false
@@ -167,6 +180,10 @@ func (s stopStart) install(ctx context.Context, m *Method, in Installer, states 
 			}
 		}
 		return false
+	}
+	// Never stop a node promoted since the pass observed it: it serves consumers now (rule 3).
+	if err := m.stillInRecovery(ctx); err != nil {
+		return failed(fmt.Errorf("stop the standby to install slot copies: %w", err))
 	}
 	if err := markRestart(m.stateDir); err != nil {
 		return failed(err)
