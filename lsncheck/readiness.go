@@ -40,6 +40,8 @@ const (
 	ReasonCopyBeingMade       Reason = "copy_being_made"
 	ReasonNotInRecord         Reason = "not_in_record"
 	ReasonRecordOtherTimeline Reason = "record_of_another_timeline"
+	// ReasonCopyCannotDecode: the copy's last advance failed with a decoding error.
+	ReasonCopyCannotDecode Reason = "copy_cannot_decode"
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.
@@ -83,6 +85,9 @@ type ReadinessInput struct {
 	// PrimarySent is how far the walsender streaming the primary slot has read (sent_lsn, 0 when
 	// unknown): the consumer may hold changes up to the larger of it and confirmed_flush (rule 5).
 	PrimarySent LSN
+
+	// DecodeError: the copy's last advance failed with a decoding error ("" when it did not).
+	DecodeError string
 
 	// StandbyWALEnd is the newest WAL the standby holds (the larger of its flush and replay
 	// positions): what a promotion right now would keep.
@@ -151,6 +156,9 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
 		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's restart_lsn %s", c.RestartLSN)
+	}
+	if in.DecodeError != "" {
+		add(ReasonCopyCannotDecode, "the copy's last advance failed to decode: %s", in.DecodeError)
 	}
 	if !c.Known() {
 		add(ReasonCopyUnknown, "the copy has no positions yet")

@@ -177,7 +177,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 
 	started := snap.Primary.Info.StartedAt
-	actions := Plan(PlanInput{Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
+	actions := Plan(PlanInput{History: e.history(ctx, snap.Primary.Info.Timeline), Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
 		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started,
 		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
@@ -187,7 +187,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		e.logWarnings(snap.Warnings)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-		if err := e.recordIntents(actions); err != nil {
+		if err := e.recordIntents(actions, snap.Primary.Info.Timeline); err != nil {
 			return rep, err
 		}
 		if err := failpoint.Hit("engine.intents-written"); err != nil {
@@ -195,7 +195,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		}
 		results, rep.StandbyRestarts = e.execute(ctx, snap, actions)
 		_ = failpoint.Hit("engine.actions-done")
-		if err := e.recordResults(actions, results, started); err != nil {
+		if err := e.recordResults(actions, results, started, snap.Primary.Info.Timeline); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if drive {
@@ -245,6 +245,26 @@ func waitsOnlyForPrimaryHorizon(v lsncheck.Verdict) bool {
 		}
 	}
 	return len(v.Reasons) > 0
+}
+
+// history reads the primary's timeline history when a journal entry was synced on another
+// timeline (after a failover, a demoted primary's own slots); nil when none was. A history that
+// cannot be read is empty: those copies are made again (rule 2 beyond a fork).
+func (e *Engine) history(ctx context.Context, tli int) map[int]lsncheck.LSN {
+	need := false
+	for _, ent := range e.journal.Slots {
+		need = need || ent.Timeline != 0 && tli != 0 && ent.Timeline != tli
+	}
+	if !need {
+		return nil
+	}
+	h, err := e.obs.History(ctx, tli)
+	if err != nil {
+		e.log.Warn("cannot read the primary's timeline history: copies synced on another timeline are made again",
+			"timeline", tli, "error", err, "fix", "the slotsync role needs the REPLICATION attribute on the primary")
+		return map[int]lsncheck.LSN{}
+	}
+	return h
 }
 
 // chooseMethod resolves the method once; applying also prepares the method's sessions.

@@ -34,7 +34,10 @@ func (o *fakeObserver) Close() {}
 func (o *fakeObserver) Watch(context.Context, []string) (WatchSample, error) {
 	return WatchSample{}, errors.New("no watch in these tests")
 }
-func (o *fakeObserver) Reset()                                   {}
+func (o *fakeObserver) Reset() {}
+func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
+	return nil, errors.New("no history in these tests")
+}
 func (o *fakeObserver) SyncSlots(context.Context) error          { return nil }
 func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
 

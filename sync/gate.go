@@ -106,6 +106,7 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
 				WasReady:            e.traits.KeepsWasReady && ent != nil && ent.WasReady,
 				Exact:               e.cfg.Exact,
+				DecodeError:         decodeError(ent),
 			})
 			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.traits.KeepsWasReady {
 				// Written with the gate record, which a changed verdict writes at once.
@@ -116,6 +117,14 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 		out = append(out, sr)
 	}
 	return out
+}
+
+// decodeError is the entry's last decoding error ("" for none, or no entry).
+func decodeError(ent *Entry) string {
+	if ent == nil {
+		return ""
+	}
+	return ent.DecodeError
 }
 
 // newGateRecord builds the record from a pass judged with the primary.

@@ -51,6 +51,13 @@ type Entry struct {
 	// WasReady (sql and native copies): the copy has been READY; its own advances may since move
 	// restart_lsn and catalog_xmin past the primary's without closing the gate (rule 4).
 	WasReady bool `json:"was_ready,omitempty"`
+	// Timeline: the timeline of the primary whose slot the reference positions were seen on
+	// (0: unknown, an older journal). Positions past where that timeline ended in the current
+	// primary's history are of another incarnation (rule 2, beyond a fork).
+	Timeline int `json:"timeline,omitempty"`
+	// DecodeError: the last advance of the copy failed with a decoding error (cleared by one
+	// that succeeds): the copy cannot serve its consumer (rule 4).
+	DecodeError string `json:"decode_error,omitempty"`
 	// ScratchAt (state-file method): the copy's restart_lsn when it was installed without a
 	// decoding snapshot because the primary had none there either (rule 4); 0 otherwise.
 	ScratchAt lsncheck.LSN `json:"scratch_at,omitempty"`
@@ -168,7 +175,7 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 		e.cfg.StateDir, e.journal.SystemID, systemID), Fix: "give each cluster its own --state-dir"}
 }
 
-func (e *Engine) recordIntents(actions []Action) error {
+func (e *Engine) recordIntents(actions []Action, timeline int) error {
 	var changed bool
 	var making []string
 	next := e.journal.clone()
@@ -186,7 +193,7 @@ func (e *Engine) recordIntents(actions []Action) error {
 			id = old.Incarnation
 		}
 		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
-			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now}
+			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now, Timeline: timeline}
 		making = append(making, a.Slot)
 		changed = true
 	}
@@ -203,7 +210,7 @@ func (e *Engine) recordIntents(actions []Action) error {
 }
 
 // recordResults updates the journal after the pass, in one atomic write.
-func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string) error {
+func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string, timeline int) error {
 	next := e.journal.clone()
 	changed := false
 	if primaryStartedAt != "" && next.PrimaryStartedAt != primaryStartedAt {
@@ -212,7 +219,19 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 	for i, a := range actions {
 		if a.Rebase && a.Kind != KindAdvance {
 			if ent := next.Slots[a.Slot]; ent != nil {
-				ent.Primary, changed = a.Primary.Position, true
+				ent.Primary, ent.Timeline, changed = a.Primary.Position, timeline, true
+			}
+		}
+		if ent := next.Slots[a.Slot]; ent != nil && a.Kind == KindAdvance {
+			// A decoding error is kept until an advance succeeds: the gate says so meanwhile.
+			msg := ""
+			if err := results[i].Err; err != nil && topology.DecodeError(err) {
+				msg = err.Error()
+			} else if err != nil {
+				msg = ent.DecodeError
+			}
+			if msg != ent.DecodeError {
+				ent.DecodeError, changed = msg, true
 			}
 		}
 		// A copy staged for a standby start slotsync does not make (--restart never) is as it
@@ -229,6 +248,9 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 				// only went forward, so nothing is mistaken or lost. The first proof that the
 				// copy's WAL is readable is written at once.
 				ent.Primary, ent.UpdatedAt = a.Primary.Position, e.now().UTC()
+				if ent.Timeline != timeline {
+					ent.Timeline, changed = timeline, true
+				}
 				if !ent.WALVerified {
 					ent.WALVerified, changed = true, true // the advance read the WAL from restart_lsn
 				}

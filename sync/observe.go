@@ -56,6 +56,8 @@ type observer interface {
 	LogStandbySnapshot(ctx context.Context) error
 	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
 	SyncSlots(ctx context.Context) error
+	// History reads the primary's timeline history (topology.TimelineHistory).
+	History(ctx context.Context, tli int) (map[int]lsncheck.LSN, error)
 	// Watch reads the positions the watch between passes needs (watch.go).
 	Watch(ctx context.Context, names []string) (WatchSample, error)
 	// Reset drops the connections (the next call reconnects).
@@ -250,6 +252,14 @@ func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
 }
 
 func (o *pgObserver) Reset() { o.Close() }
+
+func (o *pgObserver) History(ctx context.Context, tli int) (map[int]lsncheck.LSN, error) {
+	ep := o.primary.Endpoint()
+	if ep == nil {
+		return nil, errNoPrimary
+	}
+	return topology.TimelineHistory(ctx, ep, tli)
+}
 
 func (o *pgObserver) SyncSlots(ctx context.Context) error {
 	sconn, err := o.conn(ctx, o.standby, &o.sconn)

@@ -66,6 +66,7 @@ const (
 	CodeUnselected          Code = "copy_not_selected"             // skip: slotsync's copy of a slot no longer selected
 	CodeLeftAloneDropped    Code = "left_alone_copy_dropped"       // drop (--drop-left-alone)
 	CodeCatchingUp          Code = "catching_up"                   // advance by at most AdvanceStep
+	CodeBeyondFork          Code = "copy_beyond_fork"              // recreate: the copy is of an abandoned timeline
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -118,6 +119,10 @@ type PlanInput struct {
 	// invalidated, or they are no longer selected) instead of leaving them to pin the
 	// standby's WAL and catalog rows. Slots slotsync did not make are never dropped.
 	DropLeftAlone bool
+	// History is the primary's timeline history (timeline → where it ended), read when a journal
+	// entry was synced on another timeline than the primary's now; empty when it could not be
+	// read (such copies are then made again); nil when not needed.
+	History map[int]lsncheck.LSN
 	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
 	// restart_lsn may have gone back on older minors (rule 2).
 	PrimaryRestarted bool
@@ -312,6 +317,12 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
 		return a
 	}
+	// Rule 2 beyond a fork: a copy synced on a timeline the primary's history has left, with
+	// positions past where it ended, holds a history the primary does not have.
+	if why, beyond := beyondFork(in, entry, cp); beyond {
+		a.Kind, a.Code, a.Reason = KindRecreate, CodeBeyondFork, why
+		return a
+	}
 	// Rule 2: compare with what the copy was synced from, not with the copy itself (a fresh
 	// copy is legitimately ahead of the primary).
 	prev := lsncheck.Seen{Identity: entry.Identity, Position: entry.Primary}
@@ -374,6 +385,25 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Reason = "the primary slot's position went back without a new incarnation (same slot: " + rebased + "): " + a.Reason
 	}
 	return a
+}
+
+// beyondFork says whether the copy, synced on entry.Timeline, is of a history the primary's
+// timeline does not contain: that timeline is not in the primary's history, or the copy's
+// positions are past where it ended (a demoted primary's own slots, kept through pg_rewind).
+func beyondFork(in PlanInput, entry *Entry, cp topology.Slot) (string, bool) {
+	cur := in.Primary.Info.Timeline
+	if entry.Timeline == 0 || cur == 0 || entry.Timeline == cur || in.History == nil {
+		return "", false
+	}
+	end, ok := in.History[entry.Timeline]
+	switch {
+	case !ok:
+		return fmt.Sprintf("the copy was synced on timeline %d, which is not in the history of the primary's timeline %d (or the history could not be read): copying it again", entry.Timeline, cur), true
+	case cp.RestartLSN > end || cp.ConfirmedFlush > end:
+		return fmt.Sprintf("the copy (restart_lsn %s, confirmed_flush %s) is past %s, where timeline %d ended in the primary's history (timeline %d): its positions are of the abandoned history",
+			cp.RestartLSN, cp.ConfirmedFlush, end, entry.Timeline, cur), true
+	}
+	return "", false
 }
 
 // advanceTo is rule 1's advance of a copy at copyAt, for the plan and the watch alike: toward

@@ -78,13 +78,13 @@ func ownSlots(j *Journal, node NodeState, sel Selection, now time.Time, interval
 				continue
 			}
 			next.Slots[name] = &Entry{Incarnation: id, Identity: s.Identity, FirstSeen: s.Position, Primary: s.Position,
-				Method: "own", CreatedAt: now, UpdatedAt: now}
+				Method: "own", CreatedAt: now, UpdatedAt: now, Timeline: node.Info.Timeline}
 			structural = true
 			continue
 		}
-		if ent.Primary != s.Position {
+		if ent.Primary != s.Position || ent.Timeline != node.Info.Timeline {
 			e := *ent
-			e.Primary, e.UpdatedAt = s.Position, now
+			e.Primary, e.UpdatedAt, e.Timeline = s.Position, now, node.Info.Timeline
 			next.Slots[name] = &e
 			positions = true
 		}

@@ -238,3 +238,79 @@ func TestStandbyFollowsAnotherServer(t *testing.T) {
 		}
 	})
 }
+
+// TestCopyBeyondFork (rule 2 beyond a fork): the primary's consumer moves its slot past what an
+// asynchronous standby received; the primary dies and that standby is promoted (a new timeline
+// from where its WAL ended). The old primary rejoins as its standby with its old slot kept (as
+// after pg_rewind), and the new primary's consumer moves past the old slot's positions, so the
+// numbers say "the same slot, moved forward". The kept slot's positions are of the abandoned
+// history: its sidecar makes the copy again instead of advancing it, and a promotion of the
+// rejoined node gives the consumer exactly the changes after its position.
+func TestCopyBeyondFork(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17}, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		a, b := f.pair.Primary, f.pair.Standby
+		f.readyCopy()
+		// The sidecar beside the primary records its own slot (rule 9).
+		cfg := f.cfg
+		cfg.PrimaryDSN, cfg.StandbyDSN, cfg.StateDir = "", a.DSN("postgres"), t.TempDir()
+		engA, err := New(cfg)
+		f.must(err)
+		t.Cleanup(engA.Close)
+		if rep, err := engA.RunOnce(f.ctx); err != nil || rep.Role != RolePrimary {
+			t.Fatalf("the primary's sidecar: %v %+v", err, rep)
+		}
+		// The standby stops receiving; the primary's consumer moves on past it; the primary dies.
+		f.must(b.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
+		f.must(b.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		waitNotStreaming(t, f)
+		f.insert(5)
+		f.logRunningXacts()
+		f.consume(a, "cdc")
+		f.insert(5)
+		f.logRunningXacts()
+		f.consume(a, "cdc")
+		f.must(a.Exec(f.ctx, "CHECKPOINT"))
+		if _, err := engA.RunOnce(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		stale, _ := f.slotOn(a, "cdc")
+		f.must(a.Kill(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		f.must(b.Exec(f.ctx, "ALTER SYSTEM RESET primary_conninfo")) // the rejoined node copies it
+		f.must(f.pair.Rejoin(f.ctx, true))
+		if f.pair.Standby != a {
+			t.Fatal("rejoin did not make the old primary the standby")
+		}
+		// The new primary's consumer moves past the kept slot's positions.
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			f.insert(2)
+			f.logRunningXacts()
+			f.consume(f.pair.Primary, "cdc")
+			cur, _ := f.slotOn(f.pair.Primary, "cdc")
+			if cur.RestartLSN > stale.RestartLSN && cur.ConfirmedFlush > stale.ConfirmedFlush {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the new primary's slot never passed the kept one: %v, kept %v", cur.Position, stale.Position)
+			}
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		rep, err := engA.RunOnce(f.ctx)
+		f.must(err)
+		if len(rep.Slots) != 1 || rep.Slots[0].Code != CodeBeyondFork {
+			t.Fatalf("the kept slot of the abandoned history: %+v", rep.Slots)
+		}
+		f.eng = engA
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+		rows := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.must(f.pair.Primary.Kill(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, rows) {
+			t.Fatalf("after promoting the rejoined node the consumer got %v, want exactly %v", got, rows)
+		}
+	})
+}

@@ -25,7 +25,7 @@ import (
 //	method sql|statefile|native [set-failover drop-stale]  the method (before the first pass), its options
 //	primary <slot> [restart= confirmed= xmin= plugin= db= two_phase active failover temporary invalidated sent=]
 //	standby <slot> [same keys, synced]   set a slot on a node (replacing it); "drop <node> <slot>" removes it
-//	node [replay= receive= version= not-streaming recovery=false primary-started= horizon=]
+//	node [replay= receive= version= not-streaming recovery=false primary-started= horizon= timeline= history=T:LSN]
 //	fail <slot> [error=conn|missing|wal-removed|refused]  the slot's next actions fail; "heal <slot>" ends it
 //	primary-gone / primary-partitioned / primary-back
 //	                                     the primary is down (the standby stops streaming), or only
@@ -210,6 +210,23 @@ func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
 			info.ReceiverStatus = ""
 		case "recovery":
 			info.InRecovery = v != "false"
+		case "timeline":
+			var n int
+			fmt.Sscan(v, &n)
+			h.obs.snap.Primary.Info.Timeline, info.Timeline, info.HistoryTimeline = n, n, n
+		case "history":
+			// history=1:0/3000000 (a timeline and where it ended; repeat the key for more)
+			h.obs.history = map[int]lsncheck.LSN{}
+			for _, hv := range a.Vals {
+				tli, end, _ := strings.Cut(hv, ":")
+				var n int
+				fmt.Sscan(tli, &n)
+				l, err := lsncheck.ParseLSN(end)
+				if err != nil {
+					t.Fatalf("%s: %v", d.Pos, err)
+				}
+				h.obs.history[n] = l
+			}
 		case "primary-started":
 			h.obs.snap.Primary.Info.StartedAt = v
 		case "horizon":
@@ -275,7 +292,7 @@ func (h *harness) pass(apply bool) string {
 func (h *harness) crashAfterActions() string {
 	h.app.calls = nil
 	actions := Plan(h.planInput())
-	if err := h.eng.recordIntents(actions); err != nil {
+	if err := h.eng.recordIntents(actions, h.obs.snap.Primary.Info.Timeline); err != nil {
 		return "error: " + err.Error() + "\n"
 	}
 	for _, a := range actions {
@@ -377,9 +394,10 @@ func indent(s string) string {
 
 // simObserver returns the scripted nodes; the primary can be made unreachable.
 type simObserver struct {
-	snap Observation
-	gone bool
-	now  func() time.Time
+	snap    Observation
+	gone    bool
+	now     func() time.Time
+	history map[int]lsncheck.LSN
 }
 
 func (o *simObserver) node(name string) *NodeState {
@@ -418,9 +436,12 @@ func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
 	return WatchSample{}, errors.New("no watch in scripts")
 }
 func (o *simObserver) LogStandbySnapshot(context.Context) error { return nil }
-func (o *simObserver) SyncSlots(context.Context) error          { return nil }
-func (o *simObserver) Reset()                                   {}
-func (o *simObserver) Close()                                   {}
+func (o *simObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
+	return o.history, nil
+}
+func (o *simObserver) SyncSlots(context.Context) error { return nil }
+func (o *simObserver) Reset()                          {}
+func (o *simObserver) Close()                          {}
 
 // simMethod carries out actions on the simulated standby: a new copy takes the primary slot's
 // positions; an advance moves confirmed_flush to the target (restart_lsn follows up to the

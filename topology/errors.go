@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,4 +41,15 @@ func StillInRecovery(ctx context.Context, c *pgx.Conn) error {
 		return ErrPromoted
 	}
 	return nil
+}
+
+// DecodeError reports an error of logical decoding itself (the WAL cannot be read or makes no
+// sense from the slot's positions: XX000-XX002 internal errors such as "invalid record length",
+// WAL removed): the copy cannot serve its consumer, whatever its positions say.
+func DecodeError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return strings.HasPrefix(pgErr.Code, "XX") || pgErr.Code == "58P01"
 }

@@ -3,7 +3,10 @@ package topology
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 )
@@ -76,4 +79,49 @@ func OldestTransactions(ctx context.Context, conn *pgx.Conn) (running, prepared 
 			to_char(prepared, 'YYYY-MM-DD HH24:MI:SS TZ'), round(extract(epoch FROM now() - prepared)))
 			FROM pg_prepared_xacts ORDER BY prepared LIMIT 1), '')`).Scan(&running, &prepared)
 	return running, prepared, err
+}
+
+// TimelineHistory reads, over a replication connection to the node, the history of timeline
+// tli: for each earlier timeline of it, the LSN where it ended (switched to the next). A
+// timeline not in it is not an ancestor of tli. Timeline 1 has no history.
+func TimelineHistory(ctx context.Context, ep *Endpoint, tli int) (map[int]lsncheck.LSN, error) {
+	if tli <= 1 {
+		return map[int]lsncheck.LSN{}, nil
+	}
+	conn, err := ep.ConnectReplication(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	res, err := pglogrepl.TimelineHistory(ctx, conn, int32(tli))
+	if err != nil {
+		return nil, fmt.Errorf("timeline history of %d: %w", tli, err)
+	}
+	return ParseHistory(res.Content)
+}
+
+// ParseHistory reads a timeline history file (<tli>.history): lines of "parent switchpoint
+// reason", comments and blank lines ignored. It is pure.
+func ParseHistory(content []byte) (map[int]lsncheck.LSN, error) {
+	out := map[int]lsncheck.LSN{}
+	for _, line := range strings.Split(string(content), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			return nil, fmt.Errorf("timeline history: malformed line %q", line)
+		}
+		tli, err := strconv.Atoi(f[0])
+		if err != nil || tli < 1 {
+			return nil, fmt.Errorf("timeline history: malformed timeline in %q", line)
+		}
+		end, err := lsncheck.ParseLSN(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("timeline history: %w", err)
+		}
+		out[tli] = end
+	}
+	return out, nil
 }

@@ -51,3 +51,15 @@ func TestXIDFromRow(t *testing.T) {
 		t.Errorf("xid 700: %v %v", x, err)
 	}
 }
+
+func TestParseHistory(t *testing.T) {
+	h, err := ParseHistory([]byte("1\t0/3000158\tno recovery target specified\n\n2\t0/5A00000\tbefore 2000-01-01\n# comment\n"))
+	if err != nil || len(h) != 2 || h[1] != 0x3000158 || h[2] != 0x5A00000 {
+		t.Fatalf("%v %v", h, err)
+	}
+	for _, bad := range []string{"x\t0/1\n", "1\n", "1\tnope\n"} {
+		if _, err := ParseHistory([]byte(bad)); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
