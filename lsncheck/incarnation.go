@@ -77,6 +77,23 @@ func SameSlotRegression(prev, cur Seen, primaryRestarted bool) bool {
 	return confirmedBack
 }
 
+// RestartLSNMayRegress reports whether a server of this version (server_version_num) can take
+// a slot's restart_lsn back without a restart, when its consumer reconnects: fixed in
+// 13.18, 14.15, 15.10, 16.6 and 17.2, never in 11 and 12 (release notes of 2024-11-21).
+func RestartLSNMayRegress(versionNum int) bool {
+	fixed := map[int]int{13: 130018, 14: 140015, 15: 150010, 16: 160006, 17: 170002}
+	major := versionNum / 10000
+	switch {
+	case versionNum == 0:
+		return false
+	case major <= 12:
+		return true
+	case fixed[major] != 0:
+		return versionNum < fixed[major]
+	}
+	return false
+}
+
 // Seen is a slot as observed at one moment.
 type Seen struct {
 	Identity

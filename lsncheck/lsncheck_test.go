@@ -236,3 +236,12 @@ func FuzzParseLSN(f *testing.F) {
 		}
 	})
 }
+
+func TestRestartLSNMayRegress(t *testing.T) {
+	for v, want := range map[int]bool{110022: true, 120022: true, 130017: true, 130018: false, 140014: true, 140015: false,
+		150009: true, 150010: false, 160005: true, 160006: false, 170001: true, 170002: false, 180000: false, 0: false} {
+		if got := RestartLSNMayRegress(v); got != want {
+			t.Errorf("%d: %v, want %v", v, got, want)
+		}
+	}
+}

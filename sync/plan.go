@@ -123,7 +123,8 @@ type PlanInput struct {
 	// entry was synced on another timeline than the primary's now; empty when it could not be
 	// read (such copies are then made again); nil when not needed.
 	History map[int]lsncheck.LSN
-	// PrimaryRestarted: the primary restarted since the journal last saw it, so a slot's
+	// PrimaryRestarted: the primary restarted since the journal last saw it (or runs a minor on
+	// which a consumer's reconnect can take restart_lsn back: lsncheck.RestartLSNMayRegress), so a slot's
 	// restart_lsn may have gone back on older minors (rule 2).
 	PrimaryRestarted bool
 	// Failing holds the slots whose last action failed, and when they may be tried again; Now

@@ -60,6 +60,7 @@ func newHarness(t *testing.T) *harness {
 	snap := twoNodeSnapshot()
 	snap.Primary.Slots, snap.Standby.Slots = map[string]topology.Slot{}, map[string]topology.Slot{}
 	snap.Primary.Info.CurrentLSN, snap.Standby.Info.ReceiveLSN = 0x9000000, 0x9000000
+	snap.Primary.Info.VersionNum, snap.Standby.Info.VersionNum = 160010, 160010
 	snap.Physical = topology.PhysicalSlot{Exists: true, Active: true, Xmin: 650}
 	h := &harness{t: t, obs: &simObserver{snap: snap}, now: scriptEpoch, ids: map[string]int{}}
 	h.obs.now = func() time.Time { return h.now }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -88,7 +87,7 @@ func runAction(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	d := &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout, strict: cfg.Strict}
+	d := newDaemon(log, cfg)
 	var srv *http.Server
 	if addr := c.String("listen"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
@@ -159,12 +158,22 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 	return nil
 }
 
+// newDaemon makes what the endpoints answer from, for the engine's configuration.
+func newDaemon(log hclog.Logger, cfg slotsync.Config) *daemon {
+	return &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout,
+		gateStaleAfter: max(5*cfg.Interval, 5*time.Second), strict: cfg.Strict, now: time.Now}
+}
+
 // daemon holds what the health endpoints answer from.
 type daemon struct {
 	strict     bool // the gate does not judge without the primary
 	log        hclog.Logger
 	m          *metrics
-	staleAfter time.Duration
+	staleAfter time.Duration // /readyz: the loop is stuck past this
+	// gateStaleAfter: /promotion-ready answers from an observation at most this old (a few
+	// passes); past it readiness is unknown, since rule 5 can change within a second.
+	gateStaleAfter time.Duration
+	now            func() time.Time
 
 	mu          stdsync.Mutex
 	last        *slotsync.Report
@@ -201,10 +210,10 @@ func (d *daemon) record(rep slotsync.Report, err error) {
 	d.m.observe(rep, err)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.lastErr, d.lastAttempt, d.degraded = err, time.Now(), nil
+	d.lastErr, d.lastAttempt, d.degraded = err, d.now(), nil
 	if err == nil {
 		r := rep
-		d.last, d.lastSuccess, d.stopped = &r, time.Now(), ""
+		d.last, d.lastSuccess, d.stopped = &r, d.now(), ""
 	} else if rep.WithoutPrimary != nil {
 		r := rep
 		d.degraded = &r
@@ -228,8 +237,8 @@ func (d *daemon) handler() http.Handler {
 			http.Error(w, "stopped until a human acts: "+d.stopped, http.StatusServiceUnavailable)
 		case d.lastAttempt.IsZero():
 			http.Error(w, "no pass has run yet", http.StatusServiceUnavailable)
-		case time.Since(d.lastAttempt) > d.staleAfter:
-			http.Error(w, fmt.Sprintf("no pass for %s: the loop is stuck", time.Since(d.lastAttempt).Round(time.Second)), http.StatusServiceUnavailable)
+		case d.now().Sub(d.lastAttempt) > d.staleAfter:
+			http.Error(w, fmt.Sprintf("no pass for %s: the loop is stuck", d.now().Sub(d.lastAttempt).Round(time.Second)), http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")
 		}
@@ -240,12 +249,12 @@ func (d *daemon) handler() http.Handler {
 		d.mu.Lock()
 		var res checkResult
 		switch {
-		case d.degraded != nil && !d.strict:
+		case d.degraded != nil && !d.strict && d.now().Sub(d.degraded.Started) <= d.gateStaleAfter:
 			res = newCheckResult(d.degraded, d.lastErr)
-		case d.last == nil || d.lastErr != nil || time.Since(d.lastSuccess) > d.staleAfter:
+		case d.last == nil || d.lastErr != nil || d.now().Sub(d.last.Started) > d.gateStaleAfter:
 			err := d.lastErr
-			if err == nil {
-				err = errors.New("no recent successful pass: readiness unknown")
+			if err == nil || d.degraded != nil {
+				err = fmt.Errorf("no observation in the last %s (a pass is slow, or the loop is stuck): readiness unknown", d.gateStaleAfter)
 			}
 			res = newCheckResult(nil, err)
 		default:

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/lsncheck"
+	slotsync "github.com/slotsync/slotsync/sync"
+)
+
+// TestPromotionReadyIsNeverStale: /promotion-ready answers from an observation at most a few
+// passes old; a READY from a pass that started longer ago (a slow pass, a stuck loop) is
+// "readiness unknown" (503), not READY. Before, it was served for up to 130 s.
+func TestPromotionReadyIsNeverStale(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := newDaemon(hclog.NewNullLogger(), slotsync.Config{Interval: time.Second, MaxBackoff: 30 * time.Second,
+		SlotTimeout: 30 * time.Second, ObserveTimeout: 10 * time.Second})
+	d.now = func() time.Time { return now }
+	ready := slotsync.Report{Started: now, Role: slotsync.RoleStandby, Slots: []slotsync.SlotReport{
+		{Name: "cdc", Gate: true, Verdict: lsncheck.Verdict{Ready: true}}}}
+	d.record(ready, nil)
+	get := func(path string) int {
+		rec := httptest.NewRecorder()
+		d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code
+	}
+	if code := get("/promotion-ready"); code != http.StatusOK {
+		t.Fatalf("a fresh READY: %d", code)
+	}
+	now = now.Add(4 * time.Second)
+	if code := get("/promotion-ready"); code != http.StatusOK {
+		t.Fatalf("a READY 4 s old (bound 5 s): %d", code)
+	}
+	now = now.Add(2 * time.Second)
+	if code := get("/promotion-ready"); code != http.StatusServiceUnavailable {
+		t.Fatalf("a READY 6 s old: %d, want 503", code)
+	}
+	if code := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("/readyz is about the loop (stuck only past %s): %d", d.staleAfter, code)
+	}
+}
