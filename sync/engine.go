@@ -181,7 +181,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
 			lsncheck.RestartLSNMayRegress(snap.Primary.Info.VersionNum),
-		Failing:          e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
+		Failing: e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
