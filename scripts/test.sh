@@ -6,7 +6,10 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export SLOTSYNC_PG_MAJORS=${SLOTSYNC_PG_MAJORS:-15,16,17,18}
 
-"$repo/scripts/fetch-postgres.sh" $(echo "$SLOTSYNC_PG_MAJORS" | tr ',' ' ')
+# With 16, also 16.2: the sql method's refusal of 16.0-16.3 is tested on it.
+extra=""
+case ",${SLOTSYNC_PG_MAJORS}," in *,16,*) extra=16.2 ;; esac
+"$repo/scripts/fetch-postgres.sh" $(echo "${SLOTSYNC_PG_MAJORS}" | tr ',' ' ') $extra
 
 # The Docker backend's tests use the local image scripts/setup.sh builds, when it is there (else
 # the official postgres image), and no reaper container (the tests remove their own).

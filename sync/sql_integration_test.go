@@ -11,9 +11,11 @@ import (
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
+	"github.com/slotsync/slotsync/topology"
 )
 
 var insertedID = regexp.MustCompile(`INSERT: id\[integer\]:(\d+)`)
@@ -688,6 +690,50 @@ func TestHostileOperatorChangesNothing(t *testing.T) {
 		f.must(err)
 		if len(rep.Slots) != 2 {
 			t.Fatalf("want both slots judged: %+v", rep.Slots)
+		}
+	})
+}
+
+// TestSQLMethodRefusesEarly16 (gate issue, item 3): PostgreSQL 16.0-16.3 can create a logical
+// slot "consistent" in the middle of a transaction (fixed in 16.4): on 16.2 the sql method
+// refuses to make copies, naming the minor and the fix, and doctor says the same; on the newest
+// 16 it makes them.
+func TestSQLMethodRefusesEarly16(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16}, func(t *testing.T, major int) {
+		for _, minor := range []string{"16.2", ""} {
+			if minor != "" {
+				if _, err := integration.FindMinorBinaries(major, minor); err != nil {
+					if _, explicit, _ := integration.RequestedMajors(); explicit {
+						t.Fatal(err)
+					}
+					t.Skip(err)
+				}
+			}
+			f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Minor: minor})
+			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			_, err := f.eng.RunOnce(f.ctx)
+			obs, oerr := Observe(f.ctx, f.cfg)
+			f.must(oerr)
+			var doctor topology.Check
+			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 1, 0, nil) {
+				if c.Name == "minor_version" {
+					doctor = c
+				}
+			}
+			_, made := f.slotOn(f.pair.Standby, "cdc")
+			if minor == "" {
+				if err != nil || !made || !doctor.OK {
+					t.Fatalf("newest 16 (%s): pass %v, copy made %v, doctor %+v", topology.Version(obs.Standby.Info.VersionNum), err, made, doctor)
+				}
+				continue
+			}
+			if err == nil || Classify(err) != Stop || !strings.Contains(err.Error(), "16.4") || made {
+				t.Fatalf("16.2: pass %v (class %v), copy made %v", err, Classify(err), made)
+			}
+			if doctor.OK || !strings.Contains(doctor.Problem, "PostgreSQL 16.2") {
+				t.Fatalf("16.2: doctor %+v", doctor)
+			}
 		}
 	})
 }

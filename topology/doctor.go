@@ -34,6 +34,7 @@ var doctorChecks = []struct {
 	{"hot_standby_feedback", "standby", "error", ""},
 	{"privileges", "standby", "error", ""},
 	{"standby_snapshot", "primary", "warning", MethodSQL},
+	{"minor_version", "standby", "error", MethodSQL},
 	{"max_replication_slots", "standby", "error", ""},
 	{"sync_replication_slots", "standby", "error", MethodNative},
 	{"primary_conninfo_dbname", "standby", "error", MethodNative},

@@ -13,7 +13,7 @@ import (
 
 func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
 	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical"}
-	s := NodeInfo{SystemID: "7", VersionNum: 160002, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true}
+	s := NodeInfo{SystemID: "7", VersionNum: 160004, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true}
 	return p, s, PhysicalSlot{Exists: true, Active: true}
 }
 
@@ -267,6 +267,19 @@ func TestDoctor(t *testing.T) {
 		if !c.OK {
 			t.Errorf("healthy pair: %+v", c)
 		}
+	}
+	// On 16.0-16.3 the sql method refuses (a slot created there can be "consistent" mid-
+	// transaction), naming the minor and the fix.
+	p162, s162 := p, s
+	p162.VersionNum, s162.VersionNum = 160002, 160002
+	var minor *Check
+	for _, c := range Doctor(p162, s162, ph, MethodSQL, 1, 0, nil) {
+		if c.Name == "minor_version" {
+			minor = &c
+		}
+	}
+	if minor == nil || minor.OK || !strings.Contains(minor.Problem, "16.2") || !strings.Contains(minor.Fix, "16.4") {
+		t.Errorf("16.2 doctor: %+v", minor)
 	}
 	// The state-file method needs pg_read_binary_file, and pg_stat_file on the standby to see
 	// each copy's decoding snapshot; CHECKPOINT is only advised.

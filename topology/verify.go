@@ -160,6 +160,9 @@ func CheckFollows(primary, standby NodeInfo, phys PhysicalSlot) error {
 	return nil
 }
 
+// Version is server_version_num as people write it: 160002 is "16.2".
+func Version(num int) string { return fmt.Sprintf("%d.%d", num/10000, num%10000) }
+
 // VerifyMethod checks what the chosen method needs beyond a healthy pair.
 func VerifyMethod(standby NodeInfo, method Method) error {
 	if probs := methodProblems(standby, method); len(probs) > 0 {
@@ -175,6 +178,13 @@ func methodProblems(standby NodeInfo, method Method) []Problem {
 	}
 	if method == MethodSQL && standby.Major() < 16 {
 		probs = append(probs, Problem{Check: "method", Node: "pair", Issue: "the sql method needs PostgreSQL 16+", Fix: "use --method statefile"})
+	}
+	if method == MethodSQL && standby.VersionNum >= 160000 && standby.VersionNum < 160004 {
+		probs = append(probs, Problem{Check: "minor_version", Node: "standby",
+			Issue: fmt.Sprintf("PostgreSQL %s can create a logical slot \"consistent\" in the middle of a transaction (fixed in 16.4): "+
+				"a copy made here may give its consumer part of a transaction after a promotion", Version(standby.VersionNum)),
+			Fix: "upgrade both nodes to PostgreSQL 16.4 or later (a minor update: restart with the new binaries), " +
+				"or use --method statefile, which copies the primary's own slot state"})
 	}
 	if standby.WALLevel != "logical" {
 		probs = append(probs, Problem{Check: "wal_level", Node: "standby",
