@@ -163,15 +163,27 @@ func TestReadiness(t *testing.T) {
 		// The standby's feedback has not reached the primary yet (or holds a newer horizon):
 		// vacuum on the primary may remove catalog rows the copy needs.
 		{"statefile: catalog not kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 710 }), []Reason{ReasonCatalogUnprotected}},
-		{"was ready: its own advances moved restart_lsn and catalog_xmin past the primary's", mod(func(in *ReadinessInput) {
-			in.WasReady, in.Copy.RestartLSN, in.Copy.CatalogXmin = true, 0x1800, 705
+		// Rule 4 for copies of the standby's own decoding (sql, native): restart_lsn and
+		// catalog_xmin ahead of the primary's say nothing; only confirmed_flush, and the catalog
+		// rows being kept, count.
+		{"own decoding: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
+			in.OwnDecoding, in.Copy.RestartLSN, in.Copy.CatalogXmin = true, 0x1800, 705
 		}), nil},
-		{"never ready: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
+		{"installed copy: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
 			in.Copy.RestartLSN, in.Copy.CatalogXmin = 0x1800, 705
 		}), []Reason{ReasonCopyRestartAhead, ReasonCopyCatalogXminAhead}},
-		{"was ready: confirmed_flush ahead still closes the gate", mod(func(in *ReadinessInput) {
-			in.WasReady, in.Copy.ConfirmedFlush = true, 0x2100
+		{"own decoding: confirmed_flush ahead closes the gate", mod(func(in *ReadinessInput) {
+			in.OwnDecoding, in.Copy.ConfirmedFlush = true, 0x2100
 		}), []Reason{ReasonCopyConfirmedAhead}},
+		{"own decoding: the primary slot no longer keeps the copy's catalog rows", mod(func(in *ReadinessInput) {
+			in.OwnDecoding, in.Copy.CatalogXmin = true, 690
+		}), []Reason{ReasonCatalogUnprotected}},
+		{"own decoding: the standby's slot seen keeping them, not yet replayed there", mod(func(in *ReadinessInput) {
+			in.OwnDecoding, in.Copy.CatalogXmin, in.HorizonSeenAt, in.StandbyReplay = true, 690, 0x4000, 0x3000
+		}), []Reason{ReasonCatalogUnprotected}},
+		{"own decoding: the standby's slot seen keeping them, replayed since", mod(func(in *ReadinessInput) {
+			in.OwnDecoding, in.Copy.CatalogXmin, in.HorizonSeenAt, in.StandbyReplay = true, 690, 0x4000, 0x4000
+		}), nil},
 		{"statefile: decoding snapshot there", mod(func(in *ReadinessInput) { in.RequireSnapshot, in.CopySnapshot = true, true }), nil},
 		{"statefile: no decoding snapshot at restart_lsn", mod(func(in *ReadinessInput) { in.RequireSnapshot = true }), []Reason{ReasonCopySnapshotMissing}},
 		{"statefile: snapshot cannot be looked for", mod(func(in *ReadinessInput) { in.RequireSnapshot, in.CopySnapshotUnknown = true, true }), []Reason{ReasonCopySnapshotUnknown}},

@@ -72,11 +72,19 @@ type ReadinessInput struct {
 	CopySnapshot        bool
 	CopySnapshotUnknown bool
 
-	// WasReady: a copy the standby's own decoding keeps (sql, native) has been READY before. Its
-	// advances may since have moved restart_lsn and catalog_xmin past the primary's, as
-	// PostgreSQL's own slot sync allows: only confirmed_flush must not be ahead then. State-file
-	// copies never set it.
-	WasReady bool
+	// OwnDecoding: the copy was made by the standby's own decoding (sql; native's own copies).
+	// It is consistent from its own consistent point C_c, which is behind its confirmed_flush:
+	// with confirmed_flush ≤ the consumer's, every transaction committing after the consumer's
+	// position started after the copy's decoder reached FULL, so it is decoded whole; the order
+	// of the copy's restart_lsn against the primary's says nothing (docs/RULES.md rule 4). What
+	// it needs is its catalog rows kept: the primary slot keeps them while its catalog_xmin is
+	// not newer than the copy's; otherwise the standby's physical slot must have been seen
+	// holding them (its horizon not newer than the copy's catalog_xmin) at a primary LSN,
+	// HorizonSeenAt, that StandbyReplay has since passed, the copy still valid. Without it
+	// (state-file copies), the copy carries the primary's positions and must not be ahead of them.
+	OwnDecoding   bool
+	HorizonSeenAt LSN
+	StandbyReplay LSN
 
 	// Exact: the copy must stand exactly at the consumer's confirmed position (no redelivery),
 	// as a planned switchover with writes stopped can require.
@@ -176,7 +184,11 @@ func Readiness(in ReadinessInput) Verdict {
 				c.ConfirmedFlush, v.SyncLagBytes, p.ConfirmedFlush)
 		}
 	}
-	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !in.WasReady {
+	if in.OwnDecoding && !catalogProtected(in) {
+		add(ReasonCatalogUnprotected, "the copy's catalog_xmin %d is older than the primary slot's %d, and the standby's physical slot has not yet been seen holding it (horizon %d) at a position the standby has replayed",
+			c.CatalogXmin, p.CatalogXmin, in.StandbyHorizon)
+	}
+	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !in.OwnDecoding {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
 			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
 	}
@@ -196,11 +208,22 @@ func Readiness(in ReadinessInput) Verdict {
 			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a transaction open across it", c.RestartLSN)
 		}
 	}
-	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !in.WasReady {
+	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !in.OwnDecoding {
 		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %d transactions newer than the primary's %d",
 			c.CatalogXmin, XIDDistance(c.CatalogXmin, p.CatalogXmin), p.CatalogXmin)
 	}
 	return finish(v, details)
+}
+
+// catalogProtected says whether the catalog rows an own-decoding copy needs are kept on the
+// primary: by the primary slot itself (its catalog_xmin not newer than the copy's), or by the
+// standby's physical slot, seen holding them at HorizonSeenAt, which the standby has replayed.
+func catalogProtected(in ReadinessInput) bool {
+	p, c := in.Primary.CatalogXmin, in.Copy.CatalogXmin
+	if p == 0 || c == 0 || !XIDPrecedes(c, p) {
+		return true // unknown positions are reasons of their own; or the primary slot keeps them
+	}
+	return in.HorizonSeenAt != 0 && in.StandbyReplay >= in.HorizonSeenAt
 }
 
 func finish(v Verdict, details []string) Verdict {

@@ -34,7 +34,8 @@ func FuzzReadiness(f *testing.F) {
 		in.PrimaryInvalidated, in.CopyExists, in.CopyInvalidated, in.CopyWALAvailable = flag(0), !flag(1), flag(2), !flag(3)
 		in.CopyTemporary, in.CopySynced, in.RequireSynced, in.RequireHorizon = flag(4), flag(5), flag(6), flag(7)
 		in.WALVerified, in.RequireSnapshot, in.CopySnapshot, in.CopySnapshotUnknown = flag(8), flag(9), flag(10), flag(11)
-		in.WasReady, in.Exact = flag(12), flag(13)
+		in.OwnDecoding, in.Exact = flag(12), flag(13)
+		in.HorizonSeenAt, in.StandbyReplay = LSN(next()), LSN(next())
 		if flag(14) {
 			in.Copy.Plugin = "test_decoding"
 		}
@@ -65,6 +66,11 @@ func FuzzReadiness(f *testing.F) {
 			t.Fatalf("READY without the decoding snapshot: %+v", in)
 		case in.RequireHorizon && !in.WALVerified:
 			t.Fatalf("READY with unverified WAL: %+v", in)
+		case in.OwnDecoding && XIDPrecedes(in.Copy.CatalogXmin, in.Primary.CatalogXmin) && in.Copy.CatalogXmin != 0 &&
+			(in.HorizonSeenAt == 0 || in.StandbyReplay < in.HorizonSeenAt):
+			t.Fatalf("READY with the copy's catalog rows unprotected: %+v", in)
+		case !in.OwnDecoding && in.Copy.RestartLSN > in.Primary.RestartLSN && in.Primary.RestartLSN != 0:
+			t.Fatalf("READY with an installed copy's restart_lsn ahead of the primary's: %+v", in)
 		}
 	})
 }

@@ -210,42 +210,17 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			}
 		}
 	}
+	if apply && e.traits.OwnDecoding {
+		e.journal, _ = horizonSeen(e.journal, snap, after)
+	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
 		e.remember(actions, results, rep.Slots, after)
-		e.nudgeIfWaiting(ctx, snap, rep.Slots)
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
-}
-
-// nudgeIfWaiting asks the primary for a running-xacts record when a copy waits only for the
-// primary slot's restart_lsn or catalog_xmin to pass it: those move only when the slot's decoder
-// passes such a record (logged every 15 s on its own), so asking cuts the time to READY.
-// At most once per pass, and only on 16+.
-func (e *Engine) nudgeIfWaiting(ctx context.Context, snap Observation, slots []SlotReport) {
-	if snap.Primary.Info.Major() < 16 || !snap.Primary.Info.CanLogStandbySnapshot {
-		return
-	}
-	for _, s := range slots {
-		if s.Gate && !s.Verdict.Ready && waitsOnlyForPrimaryHorizon(s.Verdict) {
-			if err := e.obs.LogStandbySnapshot(ctx); err != nil {
-				e.log.Debug("could not ask the primary for a running-xacts record", "error", err)
-			}
-			return
-		}
-	}
-}
-
-func waitsOnlyForPrimaryHorizon(v lsncheck.Verdict) bool {
-	for _, r := range v.Reasons {
-		if r != lsncheck.ReasonCopyRestartAhead && r != lsncheck.ReasonCopyCatalogXminAhead {
-			return false
-		}
-	}
-	return len(v.Reasons) > 0
 }
 
 // history reads the primary's timeline history when a journal entry was synced on another

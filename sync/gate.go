@@ -104,19 +104,50 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
 					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
-				WasReady:            e.traits.KeepsWasReady && ent != nil && ent.WasReady,
+				OwnDecoding:         e.traits.OwnDecoding,
+				HorizonSeenAt:       horizonSeenAt(ent),
+				StandbyReplay:       snap.Standby.Info.ReplayLSN,
 				Exact:               e.cfg.Exact,
 				DecodeError:         decodeError(ent),
 			})
-			if sr.Verdict.Ready && ent != nil && !ent.WasReady && e.traits.KeepsWasReady {
-				// Written with the gate record, which a changed verdict writes at once.
-				ent.WasReady = true
-			}
 			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
 		}
 		out = append(out, sr)
 	}
 	return out
+}
+
+// horizonSeenAt is when the entry's copy was first seen held by the standby's physical slot.
+func horizonSeenAt(ent *Entry) lsncheck.LSN {
+	if ent == nil {
+		return 0
+	}
+	return ent.HorizonSeenAt
+}
+
+// horizonSeen records, for each copy of the standby's own decoding, the first observation
+// where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
+// journal to keep (written with the next journal write) and whether anything changed.
+func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) (*Journal, bool) {
+	horizon := snap.Physical.CatalogHorizon()
+	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
+		return j, false
+	}
+	var next *Journal
+	for name, ent := range j.Slots {
+		cp, ok := copies[name]
+		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) {
+			continue
+		}
+		if next == nil {
+			next = j.clone()
+		}
+		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
+	}
+	if next == nil {
+		return j, false
+	}
+	return next, true
 }
 
 // decodeError is the entry's last decoding error ("" for none, or no entry).

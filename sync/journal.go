@@ -48,9 +48,10 @@ type Entry struct {
 	// WALVerified (state-file method): a read of the WAL from the copy's restart_lsn has
 	// succeeded on the standby since the copy was installed.
 	WALVerified bool `json:"wal_verified,omitempty"`
-	// WasReady (sql and native copies): the copy has been READY; its own advances may since move
-	// restart_lsn and catalog_xmin past the primary's without closing the gate (rule 4).
-	WasReady bool `json:"was_ready,omitempty"`
+	// HorizonSeenAt (copies of the standby's own decoding): the primary's WAL position at the
+	// first observation where the standby's physical slot held the copy's catalog rows (its
+	// horizon not newer than the copy's catalog_xmin); 0 until then (rule 4).
+	HorizonSeenAt lsncheck.LSN `json:"horizon_seen_at,omitempty"`
 	// Timeline: the timeline of the primary whose slot the reference positions were seen on
 	// (0: unknown, an older journal). Positions past where that timeline ended in the current
 	// primary's history are of another incarnation (rule 2, beyond a fork).

@@ -348,8 +348,8 @@ func (h *harness) printJournal() string {
 		if ent.WALVerified {
 			b.WriteString(" wal_verified")
 		}
-		if ent.WasReady {
-			b.WriteString(" was_ready")
+		if ent.HorizonSeenAt != 0 {
+			fmt.Fprintf(&b, " horizon_seen_at=%s", ent.HorizonSeenAt)
 		}
 		b.WriteString("\n")
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/slotsync/slotsync/integration"
@@ -627,8 +628,8 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 	})
 }
 
-// TestCopyAheadAfterFirstReady (rule 4, was_ready): once READY, a copy's own advances may move
-// its restart_lsn past the primary slot's, which is normal. Here the consumer confirms past two
+// TestCopyAheadAfterFirstReady (rule 4): a copy's own advances may move its restart_lsn past the
+// primary slot's, which is normal for a copy of the standby's own decoding. Here the consumer confirms past two
 // running-xacts records in one step (its restart_lsn moves to the first), while the copy is moved
 // in two (standby replay paused between them: it moves to the second). The copy is then ahead,
 // and still READY; a promotion loses nothing.
@@ -650,7 +651,7 @@ func TestCopyAheadAfterFirstReady(t *testing.T) {
 		f.must(f.pair.ResumeReplay(f.ctx))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		r := f.pass()["cdc"]
-		ps, _ := f.slotOn(p, "cdc")
+		ps, _ := f.slotOn(p, "cdc") // the primary slot's restart_lsn may be on either side of the copy's
 		cp, _ := f.slotOn(f.pair.Standby, "cdc")
 		if cp.RestartLSN <= ps.RestartLSN {
 			t.Fatalf("setup: the copy's restart_lsn %s is not ahead of the primary's %s", cp.RestartLSN, ps.RestartLSN)
@@ -734,6 +735,142 @@ func TestSQLMethodRefusesEarly16(t *testing.T) {
 			if doctor.OK || !strings.Contains(doctor.Problem, "PostgreSQL 16.2") {
 				t.Fatalf("16.2: doctor %+v", doctor)
 			}
+		}
+	})
+}
+
+// TestFirstReadyFromOwnDecoding (rule 4, first READY): a new copy is READY at the first pass
+// after its consumer has confirmed exactly its consistent point, with no running-xacts record
+// asked for after the creation. Transactions running while the copy is made hold its creation
+// back (before, mid); one that begins once it is made and commits after that first READY
+// (during) reaches the consumer whole after a promotion, between the rows committed around it.
+func TestFirstReadyFromOwnDecoding(t *testing.T) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+		f := newFixture(t, major)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.consume(p, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		open := func(id int) *pgx.Conn {
+			c, err := p.Connect(f.ctx, "app")
+			f.must(err)
+			t.Cleanup(func() { c.Close(context.Background()) })
+			_, err = c.Exec(f.ctx, fmt.Sprintf("BEGIN; INSERT INTO t VALUES (%d)", id))
+			f.must(err)
+			return c
+		}
+		commit := func(c *pgx.Conn) {
+			_, err := c.Exec(f.ctx, "COMMIT")
+			f.must(err)
+		}
+		step := func() { // a running-xacts record the copy's decoder has read
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			time.Sleep(200 * time.Millisecond)
+		}
+		before := open(1000) // running when the creation begins: BUILDING until it ends
+		created := make(chan map[string]SlotReport, 1)
+		go func() {
+			rep, err := f.eng.RunOnce(f.ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			out := map[string]SlotReport{}
+			for _, s := range rep.Slots {
+				out[s.Name] = s
+			}
+			created <- out
+		}()
+		// The creation has begun (its slot is listed on the standby, as RS_EPHEMERAL) and read a
+		// running-xacts record: BUILDING, waiting for before.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var n int
+			f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &n))
+			if n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the copy's creation never began")
+			}
+		}
+		step()
+		mid := open(1500) // begins while BUILDING: FULL waits for before, CONSISTENT for mid
+		step()
+		commit(before)
+		step()
+		commit(mid)
+		step()
+		if r := (<-created)["cdc"]; r.Action != KindCreate || r.Error != "" {
+			t.Fatalf("create: %+v", r)
+		}
+		// The consumer confirms exactly the copy's consistent point: its decoder has not yet
+		// moved the primary slot's restart_lsn past the copy's.
+		made, _ := f.slotOn(f.pair.Standby, "cdc")
+		conn, err := p.Connect(f.ctx, "app")
+		f.must(err)
+		defer conn.Close(context.Background())
+		_, err = conn.Exec(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', $1::pg_lsn, NULL)", made.ConfirmedFlush.String())
+		f.must(err)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		ps, _ := f.slotOn(p, "cdc") // the primary slot's restart_lsn may be on either side of the copy's
+		cp, _ := f.slotOn(f.pair.Standby, "cdc")
+		t.Logf("first READY: copy restart_lsn %s confirmed %s, primary's %s %s: %+v", cp.RestartLSN, cp.ConfirmedFlush, ps.RestartLSN, ps.ConfirmedFlush, r.Verdict)
+		if cp.ConfirmedFlush != ps.ConfirmedFlush {
+			t.Fatalf("setup: the copy (%s) is not at its consumer (%s)", cp.ConfirmedFlush, ps.ConfirmedFlush)
+		}
+		if !r.Verdict.Ready {
+			t.Fatalf("the copy is not READY at its consumer's position: %+v", r.Verdict)
+		}
+		during := open(2000) // open across the first READY
+		want := f.insert(1)
+		commit(during)
+		want = append(append(want, 2000), f.insert(1)...)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
+}
+
+// TestIdlePrimaryStaysIdle (rule 4): once every copy is READY, the sidecar's loop (passes and
+// the watch between them) writes nothing on an idle primary for a minute: no running-xacts
+// record asked for, no xid taken; the primary's WAL position does not move.
+func TestIdlePrimaryStaysIdle(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"autovacuum = off"}})
+		f.readyCopy()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		// PostgreSQL itself logs one more running-xacts record within 15 s of the last important
+		// WAL: wait until its WAL position has stood still for longer than that.
+		var before, after string
+		lsn := func() string {
+			var l string
+			f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT pg_current_wal_lsn()::text", nil, &l))
+			return l
+		}
+		for settled := lsn(); ; {
+			time.Sleep(16 * time.Second)
+			if now := lsn(); now != settled {
+				settled = now
+				continue
+			}
+			before = settled
+			break
+		}
+		ctx, cancel := context.WithTimeout(f.ctx, 60*time.Second)
+		defer cancel()
+		passes := 0
+		f.must(f.eng.Run(ctx, func(r Report, err error) {
+			passes++
+			if err != nil || !r.Ready() {
+				t.Errorf("pass %d: %v, ready %v", passes, err, r.Ready())
+			}
+		}))
+		after = lsn()
+		t.Logf("%d passes in 60 s; the primary's WAL at %s, then %s", passes, before, after)
+		if after != before || passes < 30 {
+			t.Fatalf("the idle primary's WAL moved from %s to %s over %d passes", before, after, passes)
 		}
 	})
 }

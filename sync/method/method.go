@@ -27,9 +27,10 @@ type Traits struct {
 	NeedsSnapshot bool
 	// NeedsHorizon: a copy is READY only once the standby's catalog horizon covers it (rule 4).
 	NeedsHorizon bool
-	// KeepsWasReady: once READY, the copy's own advances may move its restart_lsn and
-	// catalog_xmin past the primary's without closing the gate (rule 4).
-	KeepsWasReady bool
+	// OwnDecoding: copies are made by the standby's own decoding, consistent from their own
+	// consistent point: READY needs no restart_lsn or catalog_xmin order against the primary's,
+	// only their catalog rows kept (rule 4).
+	OwnDecoding bool
 	// Watchable: the watch between passes may advance copies (watch.go).
 	Watchable bool
 	// ServerSyncs: the server syncs failover slots itself (17+); slotsync may set failover on

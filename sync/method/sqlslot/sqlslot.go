@@ -31,11 +31,10 @@ type Method struct {
 	traits  method.Traits
 }
 
-// The sql method's copies are made by the standby's own decoding: once READY, their own
-// advances may pass the primary slot's restart_lsn and catalog_xmin (rule 4).
+// The sql method's copies are made by the standby's own decoding (rule 4).
 var (
-	SQLTraits    = method.Traits{KeepsWasReady: true, Watchable: true}
-	NativeTraits = method.Traits{KeepsWasReady: true, Watchable: true, ServerSyncs: true}
+	SQLTraits    = method.Traits{OwnDecoding: true, Watchable: true}
+	NativeTraits = method.Traits{OwnDecoding: true, Watchable: true, ServerSyncs: true}
 )
 
 var (
