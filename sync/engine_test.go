@@ -21,9 +21,8 @@ import (
 
 // fakeObserver returns a fixed snapshot or error.
 type fakeObserver struct {
-	snap   Observation
-	err    error
-	nudges int
+	snap Observation
+	err  error
 }
 
 func (o *fakeObserver) Observe(context.Context) (Observation, error) { return o.snap, o.err }
@@ -38,8 +37,7 @@ func (o *fakeObserver) Reset() {}
 func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return nil, errors.New("no history in these tests")
 }
-func (o *fakeObserver) SyncSlots(context.Context) error          { return nil }
-func (o *fakeObserver) LogStandbySnapshot(context.Context) error { o.nudges++; return nil }
+func (o *fakeObserver) SyncSlots(context.Context) error { return nil }
 
 // fakeApplier records calls; failing names fail with failErr.
 // (Sessions run at once: new copies on their own sessions beside the workers.)
@@ -343,28 +341,24 @@ func TestRunStopsOnlyForHumans(t *testing.T) {
 	}
 }
 
-func TestNudgeOnlyWhenWaitingForThePrimaryHorizon(t *testing.T) {
+// TestNoNudgeForReadiness (rule 4): a copy of the standby's own decoding whose restart_lsn is
+// ahead of the primary slot's is READY once it is at its consumer's position (the observer
+// offers no way to ask the primary for a running-xacts record any more).
+func TestNoNudgeForReadiness(t *testing.T) {
 	snap := twoNodeSnapshot()
-	snap.Primary.Info.VersionNum, snap.Primary.Info.CanLogStandbySnapshot = 160004, true
-	// The copy's confirmed_flush trails the consumer, but its restart_lsn is ahead: only a
-	// running-xacts record on the primary can move the primary slot's restart_lsn past it.
+	snap.Primary.Info.VersionNum, snap.Primary.Info.CanLogStandbySnapshot = 160010, true
+	snap.Standby.Info.ReceiveLSN = 0x9000000
 	cp := slot(idA, 0x1800000, 0x2000000, 700)
 	snap.Standby.Slots["a"] = cp
 	obs := &fakeObserver{snap: snap}
 	e := testEngine(t, obs, &fakeApplier{})
 	e.journal.Slots["a"] = &Entry{Incarnation: "01", Identity: idA, Primary: lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}}
-	if _, err := e.RunOnce(context.Background()); err != nil {
+	rep, err := e.RunOnce(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if obs.nudges != 1 {
-		t.Fatalf("nudges %d, want 1", obs.nudges)
-	}
-	// Waiting for the consumer (copy confirmed ahead) is not helped by a nudge.
-	cp.ConfirmedFlush = 0x2100000
-	snap.Standby.Slots["a"] = cp
-	obs.snap, obs.nudges = snap, 0
-	if _, err := e.RunOnce(context.Background()); err != nil || obs.nudges != 0 {
-		t.Fatalf("nudged %d times for a copy ahead of the consumer (%v)", obs.nudges, err)
+	if !rep.Ready() {
+		t.Fatalf("not ready: %+v", rep.Slots)
 	}
 }
 

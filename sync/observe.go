@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
-	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -52,8 +51,6 @@ type observer interface {
 	Observe(ctx context.Context) (Observation, error)
 	// StandbySlots re-reads the standby's slots after a pass changed them.
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
-	// LogStandbySnapshot asks the primary to log a running-xacts record (16+).
-	LogStandbySnapshot(ctx context.Context) error
 	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
 	SyncSlots(ctx context.Context) error
 	// History reads the primary's timeline history (topology.TimelineHistory).
@@ -241,14 +238,6 @@ func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[stri
 		o.reset(&o.sconn)
 	}
 	return slots, err
-}
-
-func (o *pgObserver) LogStandbySnapshot(ctx context.Context) error {
-	pconn, err := o.primaryConn(ctx)
-	if err != nil {
-		return err
-	}
-	return sqlslot.LogRunningXacts(ctx, pconn)
 }
 
 func (o *pgObserver) Reset() { o.Close() }

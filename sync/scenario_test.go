@@ -436,7 +436,6 @@ func (o *simObserver) StandbySlots(context.Context, int) (map[string]topology.Sl
 func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
 	return WatchSample{}, errors.New("no watch in scripts")
 }
-func (o *simObserver) LogStandbySnapshot(context.Context) error { return nil }
 func (o *simObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return o.history, nil
 }
