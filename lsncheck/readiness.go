@@ -40,6 +40,11 @@ const (
 	ReasonCopyBeingMade       Reason = "copy_being_made"
 	ReasonNotInRecord         Reason = "not_in_record"
 	ReasonRecordOtherTimeline Reason = "record_of_another_timeline"
+	// two_phase: on 17 the server's sync of a failover slot does not carry two_phase_at; a copy
+	// of the standby's own decoding has its own two_phase_at, so transactions prepared before it
+	// and still pending, or not yet confirmed past, are sent again as PREPARE after a promotion.
+	ReasonTwoPhaseNotSynced Reason = "two_phase_at_not_synced"
+	ReasonTwoPhasePreparing Reason = "two_phase_prepared_pending"
 	// ReasonCopyCannotDecode: the copy's last advance failed with a decoding error.
 	ReasonCopyCannotDecode Reason = "copy_cannot_decode"
 )
@@ -93,6 +98,13 @@ type ReadinessInput struct {
 	// PrimarySent is how far the walsender streaming the primary slot has read (sent_lsn, 0 when
 	// unknown): the consumer may hold changes up to the larger of it and confirmed_flush (rule 5).
 	PrimarySent LSN
+
+	// TwoPhaseAtUnsynced: a failover slot with two_phase on 17, whose server sync lacks
+	// two_phase_at. TwoPhaseSettled (two_phase copies of the standby's own decoding): the
+	// transactions prepared on the primary when the copy was made are all resolved, and the
+	// consumer has confirmed past where that was first seen; TwoPhasePending says they are not.
+	TwoPhaseAtUnsynced bool
+	TwoPhasePending    bool
 
 	// DecodeError: the copy's last advance failed with a decoding error ("" when it did not).
 	DecodeError string
@@ -164,6 +176,12 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
 		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's restart_lsn %s", c.RestartLSN)
+	}
+	if in.TwoPhaseAtUnsynced {
+		add(ReasonTwoPhaseNotSynced, "a failover slot with two_phase: PostgreSQL 17's slot sync does not carry two_phase_at, so prepared transactions may be sent again after a promotion (18 syncs it)")
+	}
+	if in.TwoPhasePending {
+		add(ReasonTwoPhasePreparing, "two_phase: transactions prepared on the primary while the copy was made are not resolved and confirmed past yet; until they are, a promotion would send them again as PREPARE")
 	}
 	if in.DecodeError != "" {
 		add(ReasonCopyCannotDecode, "the copy's last advance failed to decode: %s", in.DecodeError)

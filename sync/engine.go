@@ -188,7 +188,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		e.logWarnings(snap.Warnings)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-		if err := e.recordIntents(actions, snap.Primary.Info.Timeline); err != nil {
+		if err := e.recordIntents(actions, snap.Primary.Info.Timeline, snap.Primary.Info.CurrentLSN); err != nil {
 			return rep, err
 		}
 		if err := failpoint.Hit("engine.intents-written"); err != nil {
@@ -212,6 +212,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	if apply && e.traits.OwnDecoding {
 		e.journal, _ = horizonSeen(e.journal, snap, after)
+		e.journal, _ = twoPhaseSeen(e.journal, snap, madeNow(actions))
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)

@@ -3,6 +3,7 @@ package sync
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/slotsync/slotsync/internal/failpoint"
@@ -109,6 +110,8 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				StandbyReplay:       snap.Standby.Info.ReplayLSN,
 				Exact:               e.cfg.Exact,
 				DecodeError:         decodeError(ent),
+				TwoPhaseAtUnsynced:  ps.Failover && ps.TwoPhase && snap.Primary.Info.Major() == 17,
+				TwoPhasePending:     twoPhasePending(ent, ps),
 			})
 			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
 		}
@@ -143,6 +146,58 @@ func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) 
 			next = j.clone()
 		}
 		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
+	}
+	if next == nil {
+		return j, false
+	}
+	return next, true
+}
+
+// twoPhasePending says whether a two_phase copy of the standby's own decoding still waits for
+// the transactions prepared when it was made to be resolved and confirmed past (rule 4).
+func twoPhasePending(ent *Entry, ps topology.Slot) bool {
+	return ent != nil && ent.TwoPhaseFrom != 0 && (ent.TwoPhaseSettledAt == 0 || ps.ConfirmedFlush < ent.TwoPhaseSettledAt)
+}
+
+// madeNow names the slots whose copy this pass makes (their observation predates the copy).
+func madeNow(actions []Action) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range actions {
+		if a.Kind == KindCreate || a.Kind == KindRecreate {
+			out[a.Slot] = true
+		}
+	}
+	return out
+}
+
+// twoPhaseSeen follows, for each two_phase copy of the standby's own decoding, the primary's
+// prepared transactions in its database from the first observation after the copy was made,
+// until none of those is pending; it records where that was first seen (rule 4). Copies made
+// in this pass wait for the next observation. It is pure.
+func twoPhaseSeen(j *Journal, snap Observation, skip map[string]bool) (*Journal, bool) {
+	var next *Journal
+	for name, ent := range j.Slots {
+		if ent.TwoPhaseFrom == 0 || ent.TwoPhaseSettledAt != 0 || skip[name] || snap.Primary.Info.CurrentLSN < ent.TwoPhaseFrom {
+			continue
+		}
+		now := snap.Prepared[ent.Identity.Database]
+		var pending []lsncheck.XID
+		for _, x := range ent.TwoPhasePending {
+			if slices.Contains(now, x) {
+				pending = append(pending, x)
+			}
+		}
+		if !ent.TwoPhaseSeen {
+			pending = slices.Clone(now)
+		}
+		if next == nil {
+			next = j.clone()
+		}
+		e := next.Slots[name]
+		e.TwoPhaseSeen, e.TwoPhasePending = true, pending
+		if len(pending) == 0 {
+			e.TwoPhaseSettledAt = snap.Primary.Info.CurrentLSN
+		}
 	}
 	if next == nil {
 		return j, false

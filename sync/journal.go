@@ -56,6 +56,16 @@ type Entry struct {
 	// (0: unknown, an older journal). Positions past where that timeline ended in the current
 	// primary's history are of another incarnation (rule 2, beyond a fork).
 	Timeline int `json:"timeline,omitempty"`
+	// TwoPhase (two_phase copies of the standby's own decoding): From is the primary's WAL
+	// position when the copy was planned; Pending the primary's prepared transactions in the
+	// slot's database at the first observation after the copy was made; SettledAt the primary's
+	// WAL position once none of them is pending any more. Such a copy is READY only once its
+	// consumer has confirmed past SettledAt (rule 4: a transaction prepared before the copy's
+	// two_phase_at and still pending would be sent again as PREPARE after a promotion).
+	TwoPhaseFrom      lsncheck.LSN   `json:"two_phase_from,omitempty"`
+	TwoPhasePending   []lsncheck.XID `json:"two_phase_pending,omitempty"`
+	TwoPhaseSeen      bool           `json:"two_phase_seen,omitempty"`
+	TwoPhaseSettledAt lsncheck.LSN   `json:"two_phase_settled_at,omitempty"`
 	// DecodeError: the last advance of the copy failed with a decoding error (cleared by one
 	// that succeeds): the copy cannot serve its consumer (rule 4).
 	DecodeError string `json:"decode_error,omitempty"`
@@ -176,7 +186,7 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 		e.cfg.StateDir, e.journal.SystemID, systemID), Fix: "give each cluster its own --state-dir"}
 }
 
-func (e *Engine) recordIntents(actions []Action, timeline int) error {
+func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsncheck.LSN) error {
 	var changed bool
 	var making []string
 	next := e.journal.clone()
@@ -195,6 +205,9 @@ func (e *Engine) recordIntents(actions []Action, timeline int) error {
 		}
 		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
 			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now, Timeline: timeline}
+		if a.Primary.TwoPhase && e.traits.OwnDecoding {
+			next.Slots[a.Slot].TwoPhaseFrom = max(primaryLSN, 1)
+		}
 		making = append(making, a.Slot)
 		changed = true
 	}

@@ -219,3 +219,38 @@ func TestNativeDrive(t *testing.T) {
 		}
 	})
 }
+
+// TestNativeTwoPhaseFailoverSlot (gate issue, item 2c): PostgreSQL 17's slot sync does not carry
+// two_phase_at, so a synced failover slot with two_phase could send prepared transactions again
+// after a promotion: on 17 such a slot is NOT READY with that reason; on 18 it is synced and
+// judged as any failover slot.
+func TestNativeTwoPhaseFailoverSlot(t *testing.T) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		opts := syncOn
+		opts.Conf = []string{"max_prepared_transactions = 10"}
+		f := newFixtureWith(t, major, topology.MethodAuto, opts)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, true, true)"))
+		f.insert(2)
+		deadline := time.Now().Add(60 * time.Second)
+		var r SlotReport
+		for time.Now().Before(deadline) {
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+			if cp, ok := f.slotOn(f.pair.Standby, "cdc"); ok && cp.Synced && !cp.Temporary && cp.ConfirmedFlush > 0 {
+				if major == 18 && r.Verdict.Ready || major == 17 && r.Verdict.Has(lsncheck.ReasonTwoPhaseNotSynced) {
+					break
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		switch {
+		case major == 17 && (r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonTwoPhaseNotSynced)):
+			t.Fatalf("17, a synced failover slot with two_phase: %+v", r.Verdict)
+		case major == 18 && !r.Verdict.Ready:
+			t.Fatalf("18, a synced failover slot with two_phase: %+v", r.Verdict)
+		}
+	})
+}

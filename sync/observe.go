@@ -28,8 +28,19 @@ type Observation struct {
 	Physical         topology.PhysicalSlot
 	// Warnings are conditions that do not stop the pass (see topology.Warnings).
 	Warnings []topology.Problem
+	// Prepared: the primary's prepared transactions by database, read when a slot has two_phase.
+	Prepared map[string][]lsncheck.XID
 	// SyncedStandbySlots: the physical slots the primary's synchronized_standby_slots lists (17+).
 	SyncedStandbySlots []topology.SyncedStandbySlot
+}
+
+func anyTwoPhase(slots map[string]topology.Slot) bool {
+	for _, s := range slots {
+		if s.TwoPhase {
+			return true
+		}
+	}
+	return false
 }
 
 // view is what a method's hooks see of the observation.
@@ -215,6 +226,11 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 	}
 	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
 		return standbyOnly(err)
+	}
+	if anyTwoPhase(snap.Primary.Slots) {
+		if snap.Prepared, err = topology.PreparedXacts(ctx, pconn); err != nil {
+			return standbyOnly(err)
+		}
 	}
 	// Rule 5 compares what a consumer may hold (read on the primary just now) with what the
 	// standby has: its flushed WAL is read again, so that WAL written in between does not count

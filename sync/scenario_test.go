@@ -30,6 +30,8 @@ import (
 //	primary-gone / primary-partitioned / primary-back
 //	                                     the primary is down (the standby stops streaming), or only
 //	                                     slotsync cannot reach it (the standby streams), or it is back
+//	prepared <db>=<xid>,…                the primary's prepared transactions (none: "prepared")
+//	wal <lsn>                            the primary's WAL insert position
 //	clock <duration>                     time passes
 //	pass / inspect                       one applying pass, or a judgement that changes nothing
 //	plan                                 the pure plan of what the nodes show now
@@ -94,6 +96,24 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return ""
 	case "fail":
 		h.app.failing[d.CmdArgs[0].Key] = scriptError(d)
+		return ""
+	case "prepared":
+		// prepared app=701,702: the primary's prepared transactions, by database
+		h.obs.snap.Prepared = map[string][]lsncheck.XID{}
+		for _, a := range d.CmdArgs {
+			for _, v := range a.Vals {
+				var x uint32
+				fmt.Sscan(v, &x)
+				h.obs.snap.Prepared[a.Key] = append(h.obs.snap.Prepared[a.Key], lsncheck.XID(x))
+			}
+		}
+		return ""
+	case "wal":
+		l, err := lsncheck.ParseLSN(d.CmdArgs[0].Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.obs.snap.Primary.Info.CurrentLSN = l
 		return ""
 	case "heal":
 		delete(h.app.failing, d.CmdArgs[0].Key)
@@ -293,7 +313,7 @@ func (h *harness) pass(apply bool) string {
 func (h *harness) crashAfterActions() string {
 	h.app.calls = nil
 	actions := Plan(h.planInput())
-	if err := h.eng.recordIntents(actions, h.obs.snap.Primary.Info.Timeline); err != nil {
+	if err := h.eng.recordIntents(actions, h.obs.snap.Primary.Info.Timeline, h.obs.snap.Primary.Info.CurrentLSN); err != nil {
 		return "error: " + err.Error() + "\n"
 	}
 	for _, a := range actions {
@@ -347,6 +367,9 @@ func (h *harness) printJournal() string {
 		fmt.Fprintf(&b, "%s incarnation=#%d last_primary=%s/%s/%d", name, h.ids[ent.Incarnation], ent.Primary.RestartLSN, ent.Primary.ConfirmedFlush, ent.Primary.CatalogXmin)
 		if ent.WALVerified {
 			b.WriteString(" wal_verified")
+		}
+		if ent.TwoPhaseFrom != 0 {
+			fmt.Fprintf(&b, " two_phase(seen=%v pending=%v settled_at=%s)", ent.TwoPhaseSeen, ent.TwoPhasePending, ent.TwoPhaseSettledAt)
 		}
 		if ent.HorizonSeenAt != 0 {
 			fmt.Fprintf(&b, " horizon_seen_at=%s", ent.HorizonSeenAt)

@@ -874,3 +874,42 @@ func TestIdlePrimaryStaysIdle(t *testing.T) {
 		}
 	})
 }
+
+// TestTwoPhaseCopyWaitsForPrepared (rule 4, two_phase): a copy of a two_phase slot made by the
+// standby's own decoding has its own two_phase_at; a transaction prepared before it and pending
+// would be sent again as PREPARE after a promotion. So the copy is NOT READY while a
+// transaction prepared on the primary when it was made is pending, even with its consumer past
+// it; once that is resolved and confirmed past, READY, and a promotion gives the consumer
+// exactly the changes after its position.
+func TestTwoPhaseCopyWaitsForPrepared(t *testing.T) {
+	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, true)"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("create: %+v", r)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (3000); PREPARE TRANSACTION 'p1'"))
+		var r SlotReport
+		for i := 0; i < 20; i++ {
+			f.insert(1)
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+			if r.Verdict.Ready || r.Verdict.Has(lsncheck.ReasonTwoPhasePreparing) && !r.Verdict.Has(lsncheck.ReasonCopyConfirmedAhead) {
+				break
+			}
+		}
+		if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonTwoPhasePreparing) {
+			t.Fatalf("with p1 prepared and pending, the consumer past the copy: %+v", r.Verdict)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p1'"))
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		want := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
+}

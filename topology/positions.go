@@ -125,3 +125,26 @@ func ParseHistory(content []byte) (map[int]lsncheck.LSN, error) {
 	}
 	return out, nil
 }
+
+// PreparedXacts lists the node's prepared transactions by database (pg_prepared_xacts).
+func PreparedXacts(ctx context.Context, conn *pgx.Conn) (map[string][]lsncheck.XID, error) {
+	rows, err := conn.Query(ctx, "SELECT database::text, transaction::text::bigint FROM pg_prepared_xacts")
+	if err != nil {
+		return nil, fmt.Errorf("list prepared transactions: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]lsncheck.XID{}
+	for rows.Next() {
+		var db string
+		var x int64
+		if err := rows.Scan(&db, &x); err != nil {
+			return nil, fmt.Errorf("list prepared transactions: %w", err)
+		}
+		xid, err := xidFromRow(x)
+		if err != nil {
+			return nil, err
+		}
+		out[db] = append(out[db], xid)
+	}
+	return out, rows.Err()
+}

@@ -489,6 +489,7 @@ func BenchmarkBulkCreate(b *testing.B) {
 				b.ReportMetric(got.ready.Seconds(), who+"-all-ready-s")
 				b.ReportMetric(got.copies.Seconds(), who+"-all-copies-s")
 				b.ReportMetric(got.floor.Seconds(), who+"-rule4-floor-s")
+				b.ReportMetric(got.oldFloor.Seconds(), who+"-old-rule4-floor-s")
 				b.ReportMetric((got.ready - got.floor).Seconds(), who+"-beyond-floor-s")
 				b.ReportMetric(float64(rounds), who+"-consumer-rounds")
 				b.ReportMetric(roundTime.Seconds()/float64(max(rounds, 1)), who+"-s/consumer-round")
@@ -497,10 +498,14 @@ func BenchmarkBulkCreate(b *testing.B) {
 	}
 }
 
-// bulkTimes are BenchmarkBulkCreate's moments, from the last slot's creation on the primary.
+// bulkTimes are BenchmarkBulkCreate's moments, from the last slot's creation on the primary:
+// every copy made; every consumer confirmed past its copy (floor: rule 4 cannot say READY
+// before); every primary slot's restart_lsn, confirmed_flush and catalog_xmin past its copy's
+// (oldFloor: what rule 4 waited for before it was rewritten, and what PostgreSQL 17's own sync
+// waits for before a synced slot stops being temporary); every copy READY.
 type bulkTimes struct {
-	copies, floor, ready time.Duration
-	err                  error
+	copies, floor, oldFloor, ready time.Duration
+	err                            error
 }
 
 // watchBulk looks at both nodes and the gate every 100 ms until all n copies are READY: when
@@ -542,7 +547,7 @@ func watchBulk(ctx context.Context, p *integration.Pair, gate *slotsync.Engine, 
 		return out, rows.Err()
 	}
 	var t bulkTimes
-	exists, reached := map[string]bool{}, map[string]bool{}
+	exists, reached, passed := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -569,10 +574,16 @@ func watchBulk(ctx context.Context, p *integration.Pair, gate *slotsync.Engine, 
 				}
 			}
 			pr, ok := prim[name]
+			if !passed[name] && ok && pr.confirmed >= c.confirmed {
+				passed[name] = true
+				if len(passed) == n {
+					t.floor = now
+				}
+			}
 			if !reached[name] && ok && pr.restart >= c.restart && pr.confirmed >= c.confirmed && pr.xmin >= c.xmin {
 				reached[name] = true
 				if len(reached) == n {
-					t.floor = now
+					t.oldFloor = now
 				}
 			}
 		}
