@@ -67,6 +67,7 @@ const (
 	CodeLeftAloneDropped    Code = "left_alone_copy_dropped"       // drop (--drop-left-alone)
 	CodeCatchingUp          Code = "catching_up"                   // advance by at most AdvanceStep
 	CodeBeyondFork          Code = "copy_beyond_fork"              // recreate: the copy is of an abandoned timeline
+	CodeTwoPhaseWaits       Code = "two_phase_change_waits"        // none: two_phase turned on while transactions are prepared
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -119,6 +120,9 @@ type PlanInput struct {
 	// invalidated, or they are no longer selected) instead of leaving them to pin the
 	// standby's WAL and catalog rows. Slots slotsync did not make are never dropped.
 	DropLeftAlone bool
+	// Prepared are the primary's prepared transactions by database (read when a slot has
+	// two_phase).
+	Prepared map[string][]lsncheck.XID
 	// History is the primary's timeline history (timeline → where it ended), read when a journal
 	// entry was synced on another timeline than the primary's now; empty when it could not be
 	// read (such copies are then made again); nil when not needed.
@@ -316,6 +320,14 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	// A copy in use on the standby is never dropped or moved, whatever else is true of it.
 	if cp.Active {
 		a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf("the copy is in use on the standby (pid %d)", cp.ActivePID)
+		return a
+	}
+	// two_phase turned on while transactions are prepared: a new copy would wait for them, and
+	// there would be no copy meanwhile. The copy stays (NOT READY, another identity) until then.
+	if in.Traits.OwnDecoding && ps.TwoPhase && !cp.TwoPhase && cp.Database == ps.Database && cp.Plugin == ps.Plugin && len(in.Prepared[ps.Database]) > 0 {
+		a.Kind, a.Code = KindNone, CodeTwoPhaseWaits
+		a.Reason = fmt.Sprintf("two_phase was turned on while %d transaction(s) are prepared in database %q: the copy is made again once they are resolved (a new copy would wait for them, and there would be no copy meanwhile)",
+			len(in.Prepared[ps.Database]), ps.Database)
 		return a
 	}
 	// Rule 2 beyond a fork: a copy synced on a timeline the primary's history has left, with

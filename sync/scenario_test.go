@@ -337,7 +337,7 @@ func (h *harness) planInput() PlanInput {
 	e := h.eng
 	return PlanInput{Primary: h.obs.snap.Primary, Standby: h.obs.snap.Standby, Journal: e.journal, Select: e.cfg.Select,
 		Traits: h.app.traits, Native: e.cfg.Native, AdvanceStep: e.cfg.AdvanceStep, Now: h.now,
-		Recopy: e.mem.recopy, Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts, Failing: e.backoffs(true)}
+		Recopy: e.mem.recopy, Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts, Failing: e.backoffs(true), Prepared: h.obs.snap.Prepared}
 }
 
 func (h *harness) plan() string {
