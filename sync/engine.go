@@ -296,6 +296,7 @@ func (e *Engine) logWarnings(ws []topology.Problem) {
 func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 	wait := time.Duration(0)
 	var lastErr string
+	var failingSince, loggedAt time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -316,7 +317,7 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 				e.lastStop = ""
 			}
 			if lastErr != "" {
-				e.log.Info("sync passes succeed again")
+				e.log.Info("sync passes succeed again", "failed_for_seconds", e.now().Sub(failingSince).Round(time.Second).Seconds())
 				lastErr = ""
 			}
 			wait = e.cfg.Interval
@@ -334,13 +335,24 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			return err
 		default:
 			wait = min(max(2*wait, e.cfg.Interval), e.cfg.MaxBackoff)
-			if msg := err.Error(); msg != lastErr {
-				lastErr = msg
+			switch msg := err.Error(); {
+			case msg != lastErr:
+				if lastErr == "" {
+					failingSince = e.now()
+				}
+				lastErr, loggedAt = msg, e.now()
 				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
+			case e.now().Sub(loggedAt) >= stillFailingEvery:
+				// The same error, again at a steady rhythm: a persistent problem stays visible.
+				loggedAt = e.now()
+				e.log.Warn(fmt.Sprintf("still failing after %s", e.now().Sub(failingSince).Round(time.Second)), "error", msg)
 			}
 		}
 	}
 }
+
+// stillFailingEvery is how often a pass failing with the same error is logged again.
+const stillFailingEvery = 10 * time.Minute
 
 func anyFailover(slots map[string]topology.Slot) bool {
 	for _, s := range slots {

@@ -16,7 +16,10 @@ var (
 
 // buildInfo is where this binary came from: `slotsync version` and slotsync_build_info.
 type buildInfo struct {
-	Version, Commit, Date, GoVersion string
+	Version   string `json:"version"`
+	Commit    string `json:"commit"`
+	Date      string `json:"date"`
+	GoVersion string `json:"go_version"`
 }
 
 func currentBuild() buildInfo {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/topology"
 	"github.com/urfave/cli/v2"
 )
 
@@ -244,7 +245,7 @@ func statusCommand() *cli.Command {
 }
 
 func printStatus(w io.Writer, r checkResult) {
-	fmt.Fprintf(w, "primary: system %s, PostgreSQL %d, WAL at %s\n", r.Primary.SystemID, r.Primary.VersionNum, r.Primary.WALEnd)
+	fmt.Fprintf(w, "primary: system %s, PostgreSQL %s, WAL at %s\n", r.Primary.SystemID, topology.Version(r.Primary.VersionNum), r.Primary.WALEnd)
 	fmt.Fprintf(w, "standby: replayed %s, holds WAL to %s; method %s\n\n", r.Standby.ReplayLSN, r.Standby.WALEnd, r.Method)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SLOT\tDATABASE\tPLUGIN\tPRIMARY CONFIRMED\tCOPY CONFIRMED\tSYNC LAG\tRETAINED P/S\tWAL P/S\tREADY\tACTION\tWHY")

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -115,6 +116,12 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || r.code != exitUsage || res.ExitCode != exitUsage || !strings.Contains(res.Error, "magic") {
 			t.Errorf("%s --json with a bad --method: exit %d, %v, %q", cmd, r.code, err, r.stdout)
 		}
+	}
+	var v struct {
+		GoVersion string `json:"go_version"`
+	}
+	if r := slotsyncCmd(t, nil, "version", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.GoVersion == "" {
+		t.Errorf("version --json: %d %q", r.code, r.stdout)
 	}
 	if r := slotsyncCmd(t, nil, "version"); r.code != 0 || !strings.Contains(r.stdout, "slotsync ") {
 		t.Errorf("version: %+v", r)
@@ -397,6 +404,24 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 	}
 }
 
+// safeBuffer collects a process's output while the test reads it.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // TestDaemonAgainstARealPair runs the sidecar, scrapes its metrics and endpoints, cuts the
 // primary away and back, and stops it with SIGTERM.
 func TestDaemonAgainstARealPair(t *testing.T) {
@@ -415,8 +440,8 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		cmd := exec.Command(binary, "run", "--primary", pair.Primary.DSN("postgres")+secret, "--standby", pair.Standby.DSN("postgres")+secret,
 			"--state-dir", state, "--interval", "200ms", "--max-backoff", "1s", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--log-format", "json", "--shutdown-timeout", "5s")
-		var logs bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &logs, &logs
+		logs := &safeBuffer{}
+		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -508,6 +533,14 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready"))
 		}
 
+		// SIGHUP (a reload, by habit) does not stop it: it says nothing is reloaded.
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the SIGHUP to be logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "SIGHUP: nothing is reloaded") })
+		if code, _ := get(base + "/livez"); code != 200 {
+			t.Fatalf("/livez after SIGHUP: %d", code)
+		}
 		// SIGTERM stops it within the bound, cleanly.
 		start := time.Now()
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -42,3 +42,20 @@ func TestPromotionReadyIsNeverStale(t *testing.T) {
 		t.Fatalf("/readyz is about the loop (stuck only past %s): %d", d.staleAfter, code)
 	}
 }
+
+// TestEndpointsAnswerGetOnly: the endpoints answer GET and HEAD; anything else is 405.
+func TestEndpointsAnswerGetOnly(t *testing.T) {
+	d := newDaemon(hclog.NewNullLogger(), slotsync.Config{Interval: time.Second})
+	for _, path := range []string{"/metrics", "/livez", "/readyz", "/promotion-ready"} {
+		rec := httptest.NewRecorder()
+		d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
+			t.Errorf("POST %s: %d, Allow %q", path, rec.Code, rec.Header().Get("Allow"))
+		}
+		rec = httptest.NewRecorder()
+		d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodHead, path, nil))
+		if rec.Code == http.StatusMethodNotAllowed {
+			t.Errorf("HEAD %s: 405", path)
+		}
+	}
+}

@@ -113,7 +113,12 @@ func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",
 		Usage: "print the version",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
 		Action: func(c *cli.Context) error {
+			if c.Bool("json") {
+				writeJSON(c.App.Writer, currentBuild())
+				return nil
+			}
 			fmt.Fprintln(c.App.Writer, currentBuild())
 			return nil
 		},

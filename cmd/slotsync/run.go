@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -87,6 +88,7 @@ func runAction(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	ignoreHangups(ctx, log)
 	d := newDaemon(log, cfg)
 	var srv *http.Server
 	if addr := c.String("listen"); addr != "" {
@@ -95,7 +97,8 @@ func runAction(c *cli.Context) error {
 			eng.Close()
 			return configError("--listen %s: %v", addr, err)
 		}
-		srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		log.Info("serving metrics and health", "address", ln.Addr().String())
 	}
@@ -220,16 +223,47 @@ func (d *daemon) record(rep slotsync.Report, err error) {
 	}
 }
 
+// ignoreHangups keeps SIGHUP (a reload, by habit) from ending the daemon: nothing is reloaded,
+// which is logged; settings change with a restart.
+func ignoreHangups(ctx context.Context, log hclog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				log.Info("SIGHUP: nothing is reloaded; restart slotsync to change its settings")
+			}
+		}
+	}()
+}
+
+// getOnly answers 405 to methods other than GET and HEAD.
+func getOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h(w, r)
+	}
+}
+
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/livez", func(w http.ResponseWriter, _ *http.Request) {
+	metrics := promhttp.HandlerFor(d.m.reg, promhttp.HandlerOpts{})
+	mux.HandleFunc("/metrics", getOnly(metrics.ServeHTTP))
+	mux.HandleFunc("/livez", getOnly(func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
-	})
+	}))
 	// /readyz: the sidecar works — it makes passes and its configuration is usable. A primary
 	// that is down, or this node being the primary, is not the sidecar failing: the promotion
 	// gate (/promotion-ready) says what those mean.
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/readyz", getOnly(func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		switch {
@@ -242,10 +276,10 @@ func (d *daemon) handler() http.Handler {
 		default:
 			fmt.Fprintln(w, "ok")
 		}
-	})
+	}))
 	// /promotion-ready answers like `check` from the latest pass; it is the promotion gate, not
 	// the sidecar's own readiness.
-	mux.HandleFunc("/promotion-ready", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/promotion-ready", getOnly(func(w http.ResponseWriter, _ *http.Request) {
 		d.mu.Lock()
 		var res checkResult
 		switch {
@@ -266,7 +300,7 @@ func (d *daemon) handler() http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		writeJSON(w, res)
-	})
+	}))
 	return mux
 }
 
