@@ -51,6 +51,8 @@ type Engine struct {
 	watchEvery    time.Duration
 	watchAdvances int
 	now           func() time.Time
+	// stillFailingEvery: how often a pass failing with the same error is logged again.
+	stillFailingEvery time.Duration
 }
 
 // New validates cfg, loads the journal and prepares connections (opened lazily).
@@ -87,7 +89,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
-		mem: newMemory(), lastWarnings: "[]", now: time.Now}
+		mem: newMemory(), lastWarnings: "[]", now: time.Now, stillFailingEvery: 10 * time.Minute}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a
@@ -342,7 +344,7 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 				}
 				lastErr, loggedAt = msg, e.now()
 				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
-			case e.now().Sub(loggedAt) >= stillFailingEvery:
+			case e.now().Sub(loggedAt) >= e.stillFailingEvery:
 				// The same error, again at a steady rhythm: a persistent problem stays visible.
 				loggedAt = e.now()
 				e.log.Warn(fmt.Sprintf("still failing after %s", e.now().Sub(failingSince).Round(time.Second)), "error", msg)
@@ -350,9 +352,6 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		}
 	}
 }
-
-// stillFailingEvery is how often a pass failing with the same error is logged again.
-const stillFailingEvery = 10 * time.Minute
 
 func anyFailover(slots map[string]topology.Slot) bool {
 	for _, s := range slots {

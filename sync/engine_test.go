@@ -376,3 +376,24 @@ func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
 	}
 }
+
+// TestPersistentErrorIsLoggedAgain: a pass failing with the same error is logged once, then
+// again at a steady rhythm, saying for how long it has failed.
+func TestPersistentErrorIsLoggedAgain(t *testing.T) {
+	logs := &lockedBuffer{}
+	e := testEngine(t, &fakeObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}, &fakeApplier{})
+	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
+	e.cfg.Interval, e.cfg.MaxBackoff = time.Millisecond, 2*time.Millisecond
+	clock := time.Unix(0, 0)
+	e.now = func() time.Time { clock = clock.Add(time.Minute); return clock }
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_ = e.Run(ctx, nil)
+	out := logs.String()
+	if n := strings.Count(out, "sync pass failed"); n != 1 {
+		t.Fatalf("the error was logged %d times as new:\n%s", n, out)
+	}
+	if !strings.Contains(out, "still failing after") {
+		t.Fatalf("no steady reminder:\n%s", out)
+	}
+}
