@@ -12,7 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	stdsync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -406,7 +406,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
 
 // safeBuffer collects a process's output while the test reads it.
 type safeBuffer struct {
-	mu sync.Mutex
+	mu stdsync.Mutex
 	b  bytes.Buffer
 }
 

@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
+	stdsync "sync"
 	"testing"
 	"time"
 
@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	failpointOnce sync.Once
+	failpointOnce stdsync.Once
 	failpointBin  string
 	failpointErr  error
 )

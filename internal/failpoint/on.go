@@ -7,7 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
+	stdsync "sync"
 	"syscall"
 	"time"
 )
@@ -23,8 +23,8 @@ type fp struct {
 }
 
 var (
-	once   sync.Once
-	mu     sync.Mutex
+	once   stdsync.Once
+	mu     stdsync.Mutex
 	points map[string]*fp
 )
 

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
+	stdsync "sync"
 	"sync/atomic"
 	"time"
 
@@ -44,7 +44,7 @@ type Method struct {
 	log         hclog.Logger
 	stateDir    string
 	restart     restartStrategy
-	mu          sync.Mutex
+	mu          stdsync.Mutex
 	pending     []topology.Slot
 	lastRestart time.Time
 	restarting  *atomic.Bool // shared with the engine, read by a stopping process
