@@ -148,3 +148,11 @@ func PreparedXacts(ctx context.Context, conn *pgx.Conn) (map[string][]lsncheck.X
 	}
 	return out, rows.Err()
 }
+
+// WALSegmentSize reads the node's wal_segment_size in bytes.
+func WALSegmentSize(ctx context.Context, conn *pgx.Conn) (uint64, error) {
+	var seg int64
+	err := conn.QueryRow(ctx, `SELECT setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
+		FROM pg_settings WHERE name = 'wal_segment_size'`).Scan(&seg)
+	return uint64(seg), err
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // WALSource is the primary as the WAL a copy needs is fetched from it: its timeline and segment
@@ -21,13 +22,11 @@ type WALSource struct {
 // (topology.NodeInfo.Timeline).
 func ReadWALSource(ctx context.Context, conn *pgx.Conn, timeline uint32) (WALSource, error) {
 	src := WALSource{Conn: conn, Timeline: timeline}
-	var seg int64
-	err := conn.QueryRow(ctx, `SELECT setting::bigint * CASE unit WHEN 'B' THEN 1 WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
-		FROM pg_settings WHERE name = 'wal_segment_size'`).Scan(&seg)
+	seg, err := topology.WALSegmentSize(ctx, conn)
 	if err != nil {
 		return src, fmt.Errorf("read the primary's WAL segment size: %w", err)
 	}
-	src.SegmentSize = uint64(seg)
+	src.SegmentSize = seg
 	return src, nil
 }
 
