@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 // golden15 is a state file written by a real PostgreSQL 15, raw and parsed.
@@ -131,5 +133,19 @@ func TestSegmentName(t *testing.T) {
 		if got := SegmentName(c.tli, c.lsn, c.size); got != c.want {
 			t.Errorf("SegmentName(%d, %X, %d) = %s, want %s", c.tli, c.lsn, c.size, got, c.want)
 		}
+	}
+}
+
+// TestTimelineOf: after failovers, a WAL segment is named on the timeline it was written on, as
+// the primary's walsender reads it: a timeline's switch segment is the next timeline's file.
+func TestTimelineOf(t *testing.T) {
+	src := WALSource{Timeline: 3, SegmentSize: 0x1000000, History: map[int]lsncheck.LSN{1: 0x3000158, 2: 0x5A00000}}
+	for lsn, want := range map[uint64]uint32{0x1000000: 1, 0x2FFFFFF: 1, 0x3000000: 2, 0x3000158: 2, 0x4000000: 2, 0x4FFFFFF: 2, 0x5000000: 3, 0x59FFFFF: 3, 0x7000000: 3} {
+		if got := src.TimelineOf(lsn); got != want {
+			t.Errorf("%X: timeline %d, want %d", lsn, got, want)
+		}
+	}
+	if got := (WALSource{Timeline: 2, SegmentSize: 0x1000000}).TimelineOf(0x1000000); got != 2 {
+		t.Errorf("without a history: %d", got)
 	}
 }

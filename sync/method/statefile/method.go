@@ -196,6 +196,15 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 		return
 	}
 	src, err := ReadWALSource(ctx, conn, uint32(primary.Timeline))
+	if err == nil && primary.Timeline > 1 {
+		// After a failover the older segments are on the timelines they were written on.
+		if ep := m.primary.Endpoint(); ep != nil {
+			if src.History, err = topology.TimelineHistory(ctx, ep, primary.Timeline); err != nil {
+				m.log.Warn("could not read the primary's timeline history: WAL segments are looked for on its current timeline only", "error", err)
+				err = nil
+			}
+		}
+	}
 	if err == nil {
 		var n int
 		n, err = in.InstallWAL(ctx, src, from)

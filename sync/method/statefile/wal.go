@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -16,6 +18,43 @@ type WALSource struct {
 	Conn        *pgx.Conn
 	Timeline    uint32
 	SegmentSize uint64
+	// History is the primary's timeline history (timeline → where it ended); nil or empty on
+	// timeline 1 or when it could not be read (then every segment is named on Timeline).
+	History map[int]lsncheck.LSN
+}
+
+// TimelineOf is the timeline whose file holds the segment of lsn on the primary, as its
+// walsender reads it: the newest timeline of its history that began in that segment or before.
+// A timeline's switch segment is thus the next timeline's file (the old one was renamed
+// .partial at the switch). It is pure.
+func (s WALSource) TimelineOf(lsn uint64) uint32 {
+	seg := lsn / s.SegmentSize
+	begin := map[uint32]uint64{s.Timeline: 0}
+	parents := make([]int, 0, len(s.History))
+	for t := range s.History {
+		parents = append(parents, t)
+	}
+	slices.Sort(parents)
+	for i, t := range parents {
+		next := s.Timeline
+		if i+1 < len(parents) {
+			next = uint32(parents[i+1])
+		}
+		begin[next] = uint64(s.History[t]) / s.SegmentSize
+	}
+	if len(parents) > 0 {
+		begin[uint32(parents[0])] = 0
+	}
+	var best uint32 // the newest timeline that began at or before seg
+	for t, b := range begin {
+		if b <= seg && t > best {
+			best = t
+		}
+	}
+	if best == 0 {
+		return s.Timeline
+	}
+	return best
 }
 
 // ReadWALSource reads the primary's WAL segment size; timeline is the one it writes, as observed
@@ -58,7 +97,7 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 	}
 	written := 0
 	for lsn := from - from%src.SegmentSize; ; lsn += src.SegmentSize {
-		name := SegmentName(src.Timeline, lsn, src.SegmentSize)
+		name := SegmentName(src.TimelineOf(lsn), lsn, src.SegmentSize)
 		final := filepath.Join(dir, name)
 		if there, err := exists(final); err != nil || there {
 			return written, err // from here on the standby has its WAL
