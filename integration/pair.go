@@ -426,6 +426,17 @@ func (p *Pair) Promote(ctx context.Context) error {
 // slots that stop PostgreSQL 17's slot sync). The new primary is stopped for a moment while its
 // data directory is copied.
 func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
+	return p.rejoin(ctx, keepSlots, false)
+}
+
+// RejoinFresh rebuilds the old primary as a standby of the promoted one as pg_basebackup -X
+// stream would: no slots, and no WAL of the timelines before the new primary's (only what the
+// backup needs is copied), so WAL from before the failover must come from the new primary.
+func (p *Pair) RejoinFresh(ctx context.Context) error {
+	return p.rejoin(ctx, false, true)
+}
+
+func (p *Pair) rejoin(ctx context.Context, keepSlots, onlyCurrentTimeline bool) error {
 	oldPrim, ok1 := p.Primary.life.(*localServer)
 	newPrim, ok2 := p.Standby.life.(*localServer)
 	if !ok1 || !ok2 {
@@ -456,6 +467,11 @@ func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
 	if err := copyDataDir(newPrim.dataDir, oldPrim.dataDir); err != nil {
 		return fmt.Errorf("rejoin: copy the new primary: %w", err)
 	}
+	if onlyCurrentTimeline {
+		if err := dropOlderTimelines(filepath.Join(oldPrim.dataDir, "pg_wal")); err != nil {
+			return fmt.Errorf("rejoin: %w", err)
+		}
+	}
 	if kept != "" {
 		// Only the logical slots: the physical one belongs to the new topology.
 		entries, _ := os.ReadDir(kept)
@@ -485,6 +501,28 @@ func (p *Pair) Rejoin(ctx context.Context, keepSlots bool) error {
 		return err
 	}
 	return p.WaitStreaming(ctx)
+}
+
+// dropOlderTimelines removes the WAL segments of every timeline but the newest from dir.
+func dropOlderTimelines(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	newest := ""
+	for _, e := range entries {
+		if len(e.Name()) == 24 && e.Name()[:8] > newest {
+			newest = e.Name()[:8]
+		}
+	}
+	for _, e := range entries {
+		if name := e.Name(); (len(name) == 24 || strings.HasSuffix(name, ".partial")) && name[:8] < newest {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // Twin starts a third server of the pair's system: a copy of the cleanly stopped primary (which

@@ -614,3 +614,58 @@ func TestStatefileNeverStopsAPromotedNode(t *testing.T) {
 		}
 	})
 }
+
+// TestStatefileWALAcrossTimelines (state-file issue, item 2): a slot whose consumer is idle
+// since before a failover keeps its restart_lsn on the old timeline. A new standby built from
+// the new primary (as pg_basebackup -X stream leaves it: no WAL of the old timeline) needs that
+// WAL for its copy, and the new primary has it under the old timeline's name: the copy is READY
+// after one restart, and its promotion gives the idle consumer every change since.
+func TestStatefileWALAcrossTimelines(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.cfg.Statefile.NoCheckpoint = major < 15
+		f.eng.Close()
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('idle', 'test_decoding')"))
+		want := f.insert(3)
+		f.pass()
+		f.untilReady("idle", func() {})
+		// More WAL on the old timeline: the idle slot's restart_lsn is segments before the switch.
+		for i := 0; i < 3; i++ {
+			want = append(want, f.insert(1)...)
+			f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		// Failover: a clean stop of the primary, the standby promoted; the new primary writes a
+		// few segments; the old primary is rebuilt from it as a fresh standby.
+		f.must(f.pair.Primary.Stop(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		for i := 0; i < 3; i++ {
+			f.must(f.pair.Standby.ExecDB(f.ctx, "app", "INSERT INTO t VALUES ($1)", f.next))
+			want = append(want, f.next)
+			f.next++
+			f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_switch_wal()"))
+		}
+		f.must(f.pair.RejoinFresh(f.ctx))
+		f.eng.Close()
+		f.cfg.PrimaryDSN, f.cfg.StandbyDSN, f.cfg.StateDir = f.pair.Primary.DSN("postgres"), f.pair.Standby.DSN("postgres"), t.TempDir()
+		f.cfg.Statefile.DataDir, f.cfg.Statefile.Restarter = f.pair.Standby.DataDir, nodeRestarter{f.pair.Standby}
+		f.startEngine()
+		restarts, ready := 0, false
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline) && !ready; time.Sleep(200 * time.Millisecond) {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep, err := f.eng.RunOnce(f.ctx)
+			f.must(err)
+			restarts += rep.StandbyRestarts
+			for _, s := range rep.Slots {
+				ready = ready || s.Name == "idle" && s.Verdict.Ready
+			}
+		}
+		if !ready || restarts != 1 {
+			t.Fatalf("the copy of the idle slot on the new standby: ready %v after %d restarts", ready, restarts)
+		}
+		f.must(f.pair.Primary.Stop(f.ctx))
+		f.promoteExpect("idle", want)
+	})
+}
