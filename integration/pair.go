@@ -132,10 +132,7 @@ func NewPair(ctx context.Context, opts Options) (*Pair, error) {
 }
 
 func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
-	bin, err := FindBinaries(opts.Major)
-	if opts.Minor != "" {
-		bin, err = FindMinorBinaries(opts.Major, opts.Minor)
-	}
+	bin, err := opts.binaries()
 	if err != nil {
 		return nil, err
 	}
@@ -501,6 +498,14 @@ func (p *Pair) rejoin(ctx context.Context, keepSlots, onlyCurrentTimeline bool) 
 		return err
 	}
 	return p.WaitStreaming(ctx)
+}
+
+// binaries are the server binaries of the pair's major (or older minor).
+func (o Options) binaries() (Binaries, error) {
+	if o.Minor != "" {
+		return FindMinorBinaries(o.Major, o.Minor)
+	}
+	return FindBinaries(o.Major)
 }
 
 // dropOlderTimelines removes the WAL segments of every timeline but the newest from dir.

@@ -144,18 +144,7 @@ func Readiness(in ReadinessInput) Verdict {
 	} else if !p.Known() {
 		add(ReasonPrimaryUnknown, "the primary slot has no positions yet (still being created)")
 	}
-	if in.StandbyWALEnd == 0 {
-		// Rule 5 cannot be checked without it: unsure is NOT READY.
-		add(ReasonConsumerAheadOfStandby, "the standby's WAL end is unknown: cannot tell whether the consumer is beyond it")
-	} else if held := max(in.Primary.ConfirmedFlush, in.PrimarySent); held != 0 && held > in.StandbyWALEnd {
-		v.ConsumerAheadBytes = Bytes(held, in.StandbyWALEnd)
-		what := "confirmed"
-		if held != in.Primary.ConfirmedFlush {
-			what = "was sent changes up to"
-		}
-		add(ReasonConsumerAheadOfStandby, "the consumer %s %s, %d bytes beyond the standby's WAL end %s",
-			what, held, v.ConsumerAheadBytes, in.StandbyWALEnd)
-	}
+	v.ConsumerAheadBytes = consumerAhead(in, add)
 
 	if !in.CopyExists {
 		add(ReasonMissing, "no copy on the standby")
@@ -231,6 +220,26 @@ func Readiness(in ReadinessInput) Verdict {
 			c.CatalogXmin, XIDDistance(c.CatalogXmin, p.CatalogXmin), p.CatalogXmin)
 	}
 	return finish(v, details)
+}
+
+// consumerAhead is rule 5: the consumer must not hold changes beyond the standby's WAL (an
+// unknown WAL end cannot be checked: unsure is NOT READY). It returns by how much it does.
+func consumerAhead(in ReadinessInput, add func(Reason, string, ...any)) int64 {
+	if in.StandbyWALEnd == 0 {
+		add(ReasonConsumerAheadOfStandby, "the standby's WAL end is unknown: cannot tell whether the consumer is beyond it")
+		return 0
+	}
+	held := max(in.Primary.ConfirmedFlush, in.PrimarySent)
+	if held == 0 || held <= in.StandbyWALEnd {
+		return 0
+	}
+	ahead := Bytes(held, in.StandbyWALEnd)
+	what := "confirmed"
+	if held != in.Primary.ConfirmedFlush {
+		what = "was sent changes up to"
+	}
+	add(ReasonConsumerAheadOfStandby, "the consumer %s %s, %d bytes beyond the standby's WAL end %s", what, held, ahead, in.StandbyWALEnd)
+	return ahead
 }
 
 // catalogProtected says whether the catalog rows an own-decoding copy needs are kept on the

@@ -166,17 +166,10 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Method = method
 	drive := e.traits.ServerSyncs && e.cfg.Native.Drive
-	standbyInfo := snap.Standby.Info
-	if drive {
-		standbyInfo = topology.NativeDrive(standbyInfo)
-	}
-	if err := topology.VerifyMethod(standbyInfo, method); err != nil {
+	if err := e.verifyMethod(&snap, method, drive); err != nil {
 		return rep, err
 	}
-	if e.traits.ServerSyncs || anyFailover(snap.Primary.Slots) {
-		snap.Warnings = append(snap.Warnings, topology.NativeWarnings(snap.Primary.Info, snap.Standby.Info, snap.SyncedStandbySlots)...)
-		rep.Warnings = snap.Warnings
-	}
+	rep.Warnings = snap.Warnings
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{History: e.history(ctx, snap.Primary.Info.Timeline), Prepared: snap.Prepared, Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
@@ -224,6 +217,22 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// verifyMethod checks what the method needs of the standby (a driven native sync needs no
+// sync_replication_slots) and adds the server sync's warnings where it matters.
+func (e *Engine) verifyMethod(snap *Observation, method topology.Method, drive bool) error {
+	standbyInfo := snap.Standby.Info
+	if drive {
+		standbyInfo = topology.NativeDrive(standbyInfo)
+	}
+	if err := topology.VerifyMethod(standbyInfo, method); err != nil {
+		return err
+	}
+	if e.traits.ServerSyncs || anyFailover(snap.Primary.Slots) {
+		snap.Warnings = append(snap.Warnings, topology.NativeWarnings(snap.Primary.Info, snap.Standby.Info, snap.SyncedStandbySlots)...)
+	}
+	return nil
 }
 
 // history reads the primary's timeline history when a journal entry was synced on another
