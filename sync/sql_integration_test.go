@@ -913,3 +913,41 @@ func TestTwoPhaseCopyWaitsForPrepared(t *testing.T) {
 		f.promoteExpect("cdc", want)
 	})
 }
+
+// TestTwoPhaseTurnedOnWhilePrepared (gate issue, item 2b; 18, where a slot's two_phase can be
+// turned on, as ALTER SUBSCRIPTION … SET (two_phase = true) does): a transaction is prepared,
+// then the slot gets two_phase. A new copy would wait for the prepared transaction, and there
+// would be no copy meanwhile: the copy is kept (NOT READY, another two_phase) instead of dropped.
+// A promotion in that window keeps the slot, and the prepared transaction committed on the new
+// primary reaches the consumer exactly once, with nothing left prepared.
+func TestTwoPhaseTurnedOnWhilePrepared(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
+		p := f.pair.Primary
+		f.readyCopy()
+		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (4000); PREPARE TRANSACTION 'p'"))
+		rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+		f.must(err)
+		_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc ( TWO_PHASE true )").ReadAll()
+		rc.Close(context.Background())
+		f.must(err)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		if r.Code != CodeTwoPhaseWaits || r.Verdict.Ready {
+			t.Fatalf("two_phase turned on with a transaction prepared: %+v", r)
+		}
+		if _, there := f.slotOn(f.pair.Standby, "cdc"); !there {
+			t.Fatal("the copy was dropped")
+		}
+		f.must(f.pair.Promote(f.ctx))
+		f.must(f.pair.Standby.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p'"))
+		if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, []int{4000}) {
+			t.Fatalf("after promotion the consumer got %v, want exactly [4000]", got)
+		}
+		var left int
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_prepared_xacts", nil, &left))
+		if left != 0 {
+			t.Fatalf("%d prepared transactions left", left)
+		}
+	})
+}
