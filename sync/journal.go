@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -126,6 +128,9 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 // Save writes the journal atomically: a temp file, fsync, rename over the old one, fsync the
 // directory. On error the old journal is intact.
 func (j *Journal) Save(dir string) error {
+	if err := failpoint.Hit("journal.save"); err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
 	data, err := json.MarshalIndent(j, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode journal: %w", err)

@@ -279,6 +279,9 @@ func LogRunningXacts(ctx context.Context, conn *pgx.Conn) error {
 
 // Advance moves the copy forward; the server clamps the target to the replay position.
 func (s *Session) Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error) {
+	if err := failpoint.Hit("sql.before-advance"); err != nil {
+		return 0, err
+	}
 	var end lsncheck.LSN
 	err := s.exec(ctx, database, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, "SELECT end_lsn FROM pg_replication_slot_advance($1, $2::pg_lsn)", name, target.String()).Scan(&end)
@@ -296,10 +299,13 @@ func (s *Session) Drop(ctx context.Context, name, database string) error {
 		if err := topology.StillInRecovery(ctx, c); err != nil {
 			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
 		}
+		if err := failpoint.Hit("sql.before-drop"); err != nil {
+			return err
+		}
 		if _, err := c.Exec(ctx, "SELECT pg_drop_replication_slot($1)", name); err != nil {
 			return fmt.Errorf("drop standby copy of slot %q: %w", name, err)
 		}
-		return nil
+		return failpoint.Hit("sql.after-drop")
 	})
 }
 

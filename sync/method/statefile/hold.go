@@ -108,6 +108,7 @@ func (h *catalogHold) drop(ctx context.Context, name string, hd holding) {
 	if conn == nil || conn.IsClosed() {
 		return // the session ended: its temporary slot is gone with it
 	}
+	_ = failpoint.Hit("hold.release")
 	if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", hd.temp); err != nil {
 		h.log.Warn("could not drop a catalog hold; it goes with its session", "slot", name, "hold", hd.temp, "error", err)
 		_ = conn.Close(ctx)

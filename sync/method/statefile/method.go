@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -208,6 +210,7 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 	if err == nil {
 		var n int
 		n, err = in.InstallWAL(ctx, src, from)
+		_ = failpoint.Hit("statefile.wal-installed")
 		if n > 0 {
 			m.log.Info("copied from the primary the WAL the new copies need, which the standby had removed", "segments", n, "from", lsncheck.LSN(from).String())
 		}
