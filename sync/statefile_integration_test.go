@@ -669,3 +669,97 @@ func TestStatefileWALAcrossTimelines(t *testing.T) {
 		f.promoteExpect("idle", want)
 	})
 }
+
+// blackholingRestarter stops the standby, then cuts slotsync's route to the primary: the
+// primary stops answering right after the standby stops.
+type blackholingRestarter struct {
+	nodeRestarter
+	proxy *integration.Proxy
+}
+
+func (r blackholingRestarter) Stop(ctx context.Context) error {
+	err := r.nodeRestarter.Stop(ctx)
+	r.proxy.Blackhole()
+	return err
+}
+
+// TestStatefileStandbyUpWhenPrimaryGoes (state-file issue, item 1): the primary stops answering
+// right after the standby is stopped to install a copy whose WAL the standby removed. Nothing
+// remote runs while the standby is stopped: it is back at once, the copy NOT READY (its WAL is
+// fetched once the standby runs, bounded in time, and that fetch fails); once the primary
+// answers, the next pass fetches the WAL, and the copy is READY without being made again.
+func TestStatefileStandbyUpWhenPrimaryGoes(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		addr, err := f.pair.Primary.Addr(f.ctx)
+		f.must(err)
+		proxy, err := integration.NewProxy(addr)
+		f.must(err)
+		defer proxy.Close()
+		f.eng.Close()
+		f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
+		f.cfg.Statefile.Restarter = blackholingRestarter{nodeRestarter{f.pair.Standby}, proxy}
+		f.cfg.Statefile.FetchTimeout, f.cfg.Statefile.NoCheckpoint = 20*time.Second, major < 15
+		f.cfg.PrimaryConnectTimeout, f.cfg.ObserveTimeout = 2*time.Second, 5*time.Second
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(1)
+		f.consume(p, "cdc")
+		want := append(f.insert(2), f.leaveWALBehind(4)...)
+		done := make(chan Report, 1)
+		start := time.Now()
+		go func() {
+			rep, _ := f.eng.RunOnce(f.ctx)
+			done <- rep
+		}()
+		// How long the standby does not answer: the stop, the install and the start only (the
+		// WAL fetch, which the blackhole holds for its whole 20 s bound, runs once it is back).
+		var rep Report
+		var downSince time.Time
+		var down time.Duration
+	watch:
+		for {
+			select {
+			case rep = <-done:
+				break watch
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Since(start) > 90*time.Second {
+				t.Fatal("the pass that restarts the standby is still running after 90 s")
+			}
+			qctx, cancel := context.WithTimeout(f.ctx, time.Second)
+			_, err := f.pair.Standby.InRecovery(qctx)
+			cancel()
+			switch {
+			case err != nil && downSince.IsZero():
+				downSince = time.Now()
+			case err == nil && !downSince.IsZero():
+				down, downSince = down+time.Since(downSince), time.Time{}
+			}
+		}
+		if !downSince.IsZero() {
+			down += time.Since(downSince) // down until the pass ended
+		}
+		if rec, err := f.pair.Standby.InRecovery(f.ctx); err != nil || !rec || rep.StandbyRestarts != 1 {
+			t.Fatalf("the standby after the restart: in recovery %v, %v, restarts %d, down %s", rec, err, rep.StandbyRestarts, down)
+		}
+		t.Logf("the pass took %s; the standby did not answer for %s", time.Since(start).Round(100*time.Millisecond), down.Round(100*time.Millisecond))
+		if down > 15*time.Second {
+			t.Fatalf("the standby was down %s while the primary did not answer", down)
+		}
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" && s.Verdict.Ready {
+				t.Fatalf("the copy without its WAL is READY: %+v", s)
+			}
+		}
+		proxy.Restore()
+		f.untilReady("cdc", func() {})
+		if f.eng.mem.copies["cdc"] > 1 {
+			t.Fatalf("the copy was made again (%d copies)", f.eng.mem.copies["cdc"])
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.promoteExpect("cdc", want)
+	})
+}

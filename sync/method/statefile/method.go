@@ -1,11 +1,13 @@
 package statefile
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	stdsync "sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +36,12 @@ type Config struct {
 	NoCheckpoint bool
 	// MaxAttempts is how many times a slot is copied before slotsync gives up on it (default 2).
 	MaxAttempts int
+	// FetchTimeout bounds fetching, from the primary, the WAL new copies need that the standby
+	// removed (default 2 minutes); MaxFetchBytes bounds how much (default 4 GiB). The fetch runs
+	// once the standby runs again, never while it is stopped; one that fails or is cut short is
+	// tried again at the next pass.
+	FetchTimeout  time.Duration
+	MaxFetchBytes int64
 }
 
 // Method copies slots as state files. Creations are collected during a pass and
@@ -187,7 +195,9 @@ func (m *Method) repairSnapshots(copies map[string]topology.Slot) {
 // while it is stopped, or once its manager's restart loaded the staged copies (only segments
 // older than the oldest it has, which no server process writes, and which the loaded copies now
 // keep from its restartpoints). Without it a copy could not decode, and would be made again.
-func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in Installer, states []stateCopy, out map[string]error) {
+func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topology.NodeInfo, in Installer, states []stateCopy, out map[string]error) error {
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(m.cfg.FetchTimeout, 2*time.Minute))
+	defer cancel()
 	var from uint64
 	for _, c := range states {
 		if out[c.state.Name] == nil && (from == 0 || c.state.RestartLSN < from) {
@@ -195,9 +205,10 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 		}
 	}
 	if from == 0 {
-		return
+		return nil
 	}
 	src, err := ReadWALSource(ctx, conn, uint32(primary.Timeline))
+	src.MaxBytes = cmp.Or(m.cfg.MaxFetchBytes, 4<<30)
 	if err == nil && primary.Timeline > 1 {
 		// After a failover the older segments are on the timelines they were written on.
 		if ep := m.primary.Endpoint(); ep != nil {
@@ -216,8 +227,9 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 		}
 	}
 	if err != nil {
-		m.log.Warn("could not copy the WAL the new copies need from the primary; a copy whose WAL is gone is made again", "error", err)
+		m.log.Warn("could not copy the WAL the new copies need from the primary; tried again at the next pass", "error", err)
 	}
+	return err
 }
 
 // Prepare puts back, before the pass's actions advance any copy, what a standby start removed
@@ -236,11 +248,10 @@ func (m *Method) repairWAL(ctx context.Context, v method.View) {
 	var loaded []stateCopy
 	for name, lsn := range m.stagedWAL {
 		_, at := m.stagedCopyAt(v.Standby, name, lsn)
-		if at == stagedWaiting {
-			continue
-		}
-		delete(m.stagedWAL, name)
-		if at == stagedLoaded {
+		switch at {
+		case stagedGone:
+			delete(m.stagedWAL, name)
+		case stagedLoaded:
 			loaded = append(loaded, stateCopy{state: &State{Name: name, RestartLSN: lsn}})
 		}
 	}
@@ -257,7 +268,24 @@ func (m *Method) repairWAL(ctx context.Context, v method.View) {
 		return
 	}
 	defer conn.Close(context.Background())
-	m.installWAL(ctx, conn, v.Primary, Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{})
+	if m.installWAL(ctx, conn, v.Primary, Installer{DataDir: m.cfg.DataDir, AllowRunning: true}, loaded, map[string]error{}) == nil {
+		for _, c := range loaded {
+			delete(m.stagedWAL, c.state.Name) // its WAL is in place (or the primary has none older)
+		}
+	}
+}
+
+// fetchAfterStart marks the installed copies' WAL as still to be fetched, until a fetch into
+// the running standby succeeds (repairWAL, at the next passes).
+func (m *Method) fetchAfterStart(states []stateCopy, installed []string) {
+	if m.stagedWAL == nil {
+		m.stagedWAL = map[string]uint64{}
+	}
+	for _, c := range states {
+		if slices.Contains(installed, c.state.Name) {
+			m.stagedWAL[c.state.Name] = c.state.RestartLSN
+		}
+	}
 }
 
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
@@ -321,7 +349,9 @@ func (m *Method) flush(ctx context.Context, pending []topology.Slot, primary top
 		return out, false
 	}
 	in := Installer{DataDir: m.cfg.DataDir, AllowRunning: m.restart.staged()}
-	fetchWAL := func(ctx context.Context) { m.installWAL(ctx, conn, primary, in, states, out) }
+	// The WAL the copies need is fetched into the running standby, once they are loaded.
+	running := Installer{DataDir: m.cfg.DataDir, AllowRunning: true}
+	fetchWAL := func(ctx context.Context) error { return m.installWAL(ctx, conn, primary, running, states, out) }
 	return out, m.restart.install(ctx, m, in, states, out, fetchWAL)
 }
 

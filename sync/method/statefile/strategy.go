@@ -21,7 +21,7 @@ type restartStrategy interface {
 	admit(m *Method, pending []topology.Slot, out map[string]error) []topology.Slot
 	// install puts the copies in place and reports whether the standby was restarted;
 	// fetchWAL copies from the primary the WAL they need that the standby removed.
-	install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool
+	install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context) error) bool
 }
 
 var (
@@ -64,7 +64,7 @@ func (noRestart) admit(m *Method, pending []topology.Slot, out map[string]error)
 
 // install stages the copies (a file staged earlier is of another incarnation, admit said so)
 // and remembers their restart_lsn: once a start loads them, their WAL is put back (repairWAL).
-func (noRestart) install(_ context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, _ func(context.Context)) bool {
+func (noRestart) install(_ context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, _ func(context.Context) error) bool {
 	for _, name := range m.installAll(in, states, out) {
 		out[name] = &waiting{stagedForNextStart}
 		for _, c := range states {
@@ -124,7 +124,7 @@ func (stagedRestart) admit(m *Method, pending []topology.Slot, out map[string]er
 // install: once the copies are loaded, their decoding snapshots and the WAL they need that the
 // standby removed are put back. A restart that fails leaves the standby to its manager; if the
 // server is down then, the staged copies are removed and the restart tried once more without them.
-func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
+func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context) error) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
 	if err := m.stillInRecovery(ctx); err != nil {
@@ -141,7 +141,9 @@ func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, sta
 	err := withProgress(m.log, progressEvery, "restarting the standby through its manager", func() error { return s.r.Restart(ctx) })
 	if err == nil {
 		m.repairSnapshots(nil) // the restart's shutdown checkpoint removed them: the copies are loaded now
-		fetchWAL(ctx)
+		if fetchWAL(ctx) != nil {
+			m.fetchAfterStart(states, installed)
+		}
 		return true
 	}
 	if running, rerr := ServerRunning(m.cfg.DataDir); rerr == nil && !running {
@@ -170,7 +172,7 @@ func (stopStart) admit(m *Method, pending []topology.Slot, out map[string]error)
 	return admitRestart(m, pending, out)
 }
 
-func (s stopStart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context)) bool {
+func (s stopStart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context) error) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
 	failed := func(err error) bool {
@@ -188,23 +190,27 @@ func (s stopStart) install(ctx context.Context, m *Method, in Installer, states 
 	if err := markRestart(m.stateDir); err != nil {
 		return failed(err)
 	}
+	m.lastRestart = time.Now()
 	if err := withProgress(m.log, progressEvery, "stopping the standby", func() error { return s.r.Stop(ctx) }); err != nil {
-		return failed(fmt.Errorf("stop the standby: %w", err))
+		// A stop that failed or timed out is a restart spent (lesson 1: it counts toward
+		// giving up); the marker stays, so a standby left down is started again (rule 6).
+		failed(fmt.Errorf("stop the standby: %w", err))
+		return true
 	}
 	_ = failpoint.Hit("statefile.standby-stopped")
-	m.lastRestart = time.Now()
 	installed := m.installAll(in, states, out)
 	_ = failpoint.Hit("statefile.copies-installed")
-	fetchWAL(ctx)
+	// Nothing slow or remote runs while the standby is stopped: the WAL the copies need is
+	// fetched once it runs again (rule 6), and each start has a deadline of its own.
 	_ = failpoint.Hit("statefile.before-start")
-	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return s.r.Start(ctx) })
+	startErr := withProgress(m.log, progressEvery, "starting the standby with the new slot copies", func() error { return s.start(ctx) })
 	if startErr != nil {
 		m.log.Error("the standby did not start with the new slot copies; removing them and starting it again", "error", startErr)
 		_ = s.r.Stop(ctx)
 		for _, name := range installed {
 			_ = in.Remove(name)
 		}
-		if err := s.r.Start(ctx); err != nil {
+		if err := s.start(ctx); err != nil {
 			return failed(&topology.ConfigError{Field: "standby", Problem: fmt.Sprintf("does not start after slot copies were removed again: %v", err),
 				Fix: "start the standby by hand and read its log"})
 		}
@@ -213,5 +219,18 @@ func (s stopStart) install(ctx context.Context, m *Method, in Installer, states 
 		return true // it was restarted: the refused copies count as copies made
 	}
 	clearRestart(m.stateDir)
+	if fetchWAL(ctx) != nil {
+		m.fetchAfterStart(states, installed)
+	}
 	return true
 }
+
+// start starts the standby under a deadline of its own: however long the stop and install took.
+func (s stopStart) start(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
+	defer cancel()
+	return s.r.Start(sctx)
+}
+
+// startTimeout bounds one start of the standby.
+const startTimeout = 15 * time.Minute

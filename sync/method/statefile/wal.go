@@ -18,6 +18,8 @@ type WALSource struct {
 	Conn        *pgx.Conn
 	Timeline    uint32
 	SegmentSize uint64
+	// MaxBytes bounds how much WAL one fetch installs (0: unbounded).
+	MaxBytes int64
 	// History is the primary's timeline history (timeline → where it ended); nil or empty on
 	// timeline 1 or when it could not be read (then every segment is named on Timeline).
 	History map[int]lsncheck.LSN
@@ -108,6 +110,9 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 		}
 		if err != nil {
 			return written, fmt.Errorf("read WAL segment %s on the primary: %w", name, err)
+		}
+		if src.MaxBytes > 0 && int64(written+1)*int64(src.SegmentSize) > src.MaxBytes {
+			return written, fmt.Errorf("install WAL: more than %d bytes to fetch from the primary; the rest is fetched at the next pass", src.MaxBytes)
 		}
 		if uint64(len(data)) != src.SegmentSize {
 			return written, fmt.Errorf("WAL segment %s on the primary is %d bytes, want %d", name, len(data), src.SegmentSize)
