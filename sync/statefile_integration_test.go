@@ -763,3 +763,55 @@ func TestStatefileStandbyUpWhenPrimaryGoes(t *testing.T) {
 		f.promoteExpect("cdc", want)
 	})
 }
+
+// TestStatefileStopThatTimesOut (state-file issue, item 5): a stop of the standby that does not
+// finish in time (here a smart shutdown waiting for a client) fails the restart; a later pass,
+// by a restarted slotsync, finds the standby still shutting down. The restart marker is kept
+// until the postmaster is gone, and the standby is started again then, never left down.
+func TestStatefileStopThatTimesOut(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		bin, err := integration.FindBinaries(major)
+		f.must(err)
+		asUser, err := integration.ShellPrefix()
+		f.must(err)
+		dir := f.pair.Standby.DataDir
+		hold, err := f.pair.Standby.Connect(f.ctx, "postgres")
+		f.must(err)
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = statefile.Commands{
+			// A smart shutdown waits for hold: the stop "times out".
+			StopCommand:  fmt.Sprintf("%s%s -D %s -m smart -W stop; exit 1", asUser, bin.Path("pg_ctl"), dir),
+			StartCommand: fmt.Sprintf("%s%s -D %s -w -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir),
+		}
+		f.cfg.Statefile.MinRestartInterval, f.cfg.Statefile.NoCheckpoint = time.Hour, major < 15
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if _, err := f.eng.RunOnce(f.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if running, stopping, err := statefile.ServerState(dir); err != nil || !running || !stopping {
+			t.Fatalf("setup: the standby should be shutting down: running %v, stopping %v, %v", running, stopping, err)
+		}
+		// slotsync is restarted (its sessions go) and passes while the standby still stops.
+		f.eng.Close()
+		f.startEngine()
+		_, _ = f.eng.RunOnce(f.ctx)
+		if _, err := os.Stat(filepath.Join(f.cfg.StateDir, statefile.RestartMarker)); err != nil {
+			t.Fatalf("the restart marker is gone while the standby is still shutting down: %v", err)
+		}
+		f.must(hold.Close(context.Background()))
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			_, _ = f.eng.RunOnce(f.ctx)
+			if rec, err := f.pair.Standby.InRecovery(f.ctx); err == nil && rec {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the standby was left down after a stop that timed out")
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	})
+}

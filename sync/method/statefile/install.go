@@ -92,20 +92,29 @@ func Read(ctx context.Context, conn *pgx.Conn, e Expect, checkpoint bool) (*Stat
 // ServerRunning reports whether a postmaster runs on dataDir (postmaster.pid names a live
 // process).
 func ServerRunning(dataDir string) (bool, error) {
+	running, _, err := ServerState(dataDir)
+	return running, err
+}
+
+// ServerState reports whether a postmaster runs on dataDir, and whether it is shutting down
+// (postmaster.pid's status line says "stopping").
+func ServerState(dataDir string) (running, stopping bool, err error) {
 	data, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	lines := strings.Split(string(data), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(lines[0]))
 	if err != nil || pid <= 0 {
-		return false, fmt.Errorf("postmaster.pid in %s is unreadable", dataDir)
+		return false, false, fmt.Errorf("postmaster.pid in %s is unreadable", dataDir)
 	}
 	err = syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM), nil
+	running = err == nil || errors.Is(err, syscall.EPERM)
+	stopping = len(lines) > 7 && strings.TrimSpace(lines[7]) == "stopping"
+	return running, running && stopping, nil
 }
 
 // Installer writes slot directories into a stopped standby's data directory.

@@ -1,6 +1,7 @@
 package statefile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,5 +148,27 @@ func TestTimelineOf(t *testing.T) {
 	}
 	if got := (WALSource{Timeline: 2, SegmentSize: 0x1000000}).TimelineOf(0x1000000); got != 2 {
 		t.Errorf("without a history: %d", got)
+	}
+}
+
+// TestServerState reads postmaster.pid: a live pid runs; its status line says whether it stops.
+func TestServerState(t *testing.T) {
+	dir := t.TempDir()
+	write := func(status string) {
+		content := fmt.Sprintf("%d\n%s\n1700000000\n5432\n/tmp\n127.0.0.1\n  1234   5678\n%s\n", os.Getpid(), dir, status)
+		if err := os.WriteFile(filepath.Join(dir, "postmaster.pid"), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, s, err := ServerState(dir); r || s || err != nil {
+		t.Fatalf("no postmaster.pid: %v %v %v", r, s, err)
+	}
+	write("ready   ")
+	if r, s, err := ServerState(dir); !r || s || err != nil {
+		t.Fatalf("ready: %v %v %v", r, s, err)
+	}
+	write("stopping")
+	if r, s, err := ServerState(dir); !r || !s || err != nil {
+		t.Fatalf("stopping: %v %v %v", r, s, err)
 	}
 }

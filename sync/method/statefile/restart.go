@@ -161,7 +161,13 @@ func (r recovery) Recover(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
-	if running, err := ServerRunning(r.cfg.DataDir); err != nil || running {
+	running, stopping, err := ServerState(r.cfg.DataDir)
+	switch {
+	case err == nil && stopping:
+		// A stop that timed out may still be under way: the marker stays until the postmaster
+		// is gone and started again (rule 6).
+		return false
+	case err != nil || running:
 		clearRestart(r.deps.StateDir)
 		return false
 	}
