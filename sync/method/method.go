@@ -87,6 +87,9 @@ type View struct {
 	Standby map[string]topology.Slot
 	// Horizon is the catalog horizon the standby's physical slot carries on the primary.
 	Horizon lsncheck.XID
+	// StandbyWALEnd is the newest WAL the standby has received (every segment before its
+	// segment is complete and flushed on the primary).
+	StandbyWALEnd lsncheck.LSN
 }
 
 // Outcome is what happened to one collected copy.

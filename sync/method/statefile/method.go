@@ -63,6 +63,9 @@ type Method struct {
 	// snaps: the decoding snapshot each installed copy restarts from, kept until the copy has
 	// moved past it, to put back when the standby lost it (repairSnapshots).
 	snaps map[string]*Snapshot
+	// walBound: no WAL segment at or past the one holding this position (the standby's received
+	// WAL at the pass's observation) is ever fetched: it may be partial, or not yet written.
+	walBound lsncheck.LSN
 	// stagedWAL: the restart_lsn of each copy staged for a standby start slotsync does not make
 	// (--restart never), until that start has loaded it and its WAL was put back (repairWAL).
 	stagedWAL map[string]uint64
@@ -220,7 +223,7 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 	}
 	if err == nil {
 		var n int
-		n, err = in.InstallWAL(ctx, src, from)
+		n, err = in.InstallWAL(ctx, src, from, uint64(m.walBound))
 		_ = failpoint.Hit("statefile.wal-installed")
 		if n > 0 {
 			m.log.Info("copied from the primary the WAL the new copies need, which the standby had removed", "segments", n, "from", lsncheck.LSN(from).String())
@@ -236,6 +239,7 @@ func (m *Method) installWAL(ctx context.Context, conn *pgx.Conn, primary topolog
 // from copies it loaded: their decoding snapshots (repairSnapshots) and, for copies staged for
 // a start slotsync does not make, their WAL (repairWAL).
 func (m *Method) Prepare(ctx context.Context, v method.View) {
+	m.walBound = v.StandbyWALEnd
 	m.repairSnapshots(v.Standby)
 	m.repairWAL(ctx, v)
 }

@@ -85,7 +85,7 @@ func SegmentName(tli uint32, lsn, segSize uint64) string {
 // WAL from an older restart_lsn is usually gone before the copy arrives; without it the copy
 // could not decode. A segment the primary no longer has ends the fetch (the copy's WAL read then
 // fails and it is made again, or given up on). It returns how many segments it wrote.
-func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) (int, error) {
+func (in Installer) InstallWAL(ctx context.Context, src WALSource, from, upto uint64) (int, error) {
 	if err := in.checkStopped(); err != nil {
 		return 0, err
 	}
@@ -98,13 +98,18 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 		return 0, err
 	}
 	written := 0
-	for lsn := from - from%src.SegmentSize; ; lsn += src.SegmentSize {
+	// Every segment from from's up to the one before upto's (that one may be partial on the
+	// primary, or not yet written): those the standby lacks are fetched, holes included.
+	for lsn := from - from%src.SegmentSize; lsn+src.SegmentSize <= upto-upto%src.SegmentSize; lsn += src.SegmentSize {
 		name := SegmentName(src.TimelineOf(lsn), lsn, src.SegmentSize)
 		final := filepath.Join(dir, name)
 		if there, err := exists(final); err != nil || there {
-			return written, err // from here on the standby has its WAL
+			if err != nil {
+				return written, err
+			}
+			continue
 		}
-		data, missing, err := readPrimaryFile(ctx, src.Conn, "pg_wal/"+name)
+		data, missing, err := src.read(ctx, "pg_wal/"+name)
 		if missing {
 			return written, nil
 		}
@@ -122,4 +127,30 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from uint64) 
 		}
 		written++
 	}
+	return written, nil
+}
+
+// wholeReadMax is the largest segment read in one call: pg_read_binary_file returns at most
+// 1 GB - 1 byte, so larger segments (initdb --wal-segsize=1024) are read in pieces, which needs
+// EXECUTE on pg_read_binary_file(text, bigint, bigint, boolean).
+const wholeReadMax = 256 << 20
+
+// read reads a segment of the primary: whole, or in pieces for large segments.
+func (s WALSource) read(ctx context.Context, path string) ([]byte, bool, error) {
+	if s.SegmentSize <= wholeReadMax {
+		return readPrimaryFile(ctx, s.Conn, path)
+	}
+	data := make([]byte, 0, s.SegmentSize)
+	for off := uint64(0); off < s.SegmentSize; off += wholeReadMax {
+		var piece []byte
+		err := s.Conn.QueryRow(ctx, "SELECT pg_read_binary_file($1, $2, $3, true)", path, int64(off), int64(wholeReadMax)).Scan(&piece)
+		if err != nil {
+			return nil, false, err
+		}
+		if piece == nil {
+			return nil, true, nil // missing_ok: the file is not there
+		}
+		data = append(data, piece...)
+	}
+	return data, false, nil
 }
