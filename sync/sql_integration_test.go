@@ -860,15 +860,21 @@ func TestIdlePrimaryStaysIdle(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(f.ctx, 60*time.Second)
 		defer cancel()
-		passes := 0
+		passes, failed := 0, 0
 		f.must(f.eng.Run(ctx, func(r Report, err error) {
 			passes++
-			if err != nil || !r.Ready() {
+			switch {
+			case err != nil && Classify(err) == Retry:
+				failed++ // a pass cut short on a loaded machine is retried; it writes nothing either
+			case err != nil || !r.Ready():
 				t.Errorf("pass %d: %v, ready %v", passes, err, r.Ready())
 			}
 		}))
+		if failed > passes/10 {
+			t.Errorf("%d of %d passes failed", failed, passes)
+		}
 		after = lsn()
-		t.Logf("%d passes in 60 s; the primary's WAL at %s, then %s", passes, before, after)
+		t.Logf("%d passes in 60 s (%d failed and retried); the primary's WAL at %s, then %s", passes, failed, before, after)
 		if after != before || passes < 30 {
 			t.Fatalf("the idle primary's WAL moved from %s to %s over %d passes", before, after, passes)
 		}
