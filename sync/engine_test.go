@@ -65,7 +65,7 @@ func (a *fakeApplier) sorted() string {
 func (a *fakeApplier) Session() method.Session { return a }
 func (a *fakeApplier) Traits() method.Traits   { return sqlslot.SQLTraits }
 func (a *fakeApplier) SetFailover(context.Context, string, string) error {
-	return method.ErrUnsupported
+	return errors.New("no failover setting in these tests")
 }
 func (a *fakeApplier) Create(_ context.Context, ps topology.Slot) error {
 	a.record("create " + ps.Name)

@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -63,13 +62,8 @@ func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.Wai
 func TestFaultNetworkToPrimary(t *testing.T) {
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
-		addr, err := f.pair.Primary.Addr(f.ctx)
-		f.must(err)
-		proxy, err := integration.NewProxy(addr)
-		f.must(err)
-		defer proxy.Close()
+		proxy := f.primaryThroughProxy()
 		f.eng.Close()
-		f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
 		f.cfg.ObserveTimeout, f.cfg.SlotTimeout = 2*time.Second, 3*time.Second
 		f.startEngine()
 		f.readyCopy()

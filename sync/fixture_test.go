@@ -3,6 +3,7 @@ package sync
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	stdsync "sync"
 	"testing"
@@ -199,6 +200,30 @@ func (f *fixture) readyCopy() {
 	f.pass()
 	f.insert(2)
 	f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+}
+
+// primaryThroughProxy routes slotsync's connections to the primary through a loopback proxy
+// that a fault test can cut (the standby keeps streaming directly); the engine picks it up when
+// it is started again.
+func (f *fixture) primaryThroughProxy() *integration.Proxy {
+	f.t.Helper()
+	addr, err := f.pair.Primary.Addr(f.ctx)
+	f.must(err)
+	proxy, err := integration.NewProxy(addr)
+	f.must(err)
+	f.t.Cleanup(func() { _ = proxy.Close() })
+	f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
+	return proxy
+}
+
+// pgCtl is the shell words that run the pair's pg_ctl as the user its servers run as.
+func (f *fixture) pgCtl() string {
+	f.t.Helper()
+	bin, err := integration.FindBinaries(f.pair.Major)
+	f.must(err)
+	asUser, err := integration.ShellPrefix()
+	f.must(err)
+	return asUser + bin.Path("pg_ctl")
 }
 
 // logRunningXacts makes the primary log a running-xacts record: pg_log_standby_snapshot() on

@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"encoding/binary"
 	"fmt"
 	"testing"
 
@@ -17,17 +16,11 @@ func FuzzJudgeWithoutPrimary(f *testing.F) {
 	f.Add([]byte{1, 0, 0, 0, 0x20, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 0, 0x20, 0, 0, 0, 0x10, 0, 0, 0, 0xff, 0, 0, 0, 3, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		next := func() uint32 {
-			if len(data) < 4 {
-				return 0
-			}
-			v := binary.LittleEndian.Uint32(data)
-			data = data[4:]
-			return v
-		}
+		words := &fuzzWords{data}
+		next := words.next
 		rec := &GateRecord{Slots: map[string]GateSlot{}, SynchronizedStandby: next()%2 == 0}
 		standby := NodeState{Info: topology.NodeInfo{InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{}}
-		for i := 0; i < 3 && len(data) >= 4; i++ {
+		for i := 0; i < 3 && words.more(); i++ {
 			name := fmt.Sprintf("s%d", i)
 			bits := next()
 			flag := func(b uint) bool { return bits&(1<<b) != 0 }

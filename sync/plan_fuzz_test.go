@@ -12,18 +12,27 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
+// fuzzWords reads a fuzzer's bytes as little-endian 32-bit words, 0 once they run out.
+type fuzzWords struct{ data []byte }
+
+func (w *fuzzWords) next() uint32 {
+	if len(w.data) < 4 {
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(w.data)
+	w.data = w.data[4:]
+	return v
+}
+
+// more reports whether a whole word is left.
+func (w *fuzzWords) more() bool { return len(w.data) >= 4 }
+
 // fuzzInput builds a plan input from bytes: a few slot names, each maybe on the primary, on the
 // standby, in the journal, with random positions, flags and identities.
 func fuzzInput(data []byte) PlanInput {
 	in := newScenario().in
-	next := func() uint32 {
-		if len(data) < 4 {
-			return 0
-		}
-		v := binary.LittleEndian.Uint32(data)
-		data = data[4:]
-		return v
-	}
+	words := &fuzzWords{data}
+	next := words.next
 	in.Standby.Info.ReplayLSN = lsncheck.LSN(next())
 	if next()%5 == 0 {
 		in.Traits = sqlslot.NativeTraits
@@ -37,7 +46,7 @@ func fuzzInput(data []byte) PlanInput {
 	in.Now = time.Unix(1000, 0)
 	in.Failing, in.Copies, in.MaxCopies = map[string]Backoff{}, map[string]int{}, int(next()%3)
 	plugins := []string{"pgoutput", "test_decoding"}
-	for i := 0; i < 4 && len(data) >= 4; i++ {
+	for i := 0; i < 4 && words.more(); i++ {
 		name := fmt.Sprintf("s%d", i)
 		bits := next()
 		id := lsncheck.Identity{Name: name, Database: "app", Plugin: plugins[bits>>8&1], TwoPhase: bits>>9&1 == 1}

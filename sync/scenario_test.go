@@ -49,7 +49,6 @@ func TestScenarios(t *testing.T) {
 var scriptEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 type harness struct {
-	t       *testing.T
 	eng     *Engine
 	obs     *simObserver
 	app     *simMethod
@@ -64,7 +63,7 @@ func newHarness(t *testing.T) *harness {
 	snap.Primary.Info.CurrentLSN, snap.Standby.Info.ReceiveLSN = 0x9000000, 0x9000000
 	snap.Primary.Info.VersionNum, snap.Standby.Info.VersionNum = 160010, 160010
 	snap.Physical = topology.PhysicalSlot{Exists: true, Active: true, Xmin: 650}
-	h := &harness{t: t, obs: &simObserver{snap: snap}, now: scriptEpoch, ids: map[string]int{}}
+	h := &harness{obs: &simObserver{snap: snap}, now: scriptEpoch, ids: map[string]int{}}
 	h.obs.now = func() time.Time { return h.now }
 	h.app = &simMethod{obs: h.obs, traits: TraitsOf(topology.MethodSQL), failing: map[string]error{}}
 	cfg := Config{PrimaryDSN: "x", StandbyDSN: "y", StateDir: t.TempDir(), Method: topology.MethodSQL, Workers: 1, CreateWorkers: 1}

@@ -310,15 +310,12 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 func TestStatefileRefusedStartNoLoop(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		bin, err := integration.FindBinaries(major)
-		f.must(err)
-		asUser, err := integration.ShellPrefix()
-		f.must(err)
+		pgCtl := f.pgCtl()
 		dir := f.pair.Standby.DataDir
 		f.eng.Close()
 		f.cfg.Statefile.Restarter = statefile.Commands{
-			StopCommand:  fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir),
-			StartCommand: fmt.Sprintf("test ! -e %s/pg_replslot/refused && %s%s -D %s -w -l %s/restarted.log start", dir, asUser, bin.Path("pg_ctl"), dir, dir),
+			StopCommand:  fmt.Sprintf("%s -D %s -m fast -w stop", pgCtl, dir),
+			StartCommand: fmt.Sprintf("test ! -e %s/pg_replslot/refused && %s -D %s -w -l %s/restarted.log start", dir, pgCtl, dir, dir),
 		}
 		f.startEngine()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('refused', 'test_decoding')"))
@@ -691,13 +688,8 @@ func (r blackholingRestarter) Stop(ctx context.Context) error {
 func TestStatefileStandbyUpWhenPrimaryGoes(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		addr, err := f.pair.Primary.Addr(f.ctx)
-		f.must(err)
-		proxy, err := integration.NewProxy(addr)
-		f.must(err)
-		defer proxy.Close()
+		proxy := f.primaryThroughProxy()
 		f.eng.Close()
-		f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
 		f.cfg.Statefile.Restarter = blackholingRestarter{nodeRestarter{f.pair.Standby}, proxy}
 		f.cfg.Statefile.FetchTimeout, f.cfg.Statefile.NoCheckpoint = 20*time.Second, major < 15
 		f.cfg.PrimaryConnectTimeout, f.cfg.ObserveTimeout = 2*time.Second, 5*time.Second
@@ -771,18 +763,15 @@ func TestStatefileStandbyUpWhenPrimaryGoes(t *testing.T) {
 func TestStatefileStopThatTimesOut(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		bin, err := integration.FindBinaries(major)
-		f.must(err)
-		asUser, err := integration.ShellPrefix()
-		f.must(err)
+		pgCtl := f.pgCtl()
 		dir := f.pair.Standby.DataDir
 		hold, err := f.pair.Standby.Connect(f.ctx, "postgres")
 		f.must(err)
 		f.eng.Close()
 		f.cfg.Statefile.Restarter = statefile.Commands{
 			// A smart shutdown waits for hold: the stop "times out".
-			StopCommand:  fmt.Sprintf("%s%s -D %s -m smart -W stop; exit 1", asUser, bin.Path("pg_ctl"), dir),
-			StartCommand: fmt.Sprintf("%s%s -D %s -w -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir),
+			StopCommand:  fmt.Sprintf("%s -D %s -m smart -W stop; exit 1", pgCtl, dir),
+			StartCommand: fmt.Sprintf("%s -D %s -w -l %s/restarted.log start", pgCtl, dir, dir),
 		}
 		f.cfg.Statefile.MinRestartInterval, f.cfg.Statefile.NoCheckpoint = time.Hour, major < 15
 		f.startEngine()

@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-// Enabled is true: this build has failpoints.
-const Enabled = true
-
 type fp struct {
 	action string
 	delay  time.Duration

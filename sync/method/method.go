@@ -52,7 +52,7 @@ type Session interface {
 	Replace(ctx context.Context, ps topology.Slot, copyDB string) error
 	Advance(ctx context.Context, name, database string, target lsncheck.LSN) (lsncheck.LSN, error)
 	Drop(ctx context.Context, name, database string) error
-	// SetFailover sets failover=true on the primary slot (17+; ErrUnsupported elsewhere).
+	// SetFailover sets failover=true on the primary slot (17+).
 	SetFailover(ctx context.Context, name, database string) error
 	Close()
 }
@@ -107,9 +107,6 @@ type Outcome struct {
 // ErrCollected is what a batching session's Create and Replace return: the copy is made by
 // Flush at the end of the pass, whose outcome replaces this one.
 var ErrCollected = errors.New("staged for the standby restart at the end of this pass")
-
-// ErrUnsupported: the method cannot carry out this action.
-var ErrUnsupported = errors.New("not supported by this method")
 
 // PrimaryLink is the primary as the engine knows it now (nil when none is known).
 type PrimaryLink interface {
