@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/atomicfile"
 	"github.com/slotsync/slotsync/internal/failpoint"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -50,9 +51,10 @@ type Entry struct {
 	// WALVerified (state-file method): a read of the WAL from the copy's restart_lsn has
 	// succeeded on the standby since the copy was installed.
 	WALVerified bool `json:"wal_verified,omitempty"`
-	// HorizonSeenAt (copies of the standby's own decoding): the primary's WAL position at the
-	// first observation where the standby's physical slot held the copy's catalog rows (its
-	// horizon not newer than the copy's catalog_xmin); 0 until then (rule 4).
+	// HorizonSeenAt: the primary's WAL position at the first observation where the standby's
+	// physical slot held the copy's catalog rows (its horizon not newer than the copy's
+	// catalog_xmin); for state-file copies, only while the primary slot or the copy's catalog
+	// hold still kept them too (horizonKept); 0 until then (rule 4).
 	HorizonSeenAt lsncheck.LSN `json:"horizon_seen_at,omitempty"`
 	// Timeline: the timeline of the primary whose slot the reference positions were seen on
 	// (0: unknown, an older journal). Positions past where that timeline ended in the current
@@ -135,35 +137,8 @@ func (j *Journal) Save(dir string) error {
 	if err != nil {
 		return fmt.Errorf("encode journal: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := atomicfile.Write(dir, JournalFile, append(data, '\n')); err != nil {
 		return fmt.Errorf("write journal: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, JournalFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write journal: fsync: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, JournalFile)); err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write journal: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("write journal: fsync %s: %w", dir, err)
 	}
 	return nil
 }
