@@ -233,9 +233,14 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 // makeStandby configures s as a standby streaming from conninfo through the pair's physical
 // slot: settings and standby.signal on 12+, recovery.conf on 11 (where these are not settings).
 func makeStandby(run runAs, s *localServer, major int, conninfo string, extra []string) error {
+	return makeStandbyOf(run, s, major, conninfo, PhysicalSlot, extra)
+}
+
+// makeStandbyOf is makeStandby through physical slot slot.
+func makeStandbyOf(run runAs, s *localServer, major int, conninfo, slot string, extra []string) error {
 	recovery := []string{
 		fmt.Sprintf("primary_conninfo = '%s'", conninfo),
-		fmt.Sprintf("primary_slot_name = '%s'", PhysicalSlot),
+		fmt.Sprintf("primary_slot_name = '%s'", slot),
 	}
 	if major < 12 {
 		if err := writeNodeConf(run, s, append([]string{"cluster_name = 'standby'"}, extra...)); err != nil {
@@ -498,6 +503,50 @@ func (p *Pair) rejoin(ctx context.Context, keepSlots, onlyCurrentTimeline bool) 
 		return err
 	}
 	return p.WaitStreaming(ctx)
+}
+
+// AddStandby starts a second standby of the primary, streaming through its own physical slot
+// (slot, made here), with the first standby's settings: a copy of the cleanly stopped primary
+// (started again at once), as the pair's standby was made. For tests of two standbys' sidecars
+// at once; local pairs only; stopped with the pair.
+func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
+	prim, ok := p.Primary.life.(*localServer)
+	if !ok {
+		return nil, errors.New("a second standby needs a local pair")
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("standby%d", len(p.cleanup))
+	s := &localServer{bin: prim.bin, run: prim.run, dataDir: filepath.Join(p.Dir, name), sockDir: prim.sockDir,
+		logFile: filepath.Join(p.Dir, name+".log"), port: port}
+	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil {
+		return nil, err
+	}
+	if err := p.Primary.Stop(ctx); err != nil {
+		return nil, err
+	}
+	copyErr := copyDataDir(prim.dataDir, s.dataDir)
+	if err := p.Primary.Start(ctx); err != nil {
+		return nil, err
+	}
+	if copyErr != nil {
+		return nil, fmt.Errorf("second standby: copy the primary: %w", copyErr)
+	}
+	if err := prim.run.chownTree(s.dataDir); err != nil {
+		return nil, err
+	}
+	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s", prim.port, Superuser, name)
+	if err := makeStandbyOf(prim.run, s, p.Major, conninfo, slot, p.standbyConf); err != nil {
+		return nil, err
+	}
+	n := &Node{Name: name, Major: p.Major, DataDir: s.dataDir, life: s}
+	p.cleanup = append(p.cleanup, s.close)
+	if err := n.Start(ctx); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // binaries are the server binaries of the pair's major (or older minor).

@@ -86,7 +86,10 @@ type ReadinessInput struct {
 	// not newer than the copy's; otherwise the standby's physical slot must have been seen
 	// holding them (its horizon not newer than the copy's catalog_xmin) at a primary LSN,
 	// HorizonSeenAt, that StandbyReplay has since passed, the copy still valid. Without it
-	// (state-file copies), the copy carries the primary's positions and must not be ahead of them.
+	// (state-file copies), the copy carries the primary's positions and must not be ahead of them,
+	// and RequireHorizon asks HorizonSeenAt too: the first observation where the standby's
+	// horizon covered the copy while the primary slot or the copy's catalog hold still kept its
+	// rows (0: never seen, and then the rows may be gone).
 	OwnDecoding   bool
 	HorizonSeenAt LSN
 	StandbyReplay LSN
@@ -203,9 +206,13 @@ func Readiness(in ReadinessInput) Verdict {
 		if !in.WALVerified && in.CopyWALAvailable && !in.CopyInvalidated {
 			add(ReasonCopyWALUnverified, "the WAL from the copy's restart_lsn %s has not been read on the standby yet", c.RestartLSN)
 		}
-		if in.StandbyHorizon == 0 || XIDPrecedes(c.CatalogXmin, in.StandbyHorizon) {
+		switch {
+		case in.StandbyHorizon == 0 || XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
 			add(ReasonCatalogUnprotected, "the primary keeps catalog rows for the standby from xid %d, not from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby streaming through its slot?)",
 				in.StandbyHorizon, c.CatalogXmin)
+		case in.HorizonSeenAt == 0:
+			add(ReasonCatalogUnprotected, "the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept those rows: a VACUUM may have removed them (the copy is made again)",
+				c.CatalogXmin)
 		}
 	}
 	if in.RequireSnapshot && !in.CopySnapshot {

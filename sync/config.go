@@ -89,7 +89,7 @@ func DefaultConfig() Config {
 		Workers:               4,
 		CreateWorkers:         16,
 		AdvanceStep:           256 << 20,
-		Statefile:             statefile.Config{MinRestartInterval: 5 * time.Minute, MaxAttempts: 2},
+		Statefile:             statefile.Config{MinRestartInterval: 5 * time.Minute, MaxAttempts: 2, HoldTimeout: statefile.DefaultHoldTimeout},
 	}
 }
 
@@ -121,6 +121,7 @@ func (c *Config) Validate() error {
 		{"observe timeout", &c.ObserveTimeout, d.ObserveTimeout}, {"primary connect timeout", &c.PrimaryConnectTimeout, d.PrimaryConnectTimeout},
 		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval}, {"max record age", &c.MaxRecordAge, d.MaxRecordAge},
 		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
+		{"catalog hold timeout", &c.Statefile.HoldTimeout, d.Statefile.HoldTimeout},
 	} {
 		if err := orDefault(f.name, f.v, f.fallback); err != nil {
 			return err

@@ -209,6 +209,16 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		e.journal, _ = horizonSeen(e.journal, snap, after)
 		e.journal, _ = twoPhaseSeen(e.journal, snap, madeNow(actions))
 	}
+	if apply && e.traits.NeedsHorizon {
+		var kept bool
+		if e.journal, kept = horizonKept(e.journal, snap); kept {
+			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
+			// proof was lost would be made again.
+			if err := e.journal.Save(e.cfg.StateDir); err != nil {
+				e.log.Warn("could not record that the standby now keeps a copy's catalog rows; written with the next journal write", "error", err)
+			}
+		}
+	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {

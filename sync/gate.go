@@ -9,6 +9,7 @@ import (
 	"github.com/slotsync/slotsync/internal/failpoint"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -151,6 +152,53 @@ func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) 
 		return j, false
 	}
 	return next, true
+}
+
+// horizonKept records, for each state-file copy, the first observation where the standby's
+// physical slot held its catalog rows while the primary still kept them (catalogKept): rows a
+// VACUUM removed before the standby's feedback covered the copy are not brought back by that
+// feedback, which the primary accepts even when it moves the slot's horizon back (rule 4). The
+// copies are the observation's, loaded before the physical slot and the primary's slots were
+// read (observe.go lists them in that order): from then on every feedback of the standby
+// carries the copy's catalog_xmin. It is pure: it returns the journal and whether it changed.
+func horizonKept(j *Journal, snap Observation) (*Journal, bool) {
+	horizon := snap.Physical.CatalogHorizon()
+	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
+		return j, false
+	}
+	var next *Journal
+	for name, ent := range j.Slots {
+		cp, ok := snap.Standby.Slots[name]
+		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) ||
+			!catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin) {
+			continue
+		}
+		if next == nil {
+			next = j.clone()
+		}
+		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
+	}
+	if next == nil {
+		return j, false
+	}
+	return next, true
+}
+
+// catalogKept says whether the primary kept, when its slots were read, the catalog rows from
+// xmin on for the copy of slot name: the primary slot's catalog_xmin (which only moves forward)
+// is not newer, or the catalog hold this standby's sidecar took for it (a copy of the primary
+// slot, never advanced) is not. No other slot proves it: one made or copied later may carry a
+// horizon that the standby's feedback moved back after the rows were gone.
+func catalogKept(primary map[string]topology.Slot, standbySlot, name string, xmin lsncheck.XID) bool {
+	kept := func(s topology.Slot, ok bool) bool {
+		return ok && !s.Invalidated && s.CatalogXmin != 0 && !lsncheck.XIDPrecedes(xmin, s.CatalogXmin)
+	}
+	ps, ok := primary[name]
+	if kept(ps, ok && !ps.Temporary) {
+		return true
+	}
+	hold, ok := primary[method.HoldName(standbySlot, name)]
+	return kept(hold, ok && hold.Temporary)
 }
 
 // twoPhasePending says whether a two_phase copy of the standby's own decoding still waits for

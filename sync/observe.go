@@ -45,7 +45,8 @@ func anyTwoPhase(slots map[string]topology.Slot) bool {
 
 // view is what a method's hooks see of the observation.
 func (s Observation) view() method.View {
-	return method.View{Primary: s.Primary.Info, Standby: s.Standby.Slots, Horizon: s.Physical.CatalogHorizon(), StandbyWALEnd: s.Standby.Info.WALEnd()}
+	return method.View{Primary: s.Primary.Info, Standby: s.Standby.Slots, Horizon: s.Physical.CatalogHorizon(), StandbyWALEnd: s.Standby.Info.WALEnd(),
+		StandbySlot: s.Standby.Info.PrimarySlotName}
 }
 
 // NodeError is a failed observation of one node ("primary" or "standby").

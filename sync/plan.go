@@ -68,6 +68,7 @@ const (
 	CodeCatchingUp          Code = "catching_up"                   // advance by at most AdvanceStep
 	CodeBeyondFork          Code = "copy_beyond_fork"              // recreate: the copy is of an abandoned timeline
 	CodeTwoPhaseWaits       Code = "two_phase_change_waits"        // none: two_phase turned on while transactions are prepared
+	CodeCatalogLapsed       Code = "catalog_hold_lapsed"           // recreate (state file): its catalog rows were unprotected
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -363,6 +364,10 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Kind, a.Code, a.Reason = KindRecreate, CodeCopyWALGone, why
 		return a
 	}
+	if why, lapsed := catalogLapsed(in, name, ps, cp, entry); lapsed {
+		a.Kind, a.Code, a.Reason = KindRecreate, CodeCatalogLapsed, why
+		return a
+	}
 	// Rule 1: never backwards, never past what the standby has replayed.
 	if replay == 0 {
 		// Rule 1 bounds every advance by the replay position; an unknown one bounds nothing.
@@ -417,6 +422,20 @@ func beyondFork(in PlanInput, entry *Entry, cp topology.Slot) (string, bool) {
 			cp.RestartLSN, cp.ConfirmedFlush, end, entry.Timeline, cur), true
 	}
 	return "", false
+}
+
+// catalogLapsed says whether a state-file copy can no longer be shown to have its catalog rows:
+// the standby's feedback was never seen covering it while they were kept (HorizonSeenAt), and
+// now neither the primary slot (its consumer moved on) nor the copy's catalog hold (it failed to
+// take, expired, or went with a primary restart or slotsync's exit) keeps them. Rows in between
+// may have been vacuumed, and no later feedback brings them back (rule 4): the copy is made again.
+func catalogLapsed(in PlanInput, name string, ps, cp topology.Slot, entry *Entry) (string, bool) {
+	if !in.Traits.NeedsHorizon || entry.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || ps.CatalogXmin == 0 ||
+		catalogKept(in.Primary.Slots, in.Standby.Info.PrimarySlotName, name, cp.CatalogXmin) {
+		return "", false
+	}
+	return fmt.Sprintf("the copy's catalog rows (from xid %d) were not shown kept until the standby's feedback covered them: the primary slot keeps rows from xid %d and the copy's catalog hold is gone (it expired, failed to take, or went with a restart); copying it again",
+		cp.CatalogXmin, ps.CatalogXmin), true
 }
 
 // advanceTo is rule 1's advance of a copy at copyAt, for the plan and the watch alike: toward

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
-	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -302,7 +302,7 @@ func TestPlanScenarios(t *testing.T) {
 		expect(t, newScenario().primary(ps).only(t), KindSkip, CodePrimaryTemporary)
 		// slotsync's own catalog holds are not even listed.
 		hold := ps
-		hold.Name = statefile.HoldName("cdc")
+		hold.Name = method.HoldName("standby", "cdc")
 		if got := Plan(newScenario().primary(hold).in); len(got) != 0 {
 			t.Fatalf("a catalog hold was planned for: %+v", got)
 		}

@@ -27,6 +27,8 @@ import (
 //	standby <slot> [same keys, synced]   set a slot on a node (replacing it); "drop <node> <slot>" removes it
 //	node [replay= receive= version= not-streaming recovery=false primary-started= horizon= timeline= history=T:LSN]
 //	fail <slot> [error=conn|missing|wal-removed|refused]  the slot's next actions fail; "heal <slot>" ends it
+//	hold <slot> / release <slot>         the state-file method's catalog hold of a slot on the primary
+//	                                     (a temporary copy of the primary slot as it is now), or its end
 //	primary-gone / primary-partitioned / primary-back
 //	                                     the primary is down (the standby stops streaming), or only
 //	                                     slotsync cannot reach it (the standby streams), or it is back
@@ -116,6 +118,19 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		return ""
 	case "heal":
 		delete(h.app.failing, d.CmdArgs[0].Key)
+		return ""
+	case "hold", "release":
+		// hold <slot>: the state-file method's catalog hold of it on the primary (a temporary
+		// copy of the primary slot as it is now); release <slot>: the hold is gone.
+		name := d.CmdArgs[0].Key
+		hold := method.HoldName(h.obs.snap.Standby.Info.PrimarySlotName, name)
+		if d.Cmd == "release" {
+			delete(h.obs.snap.Primary.Slots, hold)
+			return ""
+		}
+		s := h.obs.snap.Primary.Slots[name]
+		s.Name, s.Temporary = hold, true
+		h.obs.snap.Primary.Slots[hold] = s
 		return ""
 	case "primary-gone", "primary-partitioned", "primary-back":
 		// Gone: the primary is down, and the standby's WAL receiver stops streaming. Partitioned:
@@ -502,6 +517,9 @@ func (m *simMethod) install(ps topology.Slot) error {
 	}
 	cp := ps
 	cp.Active, cp.ActivePID, cp.Failover, cp.SentLSN = false, 0, false, 0
+	if m.traits.NeedsSnapshot {
+		cp.Snapshot = topology.SnapshotPresent // copied with the state file
+	}
 	m.obs.snap.Standby.Slots[ps.Name] = cp
 	return nil
 }

@@ -256,6 +256,9 @@ func TestStatefileNeverRestartStages(t *testing.T) {
 		f.must(f.pair.WaitStreaming(f.ctx))
 		f.eng.Close()
 		f.startEngine()
+		// The catalog hold went with the first engine: the standby's feedback must be seen
+		// covering the copy while its consumer has not moved on yet (rule 4).
+		f.untilHorizonSeen("cdc")
 		f.untilReady("cdc", func() {
 			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_binary_changes('cdc', NULL, NULL, 'proto_version', '1', 'publication_names', 'pub')"))
 		})
@@ -517,7 +520,7 @@ func TestStatefileCatalogHold(t *testing.T) {
 // holdsCatalog reports whether the primary holds catalog rows for a copy of slot name.
 func holdsCatalog(f *fixture, name string) bool {
 	var n int
-	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{statefile.HoldName(name)}, &n))
+	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = $1 AND temporary", []any{method.HoldName(integration.PhysicalSlot, name)}, &n))
 	return n == 1
 }
 
@@ -546,6 +549,22 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 				if rep := f.passReport(); rep.StandbyRestarts != 0 {
 					t.Fatalf("no restart is configured, yet %d", rep.StandbyRestarts)
 				}
+				f.must(f.pair.Standby.Restart(f.ctx))
+				f.must(f.pair.WaitStreaming(f.ctx))
+			})
+		})
+		// The same, slotsync restarted between the staging and the standby's start: the list of
+		// WAL to fetch once the copy is loaded survives it (statefile.StagedWALFile). Before,
+		// the new process did not know it, the copy failed its WAL read and was made again.
+		t.Run("restart-never-sidecar-restarted", func(t *testing.T) {
+			f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+			f.eng.Close()
+			f.cfg.Statefile.Restarter = nil
+			f.startEngine()
+			walRemovedBeforeCopy(t, f, func() {
+				f.passReport()
+				f.eng.Close()
+				f.startEngine()
 				f.must(f.pair.Standby.Restart(f.ctx))
 				f.must(f.pair.WaitStreaming(f.ctx))
 			})

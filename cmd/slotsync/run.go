@@ -48,6 +48,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "start-command", Usage: "statefile, --restart command: starts the standby and returns once it accepts connections", EnvVars: []string{"SLOTSYNC_START_COMMAND"}},
 			&cli.StringFlag{Name: "restart-command", Usage: "statefile, --restart command: instead of stop and start, one command of the standby's manager that restarts it (e.g. patronictl restart --force SCOPE MEMBER); copies are staged while it runs", EnvVars: []string{"SLOTSYNC_RESTART_COMMAND"}},
 			&cli.DurationFlag{Name: "min-restart-interval", Value: d.Statefile.MinRestartInterval, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
+			&cli.DurationFlag{Name: "catalog-hold-timeout", Value: d.Statefile.HoldTimeout, Usage: "statefile: how long the primary holds a new copy's catalog rows for the standby's feedback to cover it (12+); a copy not covered by then is made again. With --restart never, longer than the time until the standby's next start", EnvVars: []string{"SLOTSYNC_CATALOG_HOLD_TIMEOUT"}},
 			&cli.BoolFlag{Name: "no-checkpoint", Usage: "statefile: do not CHECKPOINT the primary before reading slot state (for roles without pg_checkpoint)", EnvVars: []string{"SLOTSYNC_NO_CHECKPOINT"}},
 		),
 		Action: runAction,
@@ -312,6 +313,9 @@ func statefileConfig(c *cli.Context) (statefile.Config, error) {
 	sc.DataDir, sc.NoCheckpoint = dir, c.Bool("no-checkpoint")
 	var err error
 	if sc.MinRestartInterval, err = positive(c, "min-restart-interval"); err != nil {
+		return sc, err
+	}
+	if sc.HoldTimeout, err = positive(c, "catalog-hold-timeout"); err != nil {
 		return sc, err
 	}
 	switch c.String("restart") {

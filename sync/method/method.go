@@ -6,6 +6,8 @@ package method
 import (
 	"context"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -90,6 +92,8 @@ type View struct {
 	// StandbyWALEnd is the newest WAL the standby has received (every segment before its
 	// segment is complete and flushed on the primary).
 	StandbyWALEnd lsncheck.LSN
+	// StandbySlot is the standby's physical slot on the primary (its primary_slot_name).
+	StandbySlot string
 }
 
 // Outcome is what happened to one collected copy.
@@ -127,3 +131,14 @@ type Deps struct {
 // HoldPrefix starts the name of every slot slotsync makes on the primary for itself (the
 // state-file method's catalog holds): such slots are not consumers' slots, and are never copied.
 const HoldPrefix = "slotsync_hold_"
+
+// HoldName is the name of the catalog hold that the sidecar of the standby streaming through
+// physical slot standby takes for slot: HoldPrefix and a hash of both names (slot names are at
+// most 63 characters). Two standbys copying one slot at once each hold it under its own name.
+func HoldName(standby, slot string) string {
+	h := fnv.New64a()
+	h.Write([]byte(standby))
+	h.Write([]byte{0})
+	h.Write([]byte(slot))
+	return fmt.Sprintf("%s%016x", HoldPrefix, h.Sum64())
+}

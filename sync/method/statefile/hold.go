@@ -1,11 +1,12 @@
 package statefile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"slices"
+	stdsync "sync"
 	"time"
 
 	"github.com/slotsync/slotsync/internal/failpoint"
@@ -24,13 +25,21 @@ import (
 // the primary into a temporary slot (pg_copy_logical_replication_slot, 12+), which holds the
 // catalog rows (and the WAL) from the slot's positions then; it is dropped once the standby's
 // physical slot carries a horizon at or before the copy's catalog_xmin. Temporary slots vanish
-// with their session, so a crash of slotsync leaves nothing behind.
+// with their session, so a crash of slotsync leaves nothing behind, and the sessions ask the
+// server for TCP keepalives, so a lost host does not either.
+//
+// The hold is fail-closed: the gate calls a copy READY only once one observation has shown the
+// standby's horizon covering the copy while the primary slot or this hold still kept its rows
+// (rule 4). A hold that lapses first (it failed to take, expired, or the primary restarted)
+// leaves the copy NOT READY, and the copy is made again.
 type catalogHold struct {
-	log   hclog.Logger
-	conns map[string]*pgx.Conn // per database: a logical slot is copied in its own database
-	held  map[string]holding   // by slot name
-	// maxHold bounds a hold whose feedback never comes (hot_standby_feedback off, say): the
-	// gate then says copy_catalog_unprotected, and the primary is not pinned forever.
+	log hclog.Logger
+	mu  stdsync.Mutex // the expiry timers run apart from the passes
+	// conns: per database, a logical slot is copied in its own database.
+	conns map[string]*pgx.Conn
+	held  map[string]*holding // by slot name
+	// maxHold bounds a hold whose feedback never comes (hot_standby_feedback off, the standby
+	// down): the hold goes after it, pass or no pass, and the primary is not pinned forever.
 	maxHold time.Duration
 	now     func() time.Time
 }
@@ -38,56 +47,92 @@ type catalogHold struct {
 type holding struct {
 	temp, database string
 	since          time.Time
+	timer          *time.Timer
 }
 
-func newCatalogHold(log hclog.Logger) *catalogHold {
-	return &catalogHold{log: log, conns: map[string]*pgx.Conn{}, held: map[string]holding{},
-		maxHold: 10 * time.Minute, now: time.Now}
+// DefaultHoldTimeout is how long a catalog hold waits for the standby's feedback.
+const DefaultHoldTimeout = 10 * time.Minute
+
+func newCatalogHold(log hclog.Logger, maxHold time.Duration) *catalogHold {
+	return &catalogHold{log: log, conns: map[string]*pgx.Conn{}, held: map[string]*holding{},
+		maxHold: cmp.Or(maxHold, DefaultHoldTimeout), now: time.Now}
 }
 
-// HoldName is the temporary slot's name: method.HoldPrefix and a hash of the slot's name (slot names
-// are at most 63 characters).
-func HoldName(slot string) string {
-	h := fnv.New64a()
-	h.Write([]byte(slot))
-	return fmt.Sprintf("%s%016x", method.HoldPrefix, h.Sum64())
-}
+// keepalives make the primary end a hold's session, and the hold with it, within about a minute
+// of losing slotsync's host (the OS default is about two hours). Over a Unix socket they do
+// nothing.
+var keepalives = []string{"SET tcp_keepalives_idle = 30", "SET tcp_keepalives_interval = 10", "SET tcp_keepalives_count = 3"}
 
 // Take holds the catalog rows of slot ps on the primary until Release finds the standby covers
-// them. It is called before the slot's state file is read. A primary that cannot copy slots
-// (11) or refuses is logged: the copy goes on, and the gate judges the horizon as before.
-func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, ps topology.Slot, major int) {
+// them; standby is the standby's physical slot, part of the hold's name. It is called before the
+// slot's state file is read. A primary that cannot copy slots (11) or refuses is logged: the
+// copy goes on, and the gate says it is NOT READY unless the primary slot itself still keeps its
+// rows when the standby's feedback covers it.
+func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby string, ps topology.Slot, major int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if _, ok := h.held[ps.Name]; ok || major < 12 {
 		return
 	}
-	conn := h.conns[ps.Database]
-	if conn == nil || conn.IsClosed() {
-		c, err := ep.Connect(ctx, ps.Database)
-		if err != nil {
-			h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
-			return
-		}
-		conn, h.conns[ps.Database] = c, c
+	conn, err := h.conn(ctx, ep, ps.Database)
+	if err != nil {
+		h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
+		return
 	}
-	temp := HoldName(ps.Name)
+	temp := method.HoldName(standby, ps.Name)
 	// A hold of this name left in this session by an earlier, released copy is dropped first.
 	_, _ = conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid = pg_backend_pid()", temp)
 	if _, err := conn.Exec(ctx, "SELECT pg_copy_logical_replication_slot($1, $2, true)", ps.Name, temp); err != nil {
 		h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
-		if !conn.IsClosed() && ctx.Err() == nil {
-			return
+		if conn.IsClosed() || ctx.Err() != nil {
+			delete(h.conns, ps.Database)
 		}
-		delete(h.conns, ps.Database)
 		return
 	}
-	h.held[ps.Name] = holding{temp: temp, database: ps.Database, since: h.now()}
+	hd := &holding{temp: temp, database: ps.Database, since: h.now()}
+	hd.timer = time.AfterFunc(h.maxHold, func() { h.expire(ps.Name, hd) })
+	h.held[ps.Name] = hd
 	_ = failpoint.Hit("hold.taken")
+}
+
+// conn is the hold session of database db, opened with keepalives when there is none.
+func (h *catalogHold) conn(ctx context.Context, ep *topology.Endpoint, db string) (*pgx.Conn, error) {
+	if c := h.conns[db]; c != nil && !c.IsClosed() {
+		return c, nil
+	}
+	c, err := ep.Connect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range keepalives {
+		if _, err := c.Exec(ctx, q); err != nil {
+			_ = c.Close(context.Background())
+			return nil, fmt.Errorf("hold session: %s: %w", q, err)
+		}
+	}
+	h.conns[db] = c
+	return c, nil
+}
+
+// expire drops hold hd of slot name once maxHold has passed, whether passes run or not.
+func (h *catalogHold) expire(name string, hd *holding) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.held[name] != hd {
+		return // released already
+	}
+	h.log.Warn("released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on, and the standby up?); the copy is made again", "slot", name, "held", h.maxHold.String())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h.drop(ctx, name, hd)
 }
 
 // Release drops each hold the standby now covers: its copy is there and the physical slot's
 // horizon (hot_standby_feedback) is set and not newer than the copy's catalog_xmin; a hold whose
 // copy is not there while no copy is pending, or that is older than maxHold, is dropped too.
 func (h *catalogHold) Release(ctx context.Context, horizon lsncheck.XID, copies map[string]topology.Slot, pending func(string) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for name, hd := range h.held {
 		cp, ok := copies[name]
 		covered := ok && cp.CatalogXmin != 0 && horizon != 0 && !lsncheck.XIDPrecedes(cp.CatalogXmin, horizon)
@@ -96,14 +141,18 @@ func (h *catalogHold) Release(ctx context.Context, horizon lsncheck.XID, copies 
 			continue
 		}
 		if expired && !covered {
-			h.log.Warn("released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on?)", "slot", name, "held", h.now().Sub(hd.since).Round(time.Second).String())
+			h.log.Warn("released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on?); the copy is made again", "slot", name, "held", h.now().Sub(hd.since).Round(time.Second).String())
 		}
 		h.drop(ctx, name, hd)
 	}
 }
 
-func (h *catalogHold) drop(ctx context.Context, name string, hd holding) {
+// drop ends hold hd of slot name; the caller holds h.mu.
+func (h *catalogHold) drop(ctx context.Context, name string, hd *holding) {
 	delete(h.held, name)
+	if hd.timer != nil {
+		hd.timer.Stop()
+	}
 	conn := h.conns[hd.database]
 	if conn == nil || conn.IsClosed() {
 		return // the session ended: its temporary slot is gone with it
@@ -111,19 +160,30 @@ func (h *catalogHold) drop(ctx context.Context, name string, hd holding) {
 	_ = failpoint.Hit("hold.release")
 	if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", hd.temp); err != nil {
 		h.log.Warn("could not drop a catalog hold; it goes with its session", "slot", name, "hold", hd.temp, "error", err)
-		_ = conn.Close(ctx)
+		_ = conn.Close(context.Background())
 		delete(h.conns, hd.database)
 	}
 }
 
 // Held names the slots whose catalog rows are held now.
-func (h *catalogHold) Held() []string { return slices.Sorted(maps.Keys(h.held)) }
+func (h *catalogHold) Held() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Sorted(maps.Keys(h.held))
+}
 
 // Close ends every hold (their temporary slots go with the sessions).
 func (h *catalogHold) Close() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, hd := range h.held {
+		if hd.timer != nil {
+			hd.timer.Stop()
+		}
+	}
 	for db, c := range h.conns {
 		_ = c.Close(context.Background())
 		delete(h.conns, db)
 	}
-	h.held = map[string]holding{}
+	h.held = map[string]*holding{}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -14,12 +15,12 @@ import (
 // is neither there nor pending (the install failed), or after maxHold; it stays otherwise.
 func TestCatalogHoldRelease(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	h := newCatalogHold(hclog.NewNullLogger())
+	h := newCatalogHold(hclog.NewNullLogger(), 0)
 	h.now = func() time.Time { return now }
 	for _, name := range []string{"covered", "uncovered", "nofeedback", "failed", "queued", "old"} {
-		h.held[name] = holding{temp: HoldName(name), database: "app", since: now.Add(-time.Minute)}
+		h.held[name] = &holding{temp: method.HoldName("standby", name), database: "app", since: now.Add(-time.Minute)}
 	}
-	h.held["old"] = holding{temp: HoldName("old"), database: "app", since: now.Add(-time.Hour)}
+	h.held["old"] = &holding{temp: method.HoldName("standby", "old"), database: "app", since: now.Add(-time.Hour)}
 	copyAt := func(xmin lsncheck.XID) topology.Slot {
 		var s topology.Slot
 		s.CatalogXmin = xmin
@@ -44,7 +45,12 @@ func TestCatalogHoldRelease(t *testing.T) {
 	if len(h.Held()) != 3 {
 		t.Fatalf("without feedback: held %v", h.Held())
 	}
-	if n := HoldName("a_slot_name_of_sixty_three_characters_aaaaaaaaaaaaaaaaaaaaaaaaa"); len(n) > 63 {
+	long := "a_slot_name_of_sixty_three_characters_aaaaaaaaaaaaaaaaaaaaaaaaa"
+	if n := method.HoldName(long, long); len(n) > 63 {
 		t.Fatalf("hold name %q is too long", n)
+	}
+	// Two standbys copying one slot hold it under two names.
+	if method.HoldName("standby_a", "cdc") == method.HoldName("standby_b", "cdc") {
+		t.Fatal("two standbys' holds of one slot share a name")
 	}
 }

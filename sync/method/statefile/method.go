@@ -3,8 +3,10 @@ package statefile
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/atomicfile"
 	"github.com/slotsync/slotsync/internal/failpoint"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,6 +45,10 @@ type Config struct {
 	// tried again at the next pass.
 	FetchTimeout  time.Duration
 	MaxFetchBytes int64
+	// HoldTimeout bounds how long the catalog hold of a new copy waits for the standby's
+	// feedback to cover it (default 10 minutes, DefaultHoldTimeout); a copy not covered by then
+	// is made again.
+	HoldTimeout time.Duration
 }
 
 // Method copies slots as state files. Creations are collected during a pass and
@@ -91,8 +98,51 @@ func New(sql *sqlslot.Method, cfg Config, deps method.Deps) (*Method, error) {
 	if err := checkDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	return &Method{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
-		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log)}, nil
+	m := &Method{sql: sql, primary: deps.Primary, cfg: cfg, log: deps.Log, stateDir: deps.StateDir, restarting: deps.Restarting,
+		restart: strategyFor(cfg.Restarter), hold: newCatalogHold(deps.Log, cfg.HoldTimeout)}
+	m.stagedWAL = loadStagedWAL(deps.StateDir, deps.Log)
+	return m, nil
+}
+
+// StagedWALFile, in the state directory, lists the copies staged for a standby start slotsync
+// does not make whose WAL is still to be put back once that start loads them (repairWAL): a
+// restart of slotsync in between would otherwise forget it, and the copy would fail its WAL
+// read and be made again.
+const StagedWALFile = "statefile-staged-wal.json"
+
+// loadStagedWAL reads StagedWALFile (slot name → restart_lsn); a missing or unreadable file
+// is an empty list (an unreadable one is logged: at worst a copy is made again).
+func loadStagedWAL(dir string, log hclog.Logger) map[string]uint64 {
+	out := map[string]uint64{}
+	if dir == "" {
+		return out
+	}
+	data, err := os.ReadFile(filepath.Join(dir, StagedWALFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return out
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &out)
+	}
+	if err != nil {
+		log.Warn("could not read the list of staged copies whose WAL is still to be fetched; such copies may be made again", "file", StagedWALFile, "error", err)
+		return map[string]uint64{}
+	}
+	return out
+}
+
+// saveStagedWAL writes m.stagedWAL to StagedWALFile.
+func (m *Method) saveStagedWAL() {
+	if m.stateDir == "" {
+		return
+	}
+	data, err := json.Marshal(m.stagedWAL)
+	if err == nil {
+		err = atomicfile.Write(m.stateDir, StagedWALFile, append(data, '\n'))
+	}
+	if err != nil {
+		m.log.Warn("could not record the staged copies whose WAL is still to be fetched", "error", err)
+	}
 }
 
 // Traits are the rules of installed copies.
@@ -250,6 +300,7 @@ func (m *Method) Prepare(ctx context.Context, v method.View) {
 // forgotten; so is one whose WAL was looked after.
 func (m *Method) repairWAL(ctx context.Context, v method.View) {
 	var loaded []stateCopy
+	n := len(m.stagedWAL)
 	for name, lsn := range m.stagedWAL {
 		_, at := m.stagedCopyAt(v.Standby, name, lsn)
 		switch at {
@@ -258,6 +309,9 @@ func (m *Method) repairWAL(ctx context.Context, v method.View) {
 		case stagedLoaded:
 			loaded = append(loaded, stateCopy{state: &State{Name: name, RestartLSN: lsn}})
 		}
+	}
+	if len(m.stagedWAL) != n {
+		m.saveStagedWAL()
 	}
 	if len(loaded) == 0 {
 		return
@@ -276,6 +330,7 @@ func (m *Method) repairWAL(ctx context.Context, v method.View) {
 		for _, c := range loaded {
 			delete(m.stagedWAL, c.state.Name) // its WAL is in place (or the primary has none older)
 		}
+		m.saveStagedWAL()
 	}
 }
 
@@ -290,6 +345,7 @@ func (m *Method) fetchAfterStart(states []stateCopy, installed []string) {
 			m.stagedWAL[c.state.Name] = c.state.RestartLSN
 		}
 	}
+	m.saveStagedWAL()
 }
 
 // stateCopy is what a copy is made of: the primary's state file and its decoding snapshot at
@@ -316,7 +372,7 @@ func (m *Method) Flush(ctx context.Context, v method.View) (map[string]method.Ou
 	// scratch: the restart_lsn of each copy for which the primary had no decoding snapshot
 	// either (the primary's own decoding rebuilds one from scratch there too).
 	scratch := map[string]lsncheck.LSN{}
-	errs, restarted := m.flush(ctx, pending, v.Primary, scratch)
+	errs, restarted := m.flush(ctx, pending, v, scratch)
 	out := make(map[string]method.Outcome, len(pending))
 	for _, ps := range pending {
 		o := method.Outcome{Err: errs[ps.Name], ScratchAt: scratch[ps.Name]}
@@ -330,7 +386,8 @@ func (m *Method) Flush(ctx context.Context, v method.View) (map[string]method.Ou
 	return out, restarted
 }
 
-func (m *Method) flush(ctx context.Context, pending []topology.Slot, primary topology.NodeInfo, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
+func (m *Method) flush(ctx context.Context, pending []topology.Slot, v method.View, scratch map[string]lsncheck.LSN) (map[string]error, bool) {
+	primary := v.Primary
 	out := map[string]error{}
 	if pending = m.restart.admit(m, pending, out); len(pending) == 0 {
 		return out, false
@@ -346,7 +403,7 @@ func (m *Method) flush(ctx context.Context, pending []topology.Slot, primary top
 	defer conn.Close(context.Background())
 	// The catalog rows each copy needs are held before its state file is read (hold.go).
 	for _, ps := range pending {
-		m.hold.Take(ctx, ep, ps, primary.Major())
+		m.hold.Take(ctx, ep, v.StandbySlot, ps, primary.Major())
 	}
 	states := m.readStates(ctx, conn, pending, out, scratch)
 	if len(states) == 0 {

@@ -65,17 +65,11 @@ func (noRestart) admit(m *Method, pending []topology.Slot, out map[string]error)
 // install stages the copies (a file staged earlier is of another incarnation, admit said so)
 // and remembers their restart_lsn: once a start loads them, their WAL is put back (repairWAL).
 func (noRestart) install(_ context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, _ func(context.Context) error) bool {
-	for _, name := range m.installAll(in, states, out) {
+	staged := m.installAll(in, states, out)
+	for _, name := range staged {
 		out[name] = &waiting{stagedForNextStart}
-		for _, c := range states {
-			if c.state.Name == name {
-				if m.stagedWAL == nil {
-					m.stagedWAL = map[string]uint64{}
-				}
-				m.stagedWAL[name] = c.state.RestartLSN
-			}
-		}
 	}
+	m.fetchAfterStart(states, staged)
 	return false
 }
 

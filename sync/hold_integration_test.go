@@ -1,0 +1,197 @@
+package sync
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// secondSidecar starts a second standby of the fixture's primary, streaming through physical
+// slot slot, and an engine beside it configured as the fixture's.
+func (f *fixture) secondSidecar(slot string) (*integration.Node, *Engine) {
+	f.t.Helper()
+	n, err := f.pair.AddStandby(f.ctx, slot)
+	f.must(err)
+	cfg := f.cfg
+	cfg.StandbyDSN, cfg.StateDir = n.DSN("postgres"), f.t.TempDir()
+	cfg.Statefile.DataDir, cfg.Statefile.Restarter = n.DataDir, nodeRestarter{n}
+	eng, err := New(cfg)
+	f.must(err)
+	f.t.Cleanup(eng.Close)
+	return n, eng
+}
+
+// holds names the catalog holds on the primary.
+func (f *fixture) holds() []string {
+	f.t.Helper()
+	conn, err := f.pair.Primary.Connect(f.ctx, "postgres")
+	f.must(err)
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(f.ctx, "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE $1 ORDER BY 1", method.HoldPrefix+"%")
+	f.must(err)
+	var names []string
+	for rows.Next() {
+		var s string
+		f.must(rows.Scan(&s))
+		names = append(names, s)
+	}
+	f.must(rows.Err())
+	return names
+}
+
+// untilReadyOn runs passes of eng, the consumer of slot confirming on the primary, until its
+// copy is READY.
+func (f *fixture) untilReadyOn(eng *Engine, slot string) {
+	f.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		f.logRunningXacts()
+		f.consume(f.pair.Primary, slot)
+		rep, err := eng.RunOnce(f.ctx)
+		f.must(err)
+		for _, s := range rep.Slots {
+			if s.Name == slot && s.Verdict.Ready {
+				return
+			}
+			if s.Name == slot && time.Now().After(deadline) {
+				f.t.Fatalf("slot %s never became ready: %s", slot, s.Verdict.Detail)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestStatefileTwoStandbysHold: two standbys, each with its sidecar, copy one new slot at once,
+// while a column is dropped and the catalogs vacuumed on the primary. Each sidecar holds the
+// slot's catalog rows under its own name (before, both used one name: the second hold failed,
+// and its copy's rows were kept by nothing once the first sidecar released its own); both
+// copies become READY, and the second standby, promoted, gives the consumer every change.
+func TestStatefileTwoStandbysHold(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN c text"))
+		s2, eng2 := f.secondSidecar("slotsync_standby2")
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		want := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass() // the first sidecar copies cdc, and holds its rows
+		_, err := eng2.RunOnce(f.ctx)
+		f.must(err)
+		both := []string{method.HoldName(integration.PhysicalSlot, "cdc"), method.HoldName("slotsync_standby2", "cdc")}
+		if got := f.holds(); len(got) != 2 || !(got[0] == both[0] && got[1] == both[1] || got[0] == both[1] && got[1] == both[0]) {
+			t.Fatalf("catalog holds on the primary: %v, want both sidecars' %v", got, both)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t DROP COLUMN c"))
+		want = append(want, f.insert(1)...)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.must(p.ExecDB(f.ctx, "app", "VACUUM pg_class, pg_attribute, pg_type"))
+		f.untilReadyOn(f.eng, "cdc")
+		f.untilReadyOn(eng2, "cdc")
+		if got := f.holds(); len(got) != 0 {
+			t.Fatalf("catalog holds left once both copies are READY: %v", got)
+		}
+		// The second standby, promoted: the consumer resumes from its copy.
+		after := f.insert(2)
+		lsn, err := f.pair.CurrentLSN(f.ctx)
+		f.must(err)
+		f.must(waitReplayedOn(f, s2, lsncheck.LSN(lsn)))
+		f.must(s2.Exec(f.ctx, "SELECT pg_promote(true, 60)"))
+		got := f.consume(s2, "cdc")
+		if !equalInts(got, after) && !equalInts(got, append(append([]int{}, want...), after...)) {
+			t.Fatalf("after promoting the second standby the consumer got %v, want %v (and at most %v again)", got, after, want)
+		}
+	})
+}
+
+// waitReplayedOn waits until standby n has replayed lsn.
+func waitReplayedOn(f *fixture, n *integration.Node, lsn lsncheck.LSN) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var replay lsncheck.LSN
+		if err := n.QueryRow(f.ctx, "SELECT coalesce(pg_last_wal_replay_lsn(), '0/0')", nil, &replay); err != nil {
+			return err
+		}
+		if replay >= lsn || time.Now().After(deadline) {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestStatefileHoldExpiresAlone: the standby is stopped by hand right after a copy is made,
+// and stays down longer than the catalog hold's lifetime. The hold goes on its own timer,
+// although no pass reaches the method meanwhile (before, only a successful pass released it,
+// and the primary kept the slot's WAL and catalog rows for as long as the standby was down).
+// Started again after its consumer moved on, the copy is NOT READY (its rows were kept by
+// nothing for a while) and is made again, then READY.
+func TestStatefileHoldExpiresAlone(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.eng.Close()
+		f.cfg.Statefile.HoldTimeout = 3 * time.Second
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		if len(f.holds()) != 1 {
+			t.Fatalf("no catalog hold after the copy: %v", f.holds())
+		}
+		f.must(f.pair.Standby.Stop(f.ctx))
+		// The consumer moves on meanwhile: only the hold keeps the copy's rows, until it goes.
+		f.insert(3)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		deadline := time.Now().Add(20 * time.Second)
+		for len(f.holds()) != 0 {
+			if _, err := f.eng.RunOnce(f.ctx); err == nil {
+				t.Fatal("a pass succeeded with the standby down")
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the catalog hold outlived its lifetime by 17 s with the standby down: %v", f.holds())
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		var pinned bool
+		f.must(p.QueryRow(f.ctx, "SELECT EXISTS (SELECT FROM pg_replication_slots WHERE temporary)", nil, &pinned))
+		if pinned {
+			t.Fatal("a temporary slot still pins the primary's WAL")
+		}
+		f.must(f.pair.Standby.Start(f.ctx))
+		f.must(f.pair.WaitStreaming(f.ctx))
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		if r.Code != CodeCatalogLapsed || r.Verdict.Ready {
+			t.Fatalf("after the hold lapsed: %s %s %s, want the copy made again, NOT READY", r.Action, r.Code, r.Verdict.Detail)
+		}
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+	})
+}
+
+// untilHorizonSeen runs passes, the consumer idle, until the engine has seen the standby's
+// feedback cover slot's copy while the primary kept its catalog rows (rule 4).
+func (f *fixture) untilHorizonSeen(slot string) {
+	f.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		f.pass()
+		if ent := f.eng.journal.Slots[slot]; ent != nil && ent.HorizonSeenAt != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the standby's feedback was never seen covering the copy of %s", slot)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
