@@ -226,10 +226,14 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// initdb creates a new cluster in s.dataDir with trust authentication for the superuser.
-func (s *localServer) initdb(ctx context.Context) error {
-	cmd := s.run.command(s.bin.Path("initdb"), "-D", s.dataDir, "-U", Superuser, "-A", "trust",
-		"--encoding=UTF8", "--locale=C", "-N")
+// initdb creates a new cluster in s.dataDir with trust authentication for the superuser, with
+// WAL segments of segMB megabytes (0: the default, 16).
+func (s *localServer) initdb(ctx context.Context, segMB int) error {
+	args := []string{"-D", s.dataDir, "-U", Superuser, "-A", "trust", "--encoding=UTF8", "--locale=C", "-N"}
+	if segMB != 0 {
+		args = append(args, fmt.Sprintf("--wal-segsize=%d", segMB))
+	}
+	cmd := s.run.command(s.bin.Path("initdb"), args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := runCtx(ctx, cmd); err != nil {

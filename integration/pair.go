@@ -44,6 +44,10 @@ type Options struct {
 	// NoStandby starts the primary alone (Pair.Standby is nil): a lone server, e.g. a
 	// subscriber. Local backend only.
 	NoStandby bool
+	// WALSegmentMB is the WAL segment size initdb gives the cluster, in megabytes (0: 16);
+	// sizes over 64 need min_wal_size and max_wal_size of at least two segments in Conf.
+	// Local backend only.
+	WALSegmentMB int
 	// Minor names an older minor of Major to run instead of the newest (e.g. "16.2", for a
 	// server bug fixed since): its binaries come from the cache (scripts/fetch-postgres.sh 16.2).
 	// Local backend only.
@@ -170,7 +174,7 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 		return p, err
 	}
 	opts.logf("pg%d: initdb %s", opts.Major, prim.dataDir)
-	if err := prim.initdb(ctx); err != nil {
+	if err := prim.initdb(ctx, opts.WALSegmentMB); err != nil {
 		return p, err
 	}
 	conf := append(append(append([]string{}, baseConf...), opts.Conf...), "include 'node.conf'")

@@ -267,7 +267,12 @@ func (f *fixture) segmentOf(lsn lsncheck.LSN) string {
 	f.t.Helper()
 	var tli int
 	f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int", nil, &tli))
-	return statefile.SegmentName(uint32(tli), uint64(lsn), 16<<20)
+	conn, err := f.pair.Primary.Connect(f.ctx, "postgres")
+	f.must(err)
+	defer conn.Close(context.Background())
+	seg, err := topology.WALSegmentSize(f.ctx, conn)
+	f.must(err)
+	return statefile.SegmentName(uint32(tli), uint64(lsn), seg)
 }
 
 func equalInts(a, b []int) bool {

@@ -572,6 +572,28 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 	})
 }
 
+// TestStatefileGigabyteSegments: a cluster made with initdb --wal-segsize=1024. The copy's WAL
+// that the standby removed is one segment of 1 GB, which pg_read_binary_file cannot return in
+// one piece (at most 1 GB - 1): it is read in pieces, and the promotion loses nothing. About
+// 4 GB of WAL written: not with -short.
+func TestStatefileGigabyteSegments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes about 4 GB of WAL")
+	}
+	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{WALSegmentMB: 1024,
+			Conf: []string{"min_wal_size = 2GB", "max_wal_size = 4GB", "wal_init_zero = off"}})
+		walRemovedBeforeCopy(t, f, func() {
+			if rep := f.passReport(); rep.StandbyRestarts != 1 {
+				t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
+			}
+		})
+		if !strings.Contains(f.logs.String(), "copied from the primary the WAL the new copies need") {
+			t.Fatal("the copy's WAL was not fetched from the primary")
+		}
+	})
+}
+
 func walRemovedBeforeCopy(t *testing.T, f *fixture, copyAndRestart func()) {
 	p := f.pair.Primary
 	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
