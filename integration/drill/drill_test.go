@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"os"
 	"strconv"
@@ -82,6 +83,8 @@ func TestSoak(t *testing.T) {
 	rng := rand.New(rand.NewSource(seed))
 	t.Logf("seed %d", seed)
 	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
+		var tally soakTally
+		defer func() { t.Logf("PostgreSQL %d: %s", major, tally) }()
 		for i := 0; i < n; i++ {
 			var logs strings.Builder
 			opts := Options{Kill: rng.Intn(2) == 1, Failovers: 1 + rng.Intn(2),
@@ -91,6 +94,7 @@ func TestSoak(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			v, err := Run(ctx, pair, opts)
 			cancel()
+			tally.add(opts, v)
 			if err != nil || !v.OK {
 				t.Fatalf("iteration %d (%+v): %v %+v\nslotsync log:\n%s", i, opts, err, v, logs.String())
 			}
@@ -135,4 +139,34 @@ func TestDrillExternal(t *testing.T) {
 			t.Fatal("the promote command did not promote")
 		}
 	})
+}
+
+// soakTally counts a soak's iterations and what their consumers saw, for docs/RELIABILITY.md.
+type soakTally struct {
+	iterations, twice, failovers, kills, slots, lost, repeated, ahead, resumed int
+}
+
+func (s *soakTally) add(opts Options, v Verdict) {
+	s.iterations++
+	if opts.Failovers > 1 {
+		s.twice++
+	}
+	for _, f := range v.Failovers {
+		s.failovers++
+		if f.Mode == "kill -9" {
+			s.kills++
+		}
+		for _, sv := range f.Slots {
+			s.slots++
+			s.lost += len(sv.Lost)
+			s.repeated += len(sv.Repeated)
+			s.ahead += len(sv.Ahead)
+			s.resumed += sv.Resumed
+		}
+	}
+}
+
+func (s soakTally) String() string {
+	return fmt.Sprintf("%d iterations (%d failing over twice with a rejoin), %d failovers (%d kill -9), %d consumer resumptions: %d changes received after resuming, %d lost, %d repeated, %d ahead",
+		s.iterations, s.twice, s.failovers, s.kills, s.slots, s.resumed, s.lost, s.repeated, s.ahead)
 }
