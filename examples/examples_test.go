@@ -238,11 +238,14 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{}
-	var rw string
+	var rw, runAs string
 	for _, line := range strings.Split(string(dropIn), "\n") {
 		line = strings.TrimSpace(line)
 		if v, ok := strings.CutPrefix(line, "ReadWritePaths="); ok {
 			rw = v
+		}
+		if v, ok := strings.CutPrefix(line, "User="); ok {
+			runAs = v
 		}
 		if v, ok := strings.CutPrefix(line, "Environment="); ok {
 			k, val, _ := strings.Cut(strings.Trim(v, `"`), "=")
@@ -251,9 +254,12 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 	}
 	known := knownEnv(t)
 	for k := range env {
-		if !known[k] {
+		if !known[k] && k != "STANDBY_UNIT" {
 			t.Errorf("statefile.conf sets %s, which slotsync does not read", k)
 		}
+	}
+	if runAs != "postgres" {
+		t.Errorf("statefile.conf runs slotsync as %q, not the data directory's owner (postgres)", runAs)
 	}
 	if rw == "" || !strings.HasPrefix(env["SLOTSYNC_STANDBY_DATA_DIR"], rw+"/") {
 		t.Errorf("ReadWritePaths=%q does not cover the data directory %q (ProtectSystem=strict makes it read-only)", rw, env["SLOTSYNC_STANDBY_DATA_DIR"])
@@ -263,7 +269,8 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 	}
 	unit := ""
 	for _, verb := range []string{"stop", "start"} {
-		f := strings.Fields(env["SLOTSYNC_"+strings.ToUpper(verb)+"_COMMAND"])
+		// The commands run with sh -c, in the unit's environment: one variable names the unit.
+		f := strings.Fields(os.Expand(env["SLOTSYNC_"+strings.ToUpper(verb)+"_COMMAND"], func(k string) string { return env[k] }))
 		if len(f) != 3 || f[0] != "systemctl" || f[1] != verb {
 			t.Fatalf("the %s command %q is not systemctl %s <unit>", verb, f, verb)
 		}
@@ -276,12 +283,53 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unitFile, _ := os.ReadFile("systemd/slotsync.service")
-	user := regexp.MustCompile(`(?m)^User=(\S+)`).FindStringSubmatch(string(unitFile))
-	for _, want := range []string{`"` + unit + `"`, `"stop"`, `"start"`, `subject.user == "` + user[1] + `"`, "org.freedesktop.systemd1.manage-units"} {
+	for _, want := range []string{`var STANDBY_UNIT = "` + unit + `";`, `action.lookup("unit") == STANDBY_UNIT`, `"stop"`, `"start"`,
+		`subject.user == "` + runAs + `"`, "org.freedesktop.systemd1.manage-units"} {
 		if !strings.Contains(string(rules), want) {
 			t.Errorf("the polkit rule does not hold %s", want)
 		}
+	}
+}
+
+// TestSystemdUnitHardened: a configuration error (exit 3) does not restart the unit forever;
+// the unit runs as the slotsync user, not postgres, with the hardening systemd-analyze security
+// asks for (exposure at most 3.0), and its env file logs in as the slotsync role.
+func TestSystemdUnitHardened(t *testing.T) {
+	unit, err := os.ReadFile("systemd/slotsync.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RestartPreventExitStatus=3", "User=slotsync", "UMask=0077"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(unit) {
+			t.Errorf("slotsync.service lacks %s", want)
+		}
+	}
+	env, _ := os.ReadFile("systemd/slotsync.env")
+	for _, want := range []string{"user=slotsync", "SLOTSYNC_PRIMARY_USER=slotsync"} {
+		if !strings.Contains(string(env), want) {
+			t.Errorf("slotsync.env does not log in as the slotsync role: no %s", want)
+		}
+	}
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Skip("systemd-analyze not installed: the exposure is not measured here")
+	}
+	dir := t.TempDir()
+	envPath, _ := filepath.Abs("systemd/slotsync.env")
+	text := strings.ReplaceAll(string(unit), "/etc/slotsync/slotsync.env", envPath)
+	if err := os.WriteFile(filepath.Join(dir, "slotsync.service"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("systemd-analyze", "security", "--offline=true", "--no-pager", "slotsync.service")
+	cmd.Dir = dir
+	out, _ := cmd.CombinedOutput()
+	m := regexp.MustCompile(`Overall exposure level for slotsync.service: ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("systemd-analyze security said:\n%s", out)
+	}
+	score, _ := strconv.ParseFloat(string(m[1]), 64)
+	t.Logf("systemd-analyze security: exposure %.1f", score)
+	if score > 3.0 {
+		t.Errorf("exposure %.1f, aim at most 3.0:\n%s", score, out)
 	}
 }
 
