@@ -1,6 +1,11 @@
 package examples
 
 import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8syaml "sigs.k8s.io/yaml"
+
 	"bytes"
 	"fmt"
 	"os"
@@ -148,8 +153,13 @@ func TestKubernetesSidecar(t *testing.T) {
 	if dig(side, "name") != "slotsync" || dig(side, "restartPolicy") != "Always" {
 		t.Fatalf("slotsync must be a native sidecar (init container, restartPolicy Always): %v", side)
 	}
-	if dig(side, "readinessProbe", "httpGet", "path") != "/readyz" || dig(side, "livenessProbe", "httpGet", "path") != "/livez" {
-		t.Fatal("probes must use /readyz and /livez (never /promotion-ready)")
+	// A native sidecar's readiness is the pod's: a readiness probe on it would take the standby
+	// out of its Services whenever slotsync is not ready.
+	if dig(side, "readinessProbe") != nil || dig(side, "startupProbe") != nil {
+		t.Fatal("the sidecar must have no readiness or startup probe: they gate the pod's readiness")
+	}
+	if dig(side, "livenessProbe", "httpGet", "path") != "/livez" {
+		t.Fatal("the sidecar's liveness probe must use /livez (never /promotion-ready)")
 	}
 	port := dig(side, "ports", 0, "containerPort")
 	var listen string
@@ -191,6 +201,59 @@ func TestKubernetesSidecar(t *testing.T) {
 	for _, e := range dig(side, "env").([]any) {
 		if dig(e, "name") == "SLOTSYNC_PRIMARY" {
 			t.Error("SLOTSYNC_PRIMARY pins the primary: the sidecar would not follow a failover")
+		}
+	}
+}
+
+// TestKubernetesManifestsStrict decodes every document of the Kubernetes example into its API
+// type, refusing unknown or misplaced fields (what kubectl apply --validate=strict refuses),
+// and checks that the postgres container makes itself a streaming standby.
+func TestKubernetesManifestsStrict(t *testing.T) {
+	data, err := os.ReadFile("kubernetes/slotsync-sidecar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sts *appsv1.StatefulSet
+	for i, doc := range strings.Split(string(data), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := k8syaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		var obj any
+		switch meta.APIVersion + "/" + meta.Kind {
+		case "v1/Secret":
+			obj = &corev1.Secret{}
+		case "apps/v1/StatefulSet":
+			sts = &appsv1.StatefulSet{}
+			obj = sts
+		default:
+			t.Fatalf("document %d: unexpected %s %s", i, meta.APIVersion, meta.Kind)
+		}
+		if err := k8syaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("document %d (%s): %v", i, meta.Kind, err)
+		}
+	}
+	if sts == nil {
+		t.Fatal("no StatefulSet")
+	}
+	pod := sts.Spec.Template.Spec
+	if len(pod.InitContainers) != 1 || pod.InitContainers[0].RestartPolicy == nil || *pod.InitContainers[0].RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Fatal("slotsync must be a native sidecar")
+	}
+	pg := pod.Containers[0]
+	script := strings.Join(pg.Command, " ")
+	for _, want := range []string{"pg_basebackup", " -R ", "-S ", "hot_standby_feedback=on"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the postgres container does not make itself a standby: no %q in %q", want, script)
+		}
+	}
+	claims := map[string]bool{}
+	for _, c := range sts.Spec.VolumeClaimTemplates {
+		claims[c.Name] = true
+	}
+	for _, m := range pg.VolumeMounts {
+		if !claims[m.Name] {
+			t.Errorf("the postgres container mounts %s, which is no volume claim", m.Name)
 		}
 	}
 }
