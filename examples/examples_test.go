@@ -1,6 +1,8 @@
 package examples
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -286,8 +288,41 @@ func TestPatroniHookPolicy(t *testing.T) {
 	if code, out := run("SLOTSYNC_STANDBY=host=x"); code == 0 || !strings.Contains(out, "SLOTSYNC_STATE_DIR") {
 		t.Fatalf("without SLOTSYNC_STATE_DIR: %d\n%s", code, out)
 	}
-	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=maybe")...); code == 0 || !strings.Contains(out, "proceed or block") {
+	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=maybe")...); code == 0 || !strings.Contains(out, "proceed, block or block-for") {
 		t.Fatalf("an unknown policy: %d\n%s", code, out)
+	}
+	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=block-for=soon")...); code == 0 || !strings.Contains(out, "block-for=<seconds>s") {
+		t.Fatalf("a bad block-for: %d\n%s", code, out)
+	}
+	// The shared env file may say SLOTSYNC_JSON=true: the hook reads JSON anyway.
+	if code, out := run(append(unreachable, "SLOTSYNC_JSON=true", "SLOTSYNC_ON_NOT_READY=block")...); code != 1 || !strings.Contains(out, "BLOCKING") {
+		t.Fatalf("with SLOTSYNC_JSON=true: %d\n%s", code, out)
+	}
+	// block-for: refused until the deadline kept in the state directory, then promoted.
+	state := t.TempDir()
+	blockFor := []string{"SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_STATE_DIR=" + state, "SLOTSYNC_ON_NOT_READY=block-for=2s"}
+	if code, out := run(blockFor...); code != 1 || !strings.Contains(out, "BLOCKING the promotion of this node for") {
+		t.Fatalf("block-for, first call: %d\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(state, "pre-promote-deadline")); err != nil {
+		t.Fatalf("no deadline kept: %v", err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	if code, out := run(blockFor...); code != 0 || !strings.Contains(out, "PROMOTING ANYWAY") {
+		t.Fatalf("block-for, past the deadline: %d\n%s", code, out)
+	}
+	// The gate says the old primary is alive (a stand-in slotsync answering as check --json
+	// does then): blocked whatever the policy.
+	fake := filepath.Join(t.TempDir(), "slotsync")
+	script := "#!/bin/sh\nprintf '{\\n  \"ready\": false,\\n  \"exit_code\": 2,\\n  \"cannot_tell\": true,\\n  \"primary_alive\": true,\\n  \"not_ready\": []\\n}\\n'\nexit 2\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, policy := range []string{"proceed", "block-for=1s"} {
+		env := []string{"SLOTSYNC_BIN=" + fake, "SLOTSYNC_STANDBY=x", "SLOTSYNC_STATE_DIR=" + t.TempDir(), "SLOTSYNC_ON_NOT_READY=" + policy}
+		if code, out := run(env...); code != 1 || !strings.Contains(out, "old primary is alive") {
+			t.Fatalf("%s with the primary alive: %d\n%s", policy, code, out)
+		}
 	}
 }
 

@@ -458,6 +458,20 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, a
 // ErrCannotTell: without the primary, the gate cannot judge at all (rule 8).
 var ErrCannotTell = errors.New("CANNOT TELL")
 
+// ErrPrimaryAlive is the CANNOT TELL of a primary that is alive: the standby still streams from
+// it, and only slotsync cannot reach it. Whatever a hook's policy, promoting now would split the
+// cluster (it wraps ErrCannotTell).
+var ErrPrimaryAlive error = primaryAlive{}
+
+type primaryAlive struct{}
+
+func (primaryAlive) Error() string {
+	return "CANNOT TELL: the standby still streams from its primary, which is alive (only slotsync cannot reach it): " +
+		"do not promote; fix slotsync's route or credentials to the primary"
+}
+
+func (primaryAlive) Unwrap() error { return ErrCannotTell }
+
 // cannotTell says why the gate cannot judge without the primary: the standby still streams
 // from it (the primary is alive, only unreachable from here: promoting now would split the
 // cluster, and its consumers may get ahead of this standby), or the record is older than
@@ -465,8 +479,7 @@ var ErrCannotTell = errors.New("CANNOT TELL")
 func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
 	switch {
 	case standby.ReceiverStatus == "streaming":
-		return fmt.Errorf("%w: the standby still streams from its primary, which is alive (only slotsync cannot reach it): "+
-			"do not promote; fix slotsync's route or credentials to the primary", ErrCannotTell)
+		return ErrPrimaryAlive
 	case standby.ReceiverStatus == "unknown":
 		return fmt.Errorf("%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)", ErrCannotTell)
 	case maxAge > 0 && age > maxAge:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -20,6 +21,11 @@ type checkResult struct {
 	ExitCode  int       `json:"exit_code"`
 	CheckedAt time.Time `json:"checked_at"`
 	Error     string    `json:"error,omitempty"`
+	// CannotTell: the gate could not judge without the primary (exit 2); PrimaryAlive: because
+	// the standby still streams from it, so a promotion now would split the cluster (a hook
+	// blocks then, whatever its policy).
+	CannotTell   bool `json:"cannot_tell,omitempty"`
+	PrimaryAlive bool `json:"primary_alive,omitempty"`
 	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
 	NotReady []string `json:"not_ready"`
 	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
@@ -38,6 +44,7 @@ func newCheckResult(rep *slotsync.Report, err error) checkResult {
 	r := checkResult{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []consumerAhead{}}
 	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
 		r.ExitCode, r.Error = exitCodeOf(err), err.Error()
+		r.CannotTell, r.PrimaryAlive = errors.Is(err, slotsync.ErrCannotTell), errors.Is(err, slotsync.ErrPrimaryAlive)
 		return r
 	}
 	r.Report = rep

@@ -1,9 +1,9 @@
 #!/bin/sh
 # Patroni pre_promote hook: Patroni runs it on the node it is about to promote, after taking the
-# leader lock, and promotes only when it exits 0. It asks slotsync's gate whether every logical
-# slot's copy on this node can be used without loss. In an unplanned failover the old primary is
-# gone by then: the gate judges from this node and the journal that the slotsync daemon beside it
-# keeps in SLOTSYNC_STATE_DIR, and says so.
+# leader lock, and promotes only when it exits 0. It asks slotsync's gate (check --json) whether
+# every logical slot's copy on this node can be used without loss. In an unplanned failover the
+# old primary is gone by then: the gate judges from this node and the journal that the slotsync
+# daemon beside it keeps in SLOTSYNC_STATE_DIR, and says so.
 #
 # patroni.yml:   postgresql: { pre_promote: /usr/local/bin/slotsync-pre-promote }
 # Patroni's service needs the environment below (systemd: EnvironmentFile=/etc/slotsync/slotsync.env),
@@ -17,32 +17,79 @@
 #                            $SLOTSYNC_STATE_DIR/promoted-without.txt the slots whose consumers
 #                            must resnapshot; a cluster without a leader is worse for most;
 #                          block: exit 1 so Patroni does not promote this node; with no other
-#                            candidate the cluster stays WITHOUT A LEADER until a human acts.
+#                            candidate the cluster stays WITHOUT A LEADER until a human acts;
+#                          block-for=<duration> (e.g. 60s, 5m): block until a deadline kept in
+#                            $SLOTSYNC_STATE_DIR/pre-promote-deadline, then proceed. Patroni
+#                            leaves this node out of the leader race for one TTL after a failed
+#                            hook, so another replica whose copies are READY can win meanwhile.
+# Whatever the policy, the hook blocks while the gate says the old primary is alive (the
+# standby still streams from it; only slotsync cannot reach it): promoting would split the
+# cluster.
 set -u
 : "${SLOTSYNC_STANDBY:?set SLOTSYNC_STANDBY (this node's DSN) in Patroni's environment}"
 : "${SLOTSYNC_STATE_DIR:?set SLOTSYNC_STATE_DIR (the slotsync daemon's --state-dir) in Patroni's environment}"
 export SLOTSYNC_STANDBY SLOTSYNC_STATE_DIR
 policy=${SLOTSYNC_ON_NOT_READY:-proceed}
+block_for=
 case "$policy" in
   proceed|block) ;;
-  *) echo "slotsync pre_promote: SLOTSYNC_ON_NOT_READY=$policy: use proceed or block" >&2; exit 1 ;;
+  block-for=*)
+    block_for=${policy#block-for=}
+    case "$block_for" in
+      s|m) block_for= ;;
+      *[!0-9]*s) block_for= ;;
+      *s) block_for=${block_for%s} ;;
+      *[!0-9]*m) block_for= ;;
+      *m) block_for=$(( ${block_for%m} * 60 )) ;;
+      *[!0-9]*|'') block_for= ;;
+    esac
+    if [ -z "$block_for" ]; then
+      echo "slotsync pre_promote: SLOTSYNC_ON_NOT_READY=$policy: give block-for=<seconds>s or <minutes>m" >&2; exit 1
+    fi
+    policy=block-for ;;
+  *) echo "slotsync pre_promote: SLOTSYNC_ON_NOT_READY=$policy: use proceed, block or block-for=<duration>" >&2; exit 1 ;;
 esac
+deadline_file=$SLOTSYNC_STATE_DIR/pre-promote-deadline
 
-out=$("${SLOTSYNC_BIN:-slotsync}" check --wait "${SLOTSYNC_WAIT:-10s}" 2>&1)
+json=$("${SLOTSYNC_BIN:-slotsync}" check --json --wait "${SLOTSYNC_WAIT:-10s}")
 rc=$?
-printf '%s\n' "$out" >&2
-[ "$rc" -eq 0 ] && exit 0
+printf '%s\n' "$json" >&2
+if [ "$rc" -eq 0 ]; then
+  rm -f "$deadline_file"
+  exit 0
+fi
 
+flat=$(printf '%s' "$json" | tr -d '\n')
+lost=$(printf '%s' "$flat" | sed -n 's/.*"not_ready": *\[\([^]]*\)\].*/\1/p' | tr -d ' "')
 case "$rc" in
   1) why="some logical slot copies are NOT READY" ;;
   2) why="the gate cannot tell (this node, or the daemon's journal, cannot be read)" ;;
   *) why="slotsync is misconfigured (exit $rc)" ;;
 esac
-lost=$(printf '%s\n' "$out" | sed -n 's/^NOT READY: .* for: //p')
+if printf '%s' "$flat" | grep -q '"primary_alive": *true'; then
+  echo "slotsync pre_promote: BLOCKING the promotion of this node: the old primary is alive (this standby still streams from it); promoting now would split the cluster" >&2
+  exit 1
+fi
+if [ "$policy" = block-for ]; then
+  now=$(date +%s)
+  deadline=$(cat "$deadline_file" 2>/dev/null || echo 0)
+  case "$deadline" in *[!0-9]*|'') deadline=0 ;; esac
+  if [ "$now" -gt $((deadline + block_for)) ]; then
+    # No deadline, or one of an earlier failover: this one starts now.
+    deadline=$((now + block_for))
+    echo "$deadline" >"$deadline_file"
+  fi
+  if [ "$now" -lt "$deadline" ]; then
+    echo "slotsync pre_promote: BLOCKING the promotion of this node for $((deadline - now))s more (SLOTSYNC_ON_NOT_READY=block-for): $why${lost:+ ($lost)}" >&2
+    exit 1
+  fi
+  policy=proceed
+fi
 if [ "$policy" = block ]; then
   echo "slotsync pre_promote: BLOCKING the promotion of this node: $why${lost:+ ($lost)}" >&2
   exit 1
 fi
-echo "slotsync pre_promote: PROMOTING ANYWAY (SLOTSYNC_ON_NOT_READY=proceed): $why; consumers of these slots must resnapshot: ${lost:-unknown}" >&2
+echo "slotsync pre_promote: PROMOTING ANYWAY (SLOTSYNC_ON_NOT_READY=${SLOTSYNC_ON_NOT_READY:-proceed}): $why; consumers of these slots must resnapshot: ${lost:-unknown}" >&2
 printf '%s %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$why" "${lost:-unknown}" >>"$SLOTSYNC_STATE_DIR/promoted-without.txt" 2>/dev/null
+rm -f "$deadline_file"
 exit 0
