@@ -157,9 +157,18 @@ func TestReadiness(t *testing.T) {
 		{"plugin differs", mod(func(in *ReadinessInput) { in.Copy.Plugin = "test_decoding" }), []Reason{ReasonIdentityMismatch}},
 		{"native: not synced", mod(func(in *ReadinessInput) { in.RequireSynced = true }), []Reason{ReasonNotSynced}},
 		{"native: synced", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced = true, true }), nil},
-		{"statefile: WAL read and catalog kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 690 }), nil},
-		{"statefile: horizon equal to the copy's", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 700 }), nil},
-		{"statefile: WAL not read yet", mod(func(in *ReadinessInput) { in.RequireHorizon, in.StandbyHorizon = true, 690 }), []Reason{ReasonCopyWALUnverified}},
+		{"statefile: WAL read and catalog kept", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.WALVerified, in.StandbyHorizon, in.HorizonSeenAt = true, true, 690, 0x5000
+		}), nil},
+		{"statefile: horizon equal to the copy's", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.WALVerified, in.StandbyHorizon, in.HorizonSeenAt = true, true, 700, 0x5000
+		}), nil},
+		{"statefile: WAL not read yet", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.StandbyHorizon, in.HorizonSeenAt = true, 690, 0x5000
+		}), []Reason{ReasonCopyWALUnverified}},
+		// Covered now, but never seen covered while the primary slot or the hold kept the rows:
+		// feedback moved the physical slot's horizon back after they may have been vacuumed.
+		{"statefile: covered, never seen kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 690 }), []Reason{ReasonCatalogUnprotected}},
 		// The standby's feedback has not reached the primary yet (or holds a newer horizon):
 		// vacuum on the primary may remove catalog rows the copy needs.
 		{"statefile: catalog not kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 710 }), []Reason{ReasonCatalogUnprotected}},
