@@ -133,25 +133,7 @@ func horizonSeenAt(ent *Entry) lsncheck.LSN {
 // where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
 // journal to keep (written with the next journal write) and whether anything changed.
 func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) (*Journal, bool) {
-	horizon := snap.Physical.CatalogHorizon()
-	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
-		return j, false
-	}
-	var next *Journal
-	for name, ent := range j.Slots {
-		cp, ok := copies[name]
-		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) {
-			continue
-		}
-		if next == nil {
-			next = j.clone()
-		}
-		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
-	}
-	if next == nil {
-		return j, false
-	}
-	return next, true
+	return markHorizon(j, snap, copies, func(string, topology.Slot) bool { return true })
 }
 
 // horizonKept records, for each state-file copy, the first observation where the standby's
@@ -162,15 +144,22 @@ func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) 
 // read (observe.go lists them in that order): from then on every feedback of the standby
 // carries the copy's catalog_xmin. It is pure: it returns the journal and whether it changed.
 func horizonKept(j *Journal, snap Observation) (*Journal, bool) {
+	return markHorizon(j, snap, snap.Standby.Slots, func(name string, cp topology.Slot) bool {
+		return catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
+	})
+}
+
+// markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose
+// copy the standby's horizon covers now, where kept also holds.
+func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, kept func(string, topology.Slot) bool) (*Journal, bool) {
 	horizon := snap.Physical.CatalogHorizon()
 	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
 		return j, false
 	}
 	var next *Journal
 	for name, ent := range j.Slots {
-		cp, ok := snap.Standby.Slots[name]
-		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) ||
-			!catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin) {
+		cp, ok := copies[name]
+		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
 			continue
 		}
 		if next == nil {

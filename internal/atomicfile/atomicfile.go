@@ -33,6 +33,11 @@ func Write(dir, name string, data []byte) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
+	return SyncDir(dir)
+}
+
+// SyncDir fsyncs directory dir, so that a rename or removal in it survives a crash.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/internal/atomicfile"
 )
 
 // readPrimaryFile reads a file of the primary's data directory with pg_read_binary_file;
@@ -56,5 +57,5 @@ func writeFileDurably(path string, data []byte, uid, gid int) error {
 	if err := os.Rename(tmp, path); err != nil {
 		return err
 	}
-	return fsyncDir(filepath.Dir(path))
+	return atomicfile.SyncDir(filepath.Dir(path))
 }

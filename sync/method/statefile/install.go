@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/slotsync/slotsync/internal/atomicfile"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
 )
@@ -227,7 +229,7 @@ func (in Installer) stage(s *State) (string, error) {
 	if err := os.Lchown(filepath.Join(tmp, "state"), uid, gid); err != nil && uid >= 0 {
 		return "", err
 	}
-	if err := fsyncDir(tmp); err != nil {
+	if err := atomicfile.SyncDir(tmp); err != nil {
 		return "", err
 	}
 	return tmp, nil
@@ -238,7 +240,7 @@ func (in Installer) commit(tmp string) error {
 	if err := os.Rename(tmp, final); err != nil {
 		return fmt.Errorf("install slot: %w", err)
 	}
-	return fsyncDir(in.replslot())
+	return atomicfile.SyncDir(in.replslot())
 }
 
 // Remove deletes pg_replslot/<name> of a stopped server, first renaming it to <name>.tmp so a
@@ -274,22 +276,10 @@ func (in Installer) Remove(name string) error {
 	if err := os.Rename(final, tmp); err != nil {
 		return err
 	}
-	if err := fsyncDir(in.replslot()); err != nil {
+	if err := atomicfile.SyncDir(in.replslot()); err != nil {
 		return err
 	}
 	return os.RemoveAll(tmp)
-}
-
-func fsyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // StageForTest writes <name>.tmp/state and stops short of the rename: the state slotsync
