@@ -54,15 +54,19 @@ deadline_file=$SLOTSYNC_STATE_DIR/pre-promote-deadline
 json=$("${SLOTSYNC_BIN:-slotsync}" check --json --wait "${SLOTSYNC_WAIT:-10s}")
 rc=$?
 printf '%s\n' "$json" >&2
+flat=$(printf '%s' "$json" | tr -d '\n')
+judged=
+if printf '%s' "$flat" | grep -q '"without_primary": *{'; then
+  judged=", JUDGED WITHOUT THE PRIMARY (from this node and the daemon's last observation of it)"
+fi
 if [ "$rc" -eq 0 ]; then
+  echo "slotsync pre_promote: every logical slot's copy is READY$judged" >&2
   rm -f "$deadline_file"
   exit 0
 fi
-
-flat=$(printf '%s' "$json" | tr -d '\n')
 lost=$(printf '%s' "$flat" | sed -n 's/.*"not_ready": *\[\([^]]*\)\].*/\1/p' | tr -d ' "')
 case "$rc" in
-  1) why="some logical slot copies are NOT READY" ;;
+  1) why="some logical slot copies are NOT READY$judged" ;;
   2) why="the gate cannot tell (this node, or the daemon's journal, cannot be read)" ;;
   *) why="slotsync is misconfigured (exit $rc)" ;;
 esac
