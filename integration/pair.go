@@ -518,29 +518,14 @@ func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 	if !ok {
 		return nil, errors.New("a second standby needs a local pair")
 	}
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	name := fmt.Sprintf("standby%d", len(p.cleanup))
-	s := &localServer{bin: prim.bin, run: prim.run, dataDir: filepath.Join(p.Dir, name), sockDir: prim.sockDir,
-		logFile: filepath.Join(p.Dir, name+".log"), port: port}
 	if err := p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", slot); err != nil {
 		return nil, err
 	}
-	if err := p.Primary.Stop(ctx); err != nil {
+	s, err := p.cloneOfPrimary(ctx, prim, "standby")
+	if err != nil {
 		return nil, err
 	}
-	copyErr := copyDataDir(prim.dataDir, s.dataDir)
-	if err := p.Primary.Start(ctx); err != nil {
-		return nil, err
-	}
-	if copyErr != nil {
-		return nil, fmt.Errorf("second standby: copy the primary: %w", copyErr)
-	}
-	if err := prim.run.chownTree(s.dataDir); err != nil {
-		return nil, err
-	}
+	name := filepath.Base(s.dataDir)
 	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=%s", prim.port, Superuser, name)
 	if err := makeStandbyOf(prim.run, s, p.Major, conninfo, slot, p.standbyConf); err != nil {
 		return nil, err
@@ -551,6 +536,30 @@ func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// cloneOfPrimary copies the cleanly stopped primary (started again at once) into a new data
+// directory of the pair, named prefix and a number, given to the servers' user, with a port of
+// its own; not started.
+func (p *Pair) cloneOfPrimary(ctx context.Context, prim *localServer, prefix string) (*localServer, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	name := fmt.Sprintf("%s%d", prefix, len(p.cleanup))
+	s := &localServer{bin: prim.bin, run: prim.run, dataDir: filepath.Join(p.Dir, name), sockDir: prim.sockDir,
+		logFile: filepath.Join(p.Dir, name+".log"), port: port}
+	if err := p.Primary.Stop(ctx); err != nil {
+		return nil, err
+	}
+	copyErr := copyDataDir(prim.dataDir, s.dataDir)
+	if err := p.Primary.Start(ctx); err != nil {
+		return nil, err
+	}
+	if copyErr != nil {
+		return nil, fmt.Errorf("%s: copy the primary: %w", name, copyErr)
+	}
+	return s, prim.run.chownTree(s.dataDir)
 }
 
 // binaries are the server binaries of the pair's major (or older minor).
@@ -594,23 +603,11 @@ func (p *Pair) Twin(ctx context.Context, newTimeline bool) (*Node, error) {
 	if !ok || p.Major < 12 {
 		return nil, errors.New("twin needs a local pair of 12+")
 	}
-	port, err := freePort()
+	twin, err := p.cloneOfPrimary(ctx, prim, "twin")
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("twin%d", len(p.cleanup))
-	twin := &localServer{bin: prim.bin, run: prim.run, dataDir: filepath.Join(p.Dir, name), sockDir: prim.sockDir,
-		logFile: filepath.Join(p.Dir, name+".log"), port: port}
-	if err := p.Primary.Stop(ctx); err != nil {
-		return nil, err
-	}
-	copyErr := copyDataDir(prim.dataDir, twin.dataDir)
-	if err := p.Primary.Start(ctx); err != nil {
-		return nil, err
-	}
-	if copyErr != nil {
-		return nil, fmt.Errorf("twin: copy the primary: %w", copyErr)
-	}
+	name := filepath.Base(twin.dataDir)
 	extra := []string{"cluster_name = 'twin'"}
 	if err := writeNodeConf(prim.run, twin, extra); err != nil {
 		return nil, err
@@ -619,9 +616,6 @@ func (p *Pair) Twin(ctx context.Context, newTimeline bool) (*Node, error) {
 		if err := writeOwned(prim.run, filepath.Join(twin.dataDir, "standby.signal"), nil); err != nil {
 			return nil, err
 		}
-	}
-	if err := prim.run.chownTree(twin.dataDir); err != nil {
-		return nil, err
 	}
 	n := &Node{Name: name, Major: p.Major, DataDir: twin.dataDir, life: twin}
 	p.cleanup = append(p.cleanup, twin.close)

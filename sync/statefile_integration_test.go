@@ -217,9 +217,7 @@ func TestStatefileLeastPrivilege(t *testing.T) {
 func TestStatefileNeverRestartStages(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		f.eng.Close()
-		f.cfg.Statefile.Restarter = nil
-		f.startEngine()
+		f.neverRestart()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		checkpoints := func() int {
@@ -414,6 +412,14 @@ func restartWays(t *testing.T, major int, fn func(t *testing.T, f *fixture)) {
 	}
 }
 
+// neverRestart has the fixture's engine restart nothing (--restart never): copies are staged
+// for the standby's next start.
+func (f *fixture) neverRestart() {
+	f.eng.Close()
+	f.cfg.Statefile.Restarter = nil
+	f.startEngine()
+}
+
 // stageRestarts has the fixture's engine stage copies and restart the standby in one step.
 func (f *fixture) stageRestarts() {
 	f.eng.Close()
@@ -483,9 +489,7 @@ func openTransactionAcrossCopy(t *testing.T, f *fixture) {
 func TestStatefileCatalogHold(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		f.eng.Close()
-		f.cfg.Statefile.Restarter = nil
-		f.startEngine()
+		f.neverRestart()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.insert(2)
@@ -542,9 +546,7 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 		// --restart never: the copy is staged, and loaded by a restart slotsync does not make.
 		t.Run("restart-never", func(t *testing.T) {
 			f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-			f.eng.Close()
-			f.cfg.Statefile.Restarter = nil
-			f.startEngine()
+			f.neverRestart()
 			walRemovedBeforeCopy(t, f, func() {
 				if rep := f.passReport(); rep.StandbyRestarts != 0 {
 					t.Fatalf("no restart is configured, yet %d", rep.StandbyRestarts)
@@ -558,9 +560,7 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 		// the new process did not know it, the copy failed its WAL read and was made again.
 		t.Run("restart-never-sidecar-restarted", func(t *testing.T) {
 			f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-			f.eng.Close()
-			f.cfg.Statefile.Restarter = nil
-			f.startEngine()
+			f.neverRestart()
 			walRemovedBeforeCopy(t, f, func() {
 				f.passReport()
 				f.eng.Close()

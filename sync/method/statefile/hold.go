@@ -39,14 +39,12 @@ type catalogHold struct {
 	conns map[string]*pgx.Conn
 	held  map[string]*holding // by slot name
 	// maxHold bounds a hold whose feedback never comes (hot_standby_feedback off, the standby
-	// down): the hold goes after it, pass or no pass, and the primary is not pinned forever.
+	// down): its timer drops it then, pass or no pass, and the primary is not pinned forever.
 	maxHold time.Duration
-	now     func() time.Time
 }
 
 type holding struct {
 	temp, database string
-	since          time.Time
 	timer          *time.Timer
 }
 
@@ -55,13 +53,13 @@ const DefaultHoldTimeout = 10 * time.Minute
 
 func newCatalogHold(log hclog.Logger, maxHold time.Duration) *catalogHold {
 	return &catalogHold{log: log, conns: map[string]*pgx.Conn{}, held: map[string]*holding{},
-		maxHold: cmp.Or(maxHold, DefaultHoldTimeout), now: time.Now}
+		maxHold: cmp.Or(maxHold, DefaultHoldTimeout)}
 }
 
 // keepalives make the primary end a hold's session, and the hold with it, within about a minute
 // of losing slotsync's host (the OS default is about two hours). Over a Unix socket they do
 // nothing.
-var keepalives = []string{"SET tcp_keepalives_idle = 30", "SET tcp_keepalives_interval = 10", "SET tcp_keepalives_count = 3"}
+const keepalives = "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 
 // Take holds the catalog rows of slot ps on the primary until Release finds the standby covers
 // them; standby is the standby's physical slot, part of the hold's name. It is called before the
@@ -89,7 +87,7 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby s
 		}
 		return
 	}
-	hd := &holding{temp: temp, database: ps.Database, since: h.now()}
+	hd := &holding{temp: temp, database: ps.Database}
 	hd.timer = time.AfterFunc(h.maxHold, func() { h.expire(ps.Name, hd) })
 	h.held[ps.Name] = hd
 	_ = failpoint.Hit("hold.taken")
@@ -104,11 +102,9 @@ func (h *catalogHold) conn(ctx context.Context, ep *topology.Endpoint, db string
 	if err != nil {
 		return nil, err
 	}
-	for _, q := range keepalives {
-		if _, err := c.Exec(ctx, q); err != nil {
-			_ = c.Close(context.Background())
-			return nil, fmt.Errorf("hold session: %s: %w", q, err)
-		}
+	if _, err := c.Exec(ctx, keepalives); err != nil {
+		_ = c.Close(context.Background())
+		return nil, fmt.Errorf("hold session: %s: %w", keepalives, err)
 	}
 	h.conns[db] = c
 	return c, nil
@@ -129,19 +125,16 @@ func (h *catalogHold) expire(name string, hd *holding) {
 
 // Release drops each hold the standby now covers: its copy is there and the physical slot's
 // horizon (hot_standby_feedback) is set and not newer than the copy's catalog_xmin; a hold whose
-// copy is not there while no copy is pending, or that is older than maxHold, is dropped too.
+// copy is not there while no copy is pending is dropped too. An older hold than maxHold is gone
+// already: its timer dropped it (expire).
 func (h *catalogHold) Release(ctx context.Context, horizon lsncheck.XID, copies map[string]topology.Slot, pending func(string) bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for name, hd := range h.held {
 		cp, ok := copies[name]
 		covered := ok && cp.CatalogXmin != 0 && horizon != 0 && !lsncheck.XIDPrecedes(cp.CatalogXmin, horizon)
-		expired := h.now().Sub(hd.since) > h.maxHold
-		if !covered && !expired && (ok || pending(name)) {
+		if !covered && (ok || pending(name)) {
 			continue
-		}
-		if expired && !covered {
-			h.log.Warn("released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on?); the copy is made again", "slot", name, "held", h.now().Sub(hd.since).Round(time.Second).String())
 		}
 		h.drop(ctx, name, hd)
 	}

@@ -2,6 +2,7 @@ package statefile
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,15 +13,23 @@ import (
 )
 
 // TestCatalogHoldRelease: a hold goes when the standby's feedback covers its copy, when its copy
-// is neither there nor pending (the install failed), or after maxHold; it stays otherwise.
+// is neither there nor pending (the install failed), or after maxHold (its own timer, whether
+// passes run or not); it stays otherwise.
 func TestCatalogHoldRelease(t *testing.T) {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	h := newCatalogHold(hclog.NewNullLogger(), 0)
-	h.now = func() time.Time { return now }
-	for _, name := range []string{"covered", "uncovered", "nofeedback", "failed", "queued", "old"} {
-		h.held[name] = &holding{temp: method.HoldName("standby", name), database: "app", since: now.Add(-time.Minute)}
+	h := newCatalogHold(hclog.NewNullLogger(), 10*time.Millisecond)
+	for _, name := range []string{"covered", "uncovered", "nofeedback", "failed", "queued"} {
+		h.held[name] = &holding{temp: method.HoldName("standby", name), database: "app"}
 	}
-	h.held["old"] = &holding{temp: method.HoldName("standby", "old"), database: "app", since: now.Add(-time.Hour)}
+	old := &holding{temp: method.HoldName("standby", "old"), database: "app"}
+	h.mu.Lock()
+	h.held["old"] = old
+	old.timer = time.AfterFunc(h.maxHold, func() { h.expire("old", old) })
+	h.mu.Unlock()
+	for deadline := time.Now().Add(5 * time.Second); slices.Contains(h.Held(), "old"); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hold outlived maxHold")
+		}
+	}
 	copyAt := func(xmin lsncheck.XID) topology.Slot {
 		var s topology.Slot
 		s.CatalogXmin = xmin

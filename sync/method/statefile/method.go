@@ -337,8 +337,8 @@ func (m *Method) repairWAL(ctx context.Context, v method.View) {
 // fetchAfterStart marks the installed copies' WAL as still to be fetched, until a fetch into
 // the running standby succeeds (repairWAL, at the next passes).
 func (m *Method) fetchAfterStart(states []stateCopy, installed []string) {
-	if m.stagedWAL == nil {
-		m.stagedWAL = map[string]uint64{}
+	if len(installed) == 0 {
+		return
 	}
 	for _, c := range states {
 		if slices.Contains(installed, c.state.Name) {
