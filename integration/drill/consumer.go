@@ -24,6 +24,17 @@ type consumer struct {
 	confirmed pglogrepl.LSN // the last position acknowledged: the consumer's stored offset
 	received  []receipt     // every id received, in order
 	pending   []int         // ids of the transaction being read
+	history   []confirmation
+	// floor: ids up to it were written before the slot was made again (chaos); this
+	// incarnation of the slot owes the consumer only later ones.
+	floor int
+}
+
+// confirmation is when the consumer's offset moved, for judging a gate answer against what the
+// consumer had confirmed when the gate observed it.
+type confirmation struct {
+	at  time.Time
+	lsn pglogrepl.LSN
 }
 
 type receipt struct {
@@ -168,6 +179,84 @@ func (c *consumer) commit(end pglogrepl.LSN, phase int) {
 	c.pending = c.pending[:0]
 	if end > c.confirmed {
 		c.confirmed = end
+		c.history = append(c.history, confirmation{time.Now(), end})
+	}
+}
+
+// confirmedAt is the consumer's offset at time t.
+func (c *consumer) confirmedAt(t time.Time) pglogrepl.LSN {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var at pglogrepl.LSN
+	for _, h := range c.history {
+		if h.at.After(t) {
+			break
+		}
+		at = h.lsn
+	}
+	return at
+}
+
+// restartedAfter forgets the previous incarnation of the slot: the consumer starts over from the
+// new slot's own position, owed only the ids after floor.
+func (c *consumer) restartedAfter(floor int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.confirmed, c.received, c.pending, c.history, c.floor = 0, nil, nil, nil, floor
+}
+
+// owed is the part of truth this incarnation of the slot owes the consumer.
+func (c *consumer) owed(truth map[int]bool) map[int]bool {
+	c.mu.Lock()
+	floor := c.floor
+	c.mu.Unlock()
+	if floor == 0 {
+		return truth
+	}
+	out := map[int]bool{}
+	for id := range truth {
+		if id > floor {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// firstEnd is the commit end of the first receipt of each id (to tell a redelivery the gate
+// allowed from one it did not).
+func (c *consumer) firstEnd() map[int]pglogrepl.LSN {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[int]pglogrepl.LSN{}
+	for _, r := range c.received {
+		if _, ok := out[r.id]; !ok {
+			out[r.id] = r.end
+		}
+	}
+	return out
+}
+
+// follow streams from dsn until ctx ends, reconnecting after any failure (a primary restart, a
+// terminated walsender, a reconnect the explorer asked for through next), as a CDC tool does.
+func (c *consumer) follow(ctx context.Context, dsn string, phase int, next <-chan struct{}) {
+	for ctx.Err() == nil {
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = c.stream(sctx, dsn, phase, 0)
+		}()
+		select {
+		case <-done:
+		case <-next:
+		case <-ctx.Done():
+		}
+		cancel()
+		<-done
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
 	}
 }
 

@@ -300,7 +300,7 @@ func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, 
 			// The slot is missing or unusable on the new primary: everything since the offset is lost.
 			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
 		}
-		judge(sv, truth, durable[i], c.receivedIn(phase))
+		judge(sv, c.owed(truth), durable[i], c.receivedIn(phase))
 		fv.OK = fv.OK && sv.OK
 	}
 	return fv, nil

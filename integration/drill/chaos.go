@@ -1,0 +1,237 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/integration"
+)
+
+// ChaosOptions tune the chaos drill: failovers at random moments under random faults, the gate
+// asked at each as an HA hook asks it, and its answers judged against the consumers.
+type ChaosOptions struct {
+	// Seed: iteration i draws its plan from Seed+i, so any iteration replays alone.
+	Seed       int64
+	Iterations int
+	// Slotsync is the slotsync binary run as the sidecar and asked as the gate; Failpoints says
+	// it was built with the tag failpoints (its crashes at named steps are drawn too).
+	Slotsync   string
+	Failpoints bool
+	StateDir   string
+	Logger     hclog.Logger
+	// NewPair starts the pair of one iteration; the drill closes it.
+	NewPair func(ctx context.Context) (*integration.Pair, error)
+}
+
+// HoldTimeout is the catalog hold timeout the chaos drill gives slotsync: short, so that a hold
+// outliving it is seen within an iteration.
+const HoldTimeout = 5 * time.Second
+
+// ChaosIteration is one faulted failover and what the oracle made of it.
+type ChaosIteration struct {
+	Number   int             `json:"number"`
+	Seed     int64           `json:"seed"`
+	Plan     string          `json:"plan"`
+	Faults   []Fault         `json:"faults"`
+	Major    int             `json:"major"`
+	Method   string          `json:"method"`
+	Failover FailoverVerdict `json:"failover"`
+	Judged   []Judged        `json:"judged"`
+	// SlotsyncCrashes: kill -9 and failpoint crashes of the sidecar (each restarted).
+	SlotsyncCrashes int `json:"slotsync_crashes"`
+	// LongestHold: the longest a slotsync_hold_% slot stayed on the primary.
+	LongestHold time.Duration `json:"longest_hold_ns"`
+	// Problems: the standby left down, slotsync exiting by itself or not stopping, a hold or
+	// physical slot pinning the primary, a drill step that failed.
+	Problems []string `json:"problems,omitempty"`
+	Lies     int      `json:"ready_while_loss"`
+	OK       bool     `json:"ok"`
+}
+
+// ChaosReport is a chaos run.
+type ChaosReport struct {
+	Seed       int64            `json:"seed"`
+	OK         bool             `json:"ok"`
+	Iterations []ChaosIteration `json:"iterations"`
+	Tally      Tally            `json:"tally"`
+}
+
+// Chaos runs the chaos drill. An error means it could not run (no pair); what it found is in
+// the report.
+func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	rep := ChaosReport{Seed: opts.Seed, OK: true}
+	opts.Logger.Info("chaos drill", "seed", opts.Seed, "iterations", opts.Iterations, "failpoints", opts.Failpoints)
+	for i := 0; i < opts.Iterations && ctx.Err() == nil; i++ {
+		it, err := chaosIteration(ctx, opts, i+1, opts.Seed+int64(i))
+		if err != nil {
+			return rep, err
+		}
+		rep.Iterations = append(rep.Iterations, it)
+		rep.OK = rep.OK && it.OK
+		lvl := hclog.Info
+		if !it.OK {
+			lvl = hclog.Error
+		}
+		opts.Logger.Log(lvl, "chaos iteration", "number", it.Number, "seed", it.Seed, "ok", it.OK, "ready_while_loss", it.Lies,
+			"problems", fmt.Sprint(it.Problems))
+	}
+	rep.Tally = TallyOf(rep.Iterations)
+	return rep, ctx.Err()
+}
+
+// chaosIteration runs one plan on a new pair. An error means the pair could not be made.
+func chaosIteration(ctx context.Context, opts ChaosOptions, n int, seed int64) (ChaosIteration, error) {
+	plan := DrawPlan(seed, opts.Failpoints)
+	it := ChaosIteration{Number: n, Seed: seed, Plan: plan.String(), Faults: plan.Faults()}
+	log := opts.Logger.With("iteration", n)
+	log.Info("plan", "plan", it.Plan)
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	pair, err := opts.NewPair(pctx)
+	cancel()
+	if err != nil {
+		return it, err
+	}
+	defer pair.Close()
+	it.Major = pair.Major
+	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	wd, err := newWorld(ictx, pair, opts, filepath.Join(opts.StateDir, fmt.Sprint(n)), plan, log)
+	if err != nil {
+		it.Problems = append(it.Problems, "drill setup: "+err.Error())
+		return it, nil
+	}
+	defer wd.close()
+	if err := wd.run(ictx, plan, &it); err != nil {
+		it.Problems = append(it.Problems, err.Error())
+	}
+	for _, j := range it.Judged {
+		if j.Lie {
+			it.Lies++
+		}
+	}
+	it.OK = it.Lies == 0 && len(it.Problems) == 0
+	return it, nil
+}
+
+// world is one iteration's pair, consumers, writer and sidecar.
+type world struct {
+	pair     *integration.Pair
+	proxy    *integration.Proxy
+	side     *sidecar
+	feeds    []*feed
+	w        *writer
+	bin      string
+	gateArgs []string
+	holds    *holdWatch
+	log      hclog.Logger
+}
+
+// feed is a consumer following its slot, stopped and started around a slot's recreation.
+type feed struct {
+	c      *consumer
+	next   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, dir string, plan Plan, log hclog.Logger) (*world, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := setup(ctx, pair); err != nil {
+		return nil, err
+	}
+	addr, err := pair.Primary.Addr(ctx)
+	if err != nil {
+		return nil, err
+	}
+	proxy, err := integration.NewProxy(addr)
+	if err != nil {
+		return nil, err
+	}
+	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, log: log}
+	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
+	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
+		"--primary-connect-timeout", "2s"}
+	args, err := sidecarArgs(pair, wd.gateArgs)
+	if err != nil {
+		proxy.Close()
+		return nil, err
+	}
+	if wd.side, err = newSidecar(opts.Slotsync, args, plan.Failpoint, filepath.Join(dir, "slotsync.log"), log); err != nil {
+		proxy.Close()
+		return nil, err
+	}
+	for _, s := range slots {
+		wd.feeds = append(wd.feeds, &feed{c: newConsumer(s.name, s.plugin), next: make(chan struct{}, 1)})
+	}
+	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
+	return wd, nil
+}
+
+// sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast
+// passes, a short catalog hold, and for the state-file method pg_ctl as the servers' user.
+func sidecarArgs(pair *integration.Pair, common []string) ([]string, error) {
+	args := append([]string{"run", "--interval", "200ms", "--listen", "", "--log-format", "json",
+		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
+	if pair.Major > 15 || pair.Dir == "" {
+		return args, nil
+	}
+	bin, err := integration.FindBinaries(pair.Major)
+	if err != nil {
+		return nil, err
+	}
+	asUser, err := integration.ShellPrefix()
+	if err != nil {
+		return nil, err
+	}
+	dir := pair.Standby.DataDir
+	return append(args, "--standby-data-dir", dir, "--restart", "command",
+		"--stop-command", fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir),
+		"--start-command", fmt.Sprintf("%s%s -D %s -w -t 120 -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir)), nil
+}
+
+func (wd *world) close() {
+	_ = wd.proxy.Close()
+}
+
+// ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
+func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
+	asked := time.Now()
+	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, wd.gateArgs...)...)
+	out, err := cmd.Output()
+	exit := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		exit = ee.ExitCode()
+	} else if err != nil {
+		return GateAnswer{}, fmt.Errorf("gate: %w", err)
+	}
+	return parseCheck(out, exit, asked)
+}
+
+// askWithoutPrimary asks the gate after the primary went away, again while it cannot yet tell
+// (the standby's WAL receiver has not noticed), as a hook that waits a little would.
+func (wd *world) askWithoutPrimary(ctx context.Context) (GateAnswer, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a, err := wd.ask(ctx)
+		if err != nil || !a.CannotTell || time.Now().After(deadline) {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return a, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,222 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+)
+
+// run is one iteration: the live phase under the plan's faults, the cutover with the gate asked
+// with and without the primary, the promotion, the consumers' resumption and the oracle.
+func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
+	sideCtx, stopSide := context.WithCancel(ctx)
+	defer stopSide()
+	go wd.side.supervise(sideCtx)
+	sideStopped := false
+	defer func() {
+		if !sideStopped {
+			_ = wd.side.stop(20 * time.Second)
+		}
+	}()
+	holdCtx, stopHolds := context.WithCancel(ctx)
+	defer stopHolds()
+	go wd.holds.run(holdCtx)
+	writeCtx, stopWrites := context.WithCancel(ctx)
+	defer stopWrites()
+	writesDone := make(chan struct{})
+	go func() { wd.w.keep(writeCtx, wd.pair.Primary); close(writesDone) }()
+	for i := range wd.feeds {
+		wd.startFeed(ctx, i, wd.pair.Primary)
+	}
+	defer wd.stopFeeds()
+
+	it.Problems = append(it.Problems, wd.faults(ctx, plan)...)
+	with, without, binding, err := wd.cutover(ctx, plan, stopWrites, writesDone)
+	stopHolds()
+	if err != nil {
+		return err
+	}
+	durable := make([]map[int]int, len(wd.feeds))
+	consumers := make([]*consumer, len(wd.feeds))
+	for i, f := range wd.feeds {
+		confirmed, d := f.c.snapshotDurable()
+		durable[i], consumers[i] = d, f.c
+		it.Failover.Slots = append(it.Failover.Slots, SlotVerdict{Slot: f.c.slot, Plugin: f.c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
+	}
+	if err := wd.standbyUp(ctx); err != nil {
+		it.Problems = append(it.Problems, "the standby was left down: "+err.Error())
+		if err := wd.pair.Standby.Start(ctx); err != nil {
+			return err
+		}
+	}
+	if err := wd.pair.Promote(ctx); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	sideStopped = true
+	if err := wd.side.stop(20 * time.Second); err != nil {
+		it.Problems = append(it.Problems, err.Error())
+	}
+	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
+	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	it.Method = with.Method
+	if it.Method == "" {
+		it.Method = without.Method
+	}
+	it.Judged = wd.judgeAnswers(it.Failover, with, without, binding)
+	return nil
+}
+
+// faults applies the plan's steps at their moments of the live phase and waits out its end; a
+// step that could not be carried out is a problem of the iteration.
+func (wd *world) faults(ctx context.Context, plan Plan) []string {
+	var problems []string
+	start := time.Now()
+	for _, s := range plan.Steps {
+		if !sleepUntil(ctx, start.Add(s.At)) {
+			return problems
+		}
+		wd.log.Info("fault", "fault", s.Fault, "slot", s.Slot, "for", s.For)
+		if err := wd.apply(ctx, s); err != nil {
+			problems = append(problems, fmt.Sprintf("fault %s: %v", s.Fault, err))
+		}
+	}
+	sleepUntil(ctx, start.Add(plan.Live))
+	return problems
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Until(t)):
+		return true
+	}
+}
+
+// cutover ends the live phase as the plan says: the writes pause (or not), the gate is asked
+// with the primary, the primary is killed or stopped, the consumers stop with it, and the gate
+// is asked again without the primary. binding says whether the first answer was about the
+// promotion that follows (nothing written between it and the primary's end, or a clean stop,
+// which hands the standby everything).
+func (wd *world) cutover(ctx context.Context, plan Plan, stopWrites func(), writesDone <-chan struct{}) (with, without GateAnswer, binding bool, err error) {
+	if plan.Quiesce > 0 {
+		stopWrites()
+		<-writesDone
+		sleepUntil(ctx, time.Now().Add(plan.Quiesce))
+	}
+	issued := wd.w.issued()
+	if with, err = wd.ask(ctx); err != nil {
+		return with, without, false, err
+	}
+	if plan.Kill {
+		err = wd.pair.Primary.Kill(ctx)
+	} else {
+		err = wd.pair.Primary.Stop(ctx)
+	}
+	if err != nil {
+		return with, without, false, err
+	}
+	stopWrites()
+	<-writesDone
+	binding = !plan.Kill || wd.w.issued() == issued
+	wd.stopFeeds()
+	without, err = wd.askWithoutPrimary(ctx)
+	wd.log.Info("gate", "with_primary", fmt.Sprint(with.Slots), "with_cannot_tell", with.CannotTell,
+		"without_primary", fmt.Sprint(without.Slots), "without_cannot_tell", without.CannotTell, "binding", binding)
+	return with, without, binding, err
+}
+
+// standbyUp waits (a state-file restart may be under way) until the standby answers in recovery.
+func (wd *world) standbyUp(ctx context.Context) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		rec, err := wd.pair.Standby.InRecovery(ctx)
+		if err == nil && rec {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("not in recovery before the promotion")
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		if !sleepUntil(ctx, time.Now().Add(500*time.Millisecond)) {
+			return ctx.Err()
+		}
+	}
+}
+
+// sidecarProblems: slotsync must not exit by itself (a loop, a give-up), and no catalog hold may
+// outlive its timeout by more than a pass and a reconnect.
+func (wd *world) sidecarProblems(it *ChaosIteration) []string {
+	var out []string
+	wd.side.mu.Lock()
+	it.SlotsyncCrashes = wd.side.crashes
+	for _, e := range wd.side.ownExits {
+		out = append(out, "slotsync exited by itself: "+e)
+	}
+	wd.side.mu.Unlock()
+	it.LongestHold = wd.holds.longestHold()
+	if it.LongestHold > HoldTimeout+15*time.Second {
+		out = append(out, fmt.Sprintf("a catalog hold stayed on the primary for %s (timeout %s)", it.LongestHold.Round(time.Second), HoldTimeout))
+	}
+	return out
+}
+
+// judgeAnswers sets each answer on each slot against what the slot's consumer got.
+func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, binding bool) []Judged {
+	var out []Judged
+	for i, f := range wd.feeds {
+		sv := fv.Slots[i]
+		first := f.c.firstEnd()
+		for _, a := range []struct {
+			answer   GateAnswer
+			asked    string
+			observed time.Time
+			binding  bool
+			promised bool
+		}{
+			{with, "with the primary", with.Asked, binding, true},
+			{without, "without the primary", without.ObservedAt, true, without.SynchronizedStandby},
+		} {
+			allowed := f.c.confirmedAt(a.observed)
+			early := 0
+			for _, id := range sv.Repeated {
+				if first[id] <= allowed {
+					early++
+				}
+			}
+			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Binding: a.binding,
+				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead), AheadPromised: a.promised}.Assess())
+		}
+	}
+	return out
+}
+
+func (wd *world) startFeed(ctx context.Context, i int, n *integration.Node) {
+	f := wd.feeds[i]
+	fctx, cancel := context.WithCancel(ctx)
+	f.cancel, f.done = cancel, make(chan struct{})
+	go func() {
+		defer close(f.done)
+		f.c.follow(fctx, n.ReplicationDSN(db, true), 2, f.next)
+	}()
+}
+
+func (wd *world) stopFeed(i int) {
+	if f := wd.feeds[i]; f.cancel != nil {
+		f.cancel()
+		<-f.done
+		f.cancel = nil
+	}
+}
+
+func (wd *world) stopFeeds() {
+	for i := range wd.feeds {
+		wd.stopFeed(i)
+	}
+}

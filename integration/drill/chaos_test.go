@@ -1,0 +1,234 @@
+package drill
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+)
+
+// TestDrawPlanReplays: a seed is a plan, and over many seeds every fault is drawn; slotsync's
+// crashes at a step only with failpoints.
+func TestDrawPlanReplays(t *testing.T) {
+	if a, b := DrawPlan(42, true).String(), DrawPlan(42, true).String(); a != b {
+		t.Fatalf("seed 42 drew two plans:\n%s\n%s", a, b)
+	}
+	if DrawPlan(42, true).String() == DrawPlan(43, true).String() {
+		t.Fatal("seeds 42 and 43 drew the same plan")
+	}
+	seen := map[Fault]bool{}
+	kills := 0
+	for seed := int64(0); seed < 500; seed++ {
+		p := DrawPlan(seed, true)
+		for _, f := range p.Faults() {
+			seen[f] = true
+		}
+		if p.Kill {
+			kills++
+		}
+		for i, s := range p.Steps {
+			if s.At >= p.Live || (i > 0 && s.At < p.Steps[i-1].At) {
+				t.Fatalf("seed %d: steps out of the live phase or order: %s", seed, p)
+			}
+		}
+		if DrawPlan(seed, false).Failpoint != "" {
+			t.Fatalf("seed %d: a failpoint drawn without failpoints", seed)
+		}
+	}
+	for _, f := range append([]Fault{FaultFailpoint}, faultsOutside...) {
+		if !seen[f] {
+			t.Errorf("fault %s never drawn in 500 seeds", f)
+		}
+	}
+	if kills < 150 || kills > 350 {
+		t.Errorf("%d of 500 failovers kill -9: the draw is lopsided", kills)
+	}
+}
+
+func TestAssess(t *testing.T) {
+	cases := []struct {
+		name string
+		j    Judged
+		lie  bool
+	}{
+		{"ready and nothing lost", Judged{Answer: AnswerReady, Binding: true}, false},
+		{"ready then a loss", Judged{Answer: AnswerReady, Binding: true, Lost: 3}, true},
+		{"not ready then a loss is an honest answer", Judged{Answer: AnswerNotReady, Binding: true, Lost: 3}, false},
+		{"cannot tell then a loss", Judged{Answer: AnswerCannotTell, Binding: true, Lost: 3}, false},
+		{"ready, not binding (writes went on before the kill)", Judged{Answer: AnswerReady, Lost: 3}, false},
+		{"ready then a redelivery of what was confirmed after the observation", Judged{Answer: AnswerReady, Binding: true, Repeated: 4}, false},
+		{"ready then a redelivery of what was confirmed before it", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 1}, true},
+		{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
+		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
+	}
+	for _, c := range cases {
+		if got := c.j.Assess(); got.Lie != c.lie || (got.Lie && got.Why == "") {
+			t.Errorf("%s: %+v", c.name, got)
+		}
+	}
+}
+
+func TestParseCheck(t *testing.T) {
+	out := []byte(`{"ready":false,"exit_code":1,"method":"sql","without_primary":{"observed_at":"2026-12-01T10:00:00Z","synchronized_standby":true},
+		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false}},{"name":"c","gate":false,"verdict":{"ready":true}}]}`)
+	a, err := parseCheck(out, 1, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.For("a") != AnswerReady || a.For("b") != AnswerNotReady || a.For("c") != AnswerNotReady || a.For("d") != AnswerNotReady {
+		t.Fatalf("answers: %+v", a)
+	}
+	if !a.WithoutPrimary || !a.SynchronizedStandby || a.ObservedAt.IsZero() || a.Method != "sql" {
+		t.Fatalf("without the primary: %+v", a)
+	}
+	tell, err := parseCheck([]byte(`{"ready":false,"exit_code":2,"cannot_tell":true,"primary_alive":true,"error":"x"}`), 2, time.Now())
+	if err != nil || tell.For("a") != AnswerCannotTell {
+		t.Fatalf("cannot tell: %+v %v", tell, err)
+	}
+	if (GateAnswer{}).For("a") != AnswerNotAsked {
+		t.Fatal("an answer never asked")
+	}
+	if _, err := parseCheck([]byte("PANIC"), 2, time.Now()); err == nil {
+		t.Fatal("text accepted as JSON")
+	}
+}
+
+func TestTally(t *testing.T) {
+	its := []ChaosIteration{
+		{Major: 15, Method: "statefile", Faults: []Fault{FaultSidecarKill, FaultSidecarKill, FaultPrimaryRoute},
+			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2}}},
+		{Major: 15, Method: "statefile", Faults: []Fault{FaultPrimaryRoute},
+			Judged:   []Judged{{Answer: AnswerReady, Binding: true, Lost: 1, Lie: true}, {Answer: AnswerCannotTell}},
+			Failover: FailoverVerdict{Slots: []SlotVerdict{{Repeated: []int{7}}}}, Problems: []string{"x"}},
+	}
+	tl := TallyOf(its)
+	if tl.Failovers != 2 || len(tl.Rows) != 2 {
+		t.Fatalf("%+v", tl)
+	}
+	route := tl.Rows[0]
+	if route.Fault != FaultPrimaryRoute || route.Failovers != 2 || route.Ready != 2 || route.Lies != 1 || route.NotReadyLoss != 1 ||
+		route.CannotTell != 1 || route.Redelivered != 1 || route.Problems != 1 {
+		t.Fatalf("route row: %+v", route)
+	}
+	if kill := tl.Rows[1]; kill.Failovers != 1 {
+		t.Fatalf("a fault twice in a failover counts once: %+v", kill)
+	}
+	var b bytes.Buffer
+	tl.Markdown(&b)
+	if !strings.Contains(b.String(), "| all | all | all | 2 | 2 | 1 |") {
+		t.Fatalf("markdown:\n%s", b.String())
+	}
+}
+
+// TestChaos is the fault explorer's run in CI: failovers at random moments under random faults
+// (slotsync killed and crashed at failpoints, the route to the primary blackholed, the standby's
+// WAL receiver cut, restarts, slots made again, long transactions, catalogs vacuumed), the gate
+// asked with and without the primary at each, and every READY checked against what the
+// consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 12 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
+// (default: the clock; printed) replay or lengthen it.
+func TestChaos(t *testing.T) {
+	n := 12
+	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
+		n, _ = strconv.Atoi(s)
+	}
+	seed := time.Now().UnixNano() % 1_000_000_000
+	if s := os.Getenv("SLOTSYNC_CHAOS_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+		bin := failpointSlotsync(t)
+		var logs bytes.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*3*time.Minute)
+		defer cancel()
+		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Failpoints: true, StateDir: t.TempDir(),
+			Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
+			NewPair: func(ctx context.Context) (*integration.Pair, error) {
+				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
+			}})
+		for _, it := range rep.Iterations {
+			t.Logf("%s\n  ok %v, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.SlotsyncCrashes, answers(it), it.Problems)
+		}
+		var table bytes.Buffer
+		rep.Tally.Markdown(&table)
+		t.Logf("seed %d (replay: SLOTSYNC_CHAOS_SEED=%d)\n%s", seed, seed, table.String())
+		if err != nil || !rep.OK || len(rep.Iterations) != n {
+			t.Fatalf("chaos: %v\n%s", err, logs.String())
+		}
+	})
+}
+
+// failpointSlotsync builds slotsync with failpoints, once per test binary (in the run's temp
+// directory, which scripts/test.sh removes).
+func failpointSlotsync(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(os.TempDir(), "slotsync-chaos-"+strconv.Itoa(os.Getpid()))
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	out, err := exec.Command("go", "build", "-tags", "nethttpomithttp2,failpoints", "-o", bin, "../../cmd/slotsync").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build slotsync with failpoints: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// answers is an iteration's gate answers per slot, in one line.
+func answers(it ChaosIteration) string {
+	var b strings.Builder
+	for _, j := range it.Judged {
+		fmt.Fprintf(&b, "[%s %s: %s", j.Slot, j.Asked, j.Answer)
+		if !j.Binding {
+			b.WriteString(" (not binding)")
+		}
+		if j.Lost+j.Repeated+j.Ahead > 0 {
+			fmt.Fprintf(&b, "; lost %d, repeated %d, ahead %d", j.Lost, j.Repeated, j.Ahead)
+		}
+		if j.Lie {
+			b.WriteString(": " + j.Why)
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
+}
+
+// TestChaosCatchesALyingGate: the oracle is checked against a gate that answers READY for every
+// slot while nothing syncs them (a stand-in for slotsync: `run` does nothing, `check` always says
+// READY). The promotion loses the slots, and the chaos drill must call it READY while loss.
+func TestChaosCatchesALyingGate(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		liar := filepath.Join(t.TempDir(), "slotsync")
+		script := `#!/bin/sh
+case "$1" in
+run) exec sleep 600 ;;
+check) echo '{"ready":true,"exit_code":0,"slots":[{"name":"drill_pgoutput","gate":true,"verdict":{"ready":true}},{"name":"drill_test_decoding","gate":true,"verdict":{"ready":true}}]}' ;;
+esac
+`
+		if err := os.WriteFile(liar, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		rep, err := Chaos(ctx, ChaosOptions{Seed: 3, Iterations: 1, Slotsync: liar, StateDir: t.TempDir(),
+			NewPair: func(ctx context.Context) (*integration.Pair, error) {
+				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := rep.Iterations[0]
+		t.Logf("%s: %s", it.Plan, answers(it))
+		if rep.OK || it.Lies == 0 || rep.Tally.Total.Lies != it.Lies {
+			t.Fatalf("a gate saying READY for slots the standby does not have was not caught: %+v", it)
+		}
+	})
+}

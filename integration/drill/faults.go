@@ -1,0 +1,127 @@
+package drill
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Fault is one thing the chaos drill does to the pair, its consumers or slotsync during a live
+// phase.
+type Fault string
+
+// The faults outside slotsync, and slotsync's own crashes.
+const (
+	FaultSidecarKill       Fault = "slotsync_killed"          // kill -9 of slotsync, restarted as a service manager would
+	FaultFailpoint         Fault = "slotsync_crash_at_step"   // slotsync crashes at a named step (a build with failpoints)
+	FaultPrimaryRoute      Fault = "primary_route_blackholed" // slotsync's route to the primary is silent (the standby's is not)
+	FaultWALReceiver       Fault = "wal_receiver_cut"         // the standby's walsender on the primary is terminated
+	FaultStandbyRestart    Fault = "standby_restart"          // the standby is stopped and started
+	FaultConsumerReconnect Fault = "consumer_reconnect"       // a consumer disconnects and resumes from its offset
+	FaultSlotRecreated     Fault = "slot_recreated"           // a slot dropped and made again with its name (ahead)
+	FaultLongTransaction   Fault = "long_transaction"         // a transaction open for seconds, across copies being made
+	FaultCatalogVacuum     Fault = "catalog_vacuumed"         // a column added and dropped, the catalogs vacuumed
+	FaultPrimaryRestart    Fault = "primary_crash_restart"    // kill -9 of the primary, then started again
+)
+
+// faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
+var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
+	FaultConsumerReconnect, FaultSlotRecreated, FaultLongTransaction, FaultCatalogVacuum, FaultPrimaryRestart}
+
+// FailpointSteps are the steps a failpoint can crash slotsync at (internal/failpoint).
+var FailpointSteps = []string{"engine.intents-written", "engine.actions-done", "engine.gate-record", "journal.save",
+	"sql.before-create", "sql.after-create", "sql.before-advance", "sql.after-advance", "sql.before-drop",
+	"sql.after-drop", "sql.replace-dropped", "watch.after-advance", "statefile.standby-stopped",
+	"statefile.copies-installed", "statefile.wal-installed", "statefile.before-start", "hold.taken", "hold.release"}
+
+// Step is one fault at a moment of the live phase.
+type Step struct {
+	At    time.Duration // from the start of the live phase
+	Fault Fault
+	Slot  string        // the slot or consumer it concerns, if any
+	For   time.Duration // how long it lasts (a blackhole, a long transaction)
+}
+
+// Plan is one iteration of the chaos drill, drawn from its seed: what happens and when.
+type Plan struct {
+	Seed int64
+	Live time.Duration // the live phase before the failover
+	// Failpoint arms slotsync's first process to crash at this step (name@hit).
+	Failpoint string
+	Steps     []Step
+	// Quiesce: the writes stop this long before the failover (0: the failover hits them in
+	// flight).
+	Quiesce time.Duration
+	Kill    bool // the primary is killed -9 (else stopped cleanly, as in a switchover)
+}
+
+// DrawPlan draws an iteration from seed: a live phase of 3 to 8 s, one to four faults, the
+// failover's kind, and whether the writes pause before it. With failpoints, slotsync's first
+// process may also be armed to crash at a step.
+func DrawPlan(seed int64, failpoints bool) Plan {
+	rng := rand.New(rand.NewSource(seed))
+	p := Plan{Seed: seed, Live: time.Duration(3000+rng.Intn(5000)) * time.Millisecond, Kill: rng.Intn(2) == 0}
+	if failpoints && rng.Intn(2) == 0 {
+		p.Failpoint = fmt.Sprintf("%s@%d", FailpointSteps[rng.Intn(len(FailpointSteps))], 1+rng.Intn(3))
+	}
+	n := 1 + rng.Intn(4)
+	for i := 0; i < n; i++ {
+		s := Step{At: time.Duration(rng.Int63n(int64(p.Live))), Fault: faultsOutside[rng.Intn(len(faultsOutside))]}
+		switch s.Fault {
+		case FaultConsumerReconnect, FaultSlotRecreated:
+			s.Slot = slots[rng.Intn(len(slots))].name
+		case FaultPrimaryRoute:
+			s.For = time.Duration(1000+rng.Intn(5000)) * time.Millisecond
+		case FaultLongTransaction:
+			s.For = time.Duration(500+rng.Intn(3000)) * time.Millisecond
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+	if rng.Intn(2) == 0 {
+		p.Quiesce = time.Duration(200+rng.Intn(2800)) * time.Millisecond
+	}
+	return p
+}
+
+// Faults names the plan's faults, in order, for tallies.
+func (p Plan) Faults() []Fault {
+	var out []Fault
+	if p.Failpoint != "" {
+		out = append(out, FaultFailpoint)
+	}
+	for _, s := range p.Steps {
+		out = append(out, s.Fault)
+	}
+	return out
+}
+
+// String is the plan in one line, enough to tell what a seed replays.
+func (p Plan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: live %s", p.Seed, p.Live)
+	if p.Failpoint != "" {
+		fmt.Fprintf(&b, "; slotsync crashes at %s", p.Failpoint)
+	}
+	for _, s := range p.Steps {
+		fmt.Fprintf(&b, "; at %s %s", s.At.Round(time.Millisecond), s.Fault)
+		if s.Slot != "" {
+			fmt.Fprintf(&b, " %s", s.Slot)
+		}
+		if s.For > 0 {
+			fmt.Fprintf(&b, " for %s", s.For)
+		}
+	}
+	if p.Quiesce > 0 {
+		fmt.Fprintf(&b, "; writes pause %s before", p.Quiesce)
+	}
+	if p.Kill {
+		b.WriteString("; failover: kill -9")
+	} else {
+		b.WriteString("; failover: clean stop")
+	}
+	return b.String()
+}

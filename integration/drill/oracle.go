@@ -1,0 +1,127 @@
+package drill
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// The oracle: what the gate answered for a slot at a promotion, against what that slot's
+// consumer then got. The gate's promise is that READY means a promotion at that moment loses no
+// change; the oracle calls a READY a lie when the consumer then missed a change, got again a
+// change it had confirmed before the gate's observation, or (when the answer said no consumer
+// could be ahead of the standby) holds changes the new primary does not have.
+
+// Answer is the gate's word on one slot.
+type Answer string
+
+// The gate's words.
+const (
+	AnswerReady      Answer = "READY"
+	AnswerNotReady   Answer = "NOT READY"
+	AnswerCannotTell Answer = "CANNOT TELL"
+	AnswerNotAsked   Answer = "not asked"
+)
+
+// GateAnswer is one `slotsync check --json` answer, as an HA hook reads it.
+type GateAnswer struct {
+	Asked      time.Time         `json:"asked"`
+	Exit       int               `json:"exit_code"`
+	CannotTell bool              `json:"cannot_tell,omitempty"`
+	Error      string            `json:"error,omitempty"`
+	Method     string            `json:"method,omitempty"`
+	Slots      map[string]Answer `json:"slots"`
+	// Without the primary: when the judged record was observed, and whether it promised that no
+	// consumer could be ahead of the standby.
+	WithoutPrimary      bool      `json:"without_primary"`
+	ObservedAt          time.Time `json:"observed_at,omitzero"`
+	SynchronizedStandby bool      `json:"synchronized_standby,omitempty"`
+}
+
+// parseCheck reads the JSON `check --json` printed (any exit code).
+func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
+	var raw struct {
+		CannotTell     bool   `json:"cannot_tell"`
+		Error          string `json:"error"`
+		Method         string `json:"method"`
+		WithoutPrimary *struct {
+			ObservedAt          time.Time `json:"observed_at"`
+			SynchronizedStandby bool      `json:"synchronized_standby"`
+		} `json:"without_primary"`
+		Slots []struct {
+			Name    string `json:"name"`
+			Gate    bool   `json:"gate"`
+			Verdict struct {
+				Ready bool `json:"ready"`
+			} `json:"verdict"`
+		} `json:"slots"`
+	}
+	if err := json.Unmarshal(out, &raw); err != nil {
+		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
+	}
+	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Method: raw.Method, Slots: map[string]Answer{}}
+	if w := raw.WithoutPrimary; w != nil {
+		a.WithoutPrimary, a.ObservedAt, a.SynchronizedStandby = true, w.ObservedAt, w.SynchronizedStandby
+	}
+	for _, s := range raw.Slots {
+		if !s.Gate {
+			continue
+		}
+		a.Slots[s.Name] = AnswerNotReady
+		if s.Verdict.Ready {
+			a.Slots[s.Name] = AnswerReady
+		}
+	}
+	return a, nil
+}
+
+// For is the answer's word on one slot.
+func (a GateAnswer) For(slot string) Answer {
+	switch {
+	case a.Asked.IsZero():
+		return AnswerNotAsked
+	case a.CannotTell:
+		return AnswerCannotTell
+	}
+	if w, ok := a.Slots[slot]; ok {
+		return w
+	}
+	return AnswerNotReady // a slot the gate did not name is not promised
+}
+
+// Judged is one gate answer on one slot, set against that slot's consumer after the promotion.
+type Judged struct {
+	Slot   string `json:"slot"`
+	Asked  string `json:"asked"` // "with the primary" or "without the primary"
+	Answer Answer `json:"answer"`
+	// Binding: the promotion happened at the answer's moment (without the primary: always;
+	// with it: the primary stopped cleanly, or nothing was written between the answer and the
+	// kill).
+	Binding bool `json:"binding"`
+	Lost    int  `json:"lost"`
+	// RepeatedEarly: changes received again that the consumer had confirmed before the gate's
+	// observation (a redelivery of later ones is what the gate allows without the primary).
+	Repeated      int    `json:"repeated"`
+	RepeatedEarly int    `json:"repeated_early"`
+	Ahead         int    `json:"ahead"`
+	AheadPromised bool   `json:"ahead_promised"` // the answer said no consumer could be ahead
+	Lie           bool   `json:"ready_while_loss"`
+	Why           string `json:"why,omitempty"`
+}
+
+// Assess calls the answer a lie or not.
+func (j Judged) Assess() Judged {
+	j.Lie, j.Why = false, ""
+	if j.Answer != AnswerReady || !j.Binding {
+		return j
+	}
+	switch {
+	case j.Lost > 0:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
+	case j.RepeatedEarly > 0:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
+	case j.Ahead > 0 && j.AheadPromised:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s with no consumer ahead promised, then the consumer held %d changes the new primary lacks", j.Asked, j.Ahead)
+	}
+	return j
+}

@@ -1,0 +1,155 @@
+package drill
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	stdsync "sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// sidecar runs `slotsync run` as a process and starts it again whenever it ends, as systemd's
+// Restart=always or a pod's restart policy would. It tells the crashes it caused (kill -9,
+// failpoints) from exits of slotsync's own (a loop, an error that needs a human).
+type sidecar struct {
+	bin  string
+	args []string
+	log  hclog.Logger
+	logs *os.File
+
+	mu        stdsync.Mutex
+	cmd       *exec.Cmd
+	failpoint string // armed for the first process only
+	stopping  bool
+	starts    int
+	crashes   int      // ended by SIGKILL: by the drill or at a failpoint
+	ownExits  []string // ended by itself: how, with its last words
+	done      chan struct{}
+}
+
+func newSidecar(bin string, args []string, failpoint, logPath string, log hclog.Logger) (*sidecar, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &sidecar{bin: bin, args: args, failpoint: failpoint, log: log, logs: f, done: make(chan struct{})}, nil
+}
+
+// supervise runs slotsync until stop; call it in its own goroutine.
+func (s *sidecar) supervise(ctx context.Context) {
+	defer close(s.done)
+	for ctx.Err() == nil {
+		var tail bytes.Buffer
+		cmd := exec.Command(s.bin, s.args...)
+		cmd.Stdout, cmd.Stderr = s.logs, &tailWriter{w: s.logs, tail: &tail}
+		s.mu.Lock()
+		if s.stopping {
+			s.mu.Unlock()
+			return
+		}
+		cmd.Env = os.Environ()
+		if s.failpoint != "" {
+			cmd.Env = append(cmd.Env, "SLOTSYNC_FAILPOINTS="+s.failpoint+"=crash")
+			s.failpoint = ""
+		}
+		err := cmd.Start()
+		s.cmd = cmd
+		s.starts++
+		s.mu.Unlock()
+		if err != nil {
+			s.ownExit("start: " + err.Error())
+			return
+		}
+		err = cmd.Wait()
+		s.ended(err, tail.String())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+func (s *sidecar) ended(err error, tail string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var exit *exec.ExitError
+	switch {
+	case s.stopping:
+	case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+		s.crashes++
+	default:
+		s.ownExits = append(s.ownExits, fmt.Sprintf("%v: %s", err, lastLine(tail)))
+	}
+}
+
+func (s *sidecar) ownExit(why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ownExits = append(s.ownExits, why)
+}
+
+// kill crashes the running process (kill -9); the supervisor starts it again.
+func (s *sidecar) kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+// stop ends slotsync as a service manager does (SIGTERM) and reports whether it exited cleanly
+// within the timeout.
+func (s *sidecar) stop(timeout time.Duration) error {
+	s.mu.Lock()
+	s.stopping = true
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd != nil && cmd.Process != nil {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	defer s.logs.Close()
+	select {
+	case <-s.done:
+	case <-time.After(timeout):
+		if cmd != nil && cmd.Process != nil {
+			_ = cmd.Process.Kill()
+		}
+		<-s.done
+		return fmt.Errorf("slotsync did not stop within %s of SIGTERM", timeout)
+	}
+	if cmd != nil && cmd.ProcessState != nil && !cmd.ProcessState.Success() {
+		return fmt.Errorf("slotsync stopped with %s", cmd.ProcessState)
+	}
+	return nil
+}
+
+// tailWriter copies to w and keeps the last bytes written, for the last words of a process.
+type tailWriter struct {
+	w    *os.File
+	tail *bytes.Buffer
+}
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.tail.Write(p)
+	if t.tail.Len() > 4096 {
+		rest := append([]byte(nil), t.tail.Bytes()[t.tail.Len()-2048:]...)
+		t.tail.Reset()
+		t.tail.Write(rest)
+	}
+	return t.w.Write(p)
+}
+
+func lastLine(s string) string {
+	s = string(bytes.TrimRight([]byte(s), "\n"))
+	if i := bytes.LastIndexByte([]byte(s), '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

@@ -1,0 +1,98 @@
+package drill
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Tally sums a chaos run: per major, method and fault, how often the gate answered what, and
+// how often a READY was followed by a loss.
+type Tally struct {
+	Failovers int        `json:"failovers"`
+	Rows      []TallyRow `json:"rows"`
+	Total     TallyRow   `json:"total"`
+}
+
+// TallyRow counts the failovers a fault was part of (a failover with three faults counts in
+// three rows) and the per-slot answers of those failovers.
+type TallyRow struct {
+	Major      int    `json:"major"`
+	Method     string `json:"method"`
+	Fault      Fault  `json:"fault"`
+	Failovers  int    `json:"failovers"`
+	Ready      int    `json:"ready"` // binding READY answers, each checked by the oracle
+	NotReady   int    `json:"not_ready"`
+	CannotTell int    `json:"cannot_tell"`
+	Lies       int    `json:"ready_while_loss"`
+	// NotReadyLoss: NOT READY answers after which the consumer did lose (the gate was right).
+	NotReadyLoss int `json:"not_ready_then_loss"`
+	Redelivered  int `json:"redelivered"` // changes received twice, over all slots
+	Problems     int `json:"problems"`
+}
+
+func (r *TallyRow) add(it ChaosIteration) {
+	r.Failovers++
+	r.Problems += len(it.Problems)
+	for _, j := range it.Judged {
+		switch {
+		case j.Answer == AnswerReady && j.Binding:
+			r.Ready++
+		case j.Answer == AnswerNotReady:
+			r.NotReady++
+			if j.Lost > 0 {
+				r.NotReadyLoss++
+			}
+		case j.Answer == AnswerCannotTell:
+			r.CannotTell++
+		}
+		if j.Lie {
+			r.Lies++
+		}
+	}
+	for _, s := range it.Failover.Slots {
+		r.Redelivered += len(s.Repeated)
+	}
+}
+
+// TallyOf sums iterations.
+func TallyOf(its []ChaosIteration) Tally {
+	t := Tally{Failovers: len(its), Total: TallyRow{Method: "all", Fault: "all"}}
+	rows := map[TallyRow]*TallyRow{}
+	for _, it := range its {
+		t.Total.add(it)
+		faults := it.Faults
+		if len(faults) == 0 {
+			faults = []Fault{"none"}
+		}
+		for _, f := range slices.Compact(slices.Sorted(slices.Values(faults))) {
+			key := TallyRow{Major: it.Major, Method: it.Method, Fault: f}
+			if rows[key] == nil {
+				rows[key] = &TallyRow{Major: it.Major, Method: it.Method, Fault: f}
+			}
+			rows[key].add(it)
+		}
+	}
+	for _, r := range rows {
+		t.Rows = append(t.Rows, *r)
+	}
+	slices.SortFunc(t.Rows, func(a, b TallyRow) int {
+		return cmp.Or(cmp.Compare(a.Major, b.Major), cmp.Compare(a.Method, b.Method), cmp.Compare(a.Fault, b.Fault))
+	})
+	return t
+}
+
+// Markdown writes the tally as the table docs/RELIABILITY.md carries.
+func (t Tally) Markdown(w io.Writer) {
+	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | NOT READY | NOT READY, then loss | CANNOT TELL | redelivered | problems |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range append(t.Rows, t.Total) {
+		major := fmt.Sprint(r.Major)
+		if r.Major == 0 {
+			major = "all"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
+			r.Ready, r.Lies, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Redelivered, r.Problems)
+	}
+}
