@@ -23,8 +23,10 @@ type ChaosOptions struct {
 	// it was built with the tag failpoints (its crashes at named steps are drawn too).
 	Slotsync   string
 	Failpoints bool
-	StateDir   string
-	Logger     hclog.Logger
+	// Method is slotsync's --method (default auto: statefile up to 15, sql from 16).
+	Method   string
+	StateDir string
+	Logger   hclog.Logger
 	// NewPair starts the pair of one iteration; the drill closes it.
 	NewPair func(ctx context.Context) (*integration.Pair, error)
 }
@@ -162,7 +164,10 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
 		"--primary-connect-timeout", "2s"}
-	args, err := sidecarArgs(pair, wd.gateArgs)
+	if opts.Method != "" {
+		wd.gateArgs = append(wd.gateArgs, "--method", opts.Method)
+	}
+	args, err := sidecarArgs(pair, opts.Method, wd.gateArgs)
 	if err != nil {
 		proxy.Close()
 		return nil, err
@@ -180,10 +185,11 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 
 // sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast
 // passes, a short catalog hold, and for the state-file method pg_ctl as the servers' user.
-func sidecarArgs(pair *integration.Pair, common []string) ([]string, error) {
+func sidecarArgs(pair *integration.Pair, method string, common []string) ([]string, error) {
 	args := append([]string{"run", "--interval", "200ms", "--listen", "", "--log-format", "json",
 		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
-	if pair.Major > 15 || pair.Dir == "" {
+	statefile := method == "statefile" || ((method == "" || method == "auto") && pair.Major <= 15)
+	if !statefile || pair.Dir == "" {
 		return args, nil
 	}
 	bin, err := integration.FindBinaries(pair.Major)

@@ -3,6 +3,7 @@ package drill
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -135,23 +136,26 @@ func TestTally(t *testing.T) {
 // WAL receiver cut, restarts, slots made again, long transactions, catalogs vacuumed), the gate
 // asked with and without the primary at each, and every READY checked against what the
 // consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 12 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
-// (default: the clock; printed) replay or lengthen it.
+// (default: the clock; printed) replay or lengthen it; with SLOTSYNC_CHAOS_ITERATIONS set it
+// runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
+// SLOTSYNC_CHAOS_REPORT=path writes each major's report as path.pgN.json.
 func TestChaos(t *testing.T) {
-	n := 12
+	n, majors := 12, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
 		n, _ = strconv.Atoi(s)
+		majors = nil
 	}
 	seed := time.Now().UnixNano() % 1_000_000_000
 	if s := os.Getenv("SLOTSYNC_CHAOS_SEED"); s != "" {
 		seed, _ = strconv.ParseInt(s, 10, 64)
 	}
-	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, majors, func(t *testing.T, major int) {
 		bin := failpointSlotsync(t)
 		var logs bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*3*time.Minute)
 		defer cancel()
 		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Failpoints: true, StateDir: t.TempDir(),
-			Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
+			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
 			}})
@@ -161,6 +165,12 @@ func TestChaos(t *testing.T) {
 		var table bytes.Buffer
 		rep.Tally.Markdown(&table)
 		t.Logf("seed %d (replay: SLOTSYNC_CHAOS_SEED=%d)\n%s", seed, seed, table.String())
+		if path := os.Getenv("SLOTSYNC_CHAOS_REPORT"); path != "" {
+			data, _ := json.MarshalIndent(rep, "", "  ")
+			if err := os.WriteFile(fmt.Sprintf("%s.pg%d.json", path, major), data, 0o644); err != nil {
+				t.Error(err)
+			}
+		}
 		if err != nil || !rep.OK || len(rep.Iterations) != n {
 			t.Fatalf("chaos: %v\n%s", err, logs.String())
 		}

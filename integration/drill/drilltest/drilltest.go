@@ -4,6 +4,7 @@ package drilltest
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -72,4 +73,59 @@ func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill
 		t.Errorf("drill on PostgreSQL %d: not OK", pairOpts.Major)
 	}
 	return v
+}
+
+// Chaos runs the chaos drill in a Go test: iterations failovers at random moments under faults
+// drawn from seed (iteration i from seed+i; 0: from the clock), each on a new pair started as
+// pairOpts say (Docker with your image works as for Check), with the slotsync binary at
+// slotsync (empty: the one in PATH) as the sidecar and as the gate an HA hook asks. It fails the
+// test when the gate said READY and a consumer then lost a change, or when the standby was left
+// down or slotsync exited by itself, and logs the seed that replays it.
+func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iterations int, seed int64) drill.ChaosReport {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a drill runs on real PostgreSQL pairs")
+	}
+	if slotsync == "" {
+		path, err := exec.LookPath("slotsync")
+		if err != nil {
+			t.Fatalf("chaos drill: no slotsync binary in PATH; install it or pass its path: %v", err)
+		}
+		slotsync = path
+	}
+	if pairOpts.Backend == "" {
+		pairOpts.Backend = os.Getenv(integration.EnvBackend)
+	}
+	if pairOpts.Backend == "docker" && pairOpts.Image == "" {
+		pairOpts.Image = os.Getenv(pgtest.EnvDockerImage)
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
+	pairOpts, err := docker.With(dctx, pairOpts)
+	dcancel()
+	if err != nil {
+		t.Skipf("a drill on Docker: %v", err)
+	}
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_000
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(iterations)*4*time.Minute)
+	defer cancel()
+	rep, err := drill.Chaos(ctx, drill.ChaosOptions{Seed: seed, Iterations: iterations, Slotsync: slotsync, StateDir: t.TempDir(),
+		NewPair: func(ctx context.Context) (*integration.Pair, error) { return integration.NewPair(ctx, pairOpts) }})
+	t.Logf("chaos drill, seed %d", seed)
+	for _, it := range rep.Iterations {
+		t.Logf("failover %d (seed %d, PostgreSQL %d, %s): %s", it.Number, it.Seed, it.Major, it.Method, it.Plan)
+		for _, j := range it.Judged {
+			if j.Lie {
+				t.Errorf("failover %d, slot %s: %s", it.Number, j.Slot, j.Why)
+			}
+		}
+		for _, p := range it.Problems {
+			t.Errorf("failover %d: %s", it.Number, p)
+		}
+	}
+	if err != nil {
+		t.Fatalf("chaos drill could not run: %v", err)
+	}
+	return rep
 }
