@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -92,8 +93,11 @@ func containsWord(list, w string) bool {
 func clientOnlyParams(cfg *pgx.ConnConfig) *ConfigError {
 	rp := cfg.RuntimeParams
 	for _, k := range []string{"keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count",
-		"tcp_user_timeout", "sslcompression", "gsslib", "gssdelegation", "load_balance_hosts", "hostaddr"} {
+		"tcp_user_timeout", "sslcompression", "gsslib", "gssdelegation", "load_balance_hosts"} {
 		delete(rp, k)
+	}
+	if err := honourHostaddr(cfg); err != nil {
+		return err
 	}
 	if v, ok := rp["fallback_application_name"]; ok {
 		if rp["application_name"] == "" {
@@ -122,6 +126,35 @@ func clientOnlyParams(cfg *pgx.ConnConfig) *ConfigError {
 			}
 			return &ConfigError{Problem: fmt.Sprintf("has %s, which slotsync cannot honour", k), Fix: fix}
 		}
+	}
+	return nil
+}
+
+// honourHostaddr connects to hostaddr as libpq does: the address is dialled, while host still
+// names the server for TLS verification and the password file (pgx read both from host
+// already). Lists of hosts with hostaddr are refused by name.
+func honourHostaddr(cfg *pgx.ConnConfig) *ConfigError {
+	addr, ok := cfg.RuntimeParams["hostaddr"]
+	if !ok {
+		return nil
+	}
+	delete(cfg.RuntimeParams, "hostaddr")
+	if addr == "" {
+		return nil
+	}
+	if strings.Contains(addr, ",") || net.ParseIP(addr) == nil {
+		return &ConfigError{Problem: "has hostaddr=" + addr + ", which slotsync takes only as one numeric address",
+			Fix: "give one IP address in hostaddr (with one host), or put the server's name in host and drop hostaddr"}
+	}
+	name := cfg.Host
+	for _, fb := range cfg.Fallbacks {
+		if fb.Host != name {
+			return &ConfigError{Problem: "has hostaddr with several hosts", Fix: "give one host with hostaddr, or drop hostaddr"}
+		}
+	}
+	cfg.Host = addr
+	for _, fb := range cfg.Fallbacks {
+		fb.Host = addr
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -201,7 +202,13 @@ func TestReadRealPair(t *testing.T) {
 		if err := pair.WaitCaughtUp(ctx); err != nil {
 			t.Fatal(err)
 		}
-		pep, _ := ParseEndpoint("primary", pair.Primary.DSN(""), "")
+		// The primary through hostaddr, its host a name that does not resolve: the address is
+		// dialled (TestHostaddrHonoured has the rest).
+		pdsn := pair.Primary.DSN("")
+		if m := regexp.MustCompile(`host=([0-9.]+) `).FindStringSubmatch(pdsn); m != nil {
+			pdsn = strings.Replace(pdsn, m[0], "host=unresolvable.invalid hostaddr="+m[1]+" ", 1)
+		}
+		pep, _ := ParseEndpoint("primary", pdsn, "")
 		sep, _ := ParseEndpoint("standby", pair.Standby.DSN(""), "")
 		pc, err := pep.Connect(ctx, "")
 		if err != nil {
@@ -353,6 +360,32 @@ func FuzzParseEndpoint(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestHostaddrHonoured: hostaddr is dialled, host still names the server for TLS and the
+// password file (as libpq does); what cannot be honoured is refused by name, never dropped.
+func TestHostaddrHonoured(t *testing.T) {
+	ep, err := ParseEndpoint("primary", "host=db.example hostaddr=127.0.0.2 port=5433 sslmode=require", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.cfg.Host != "127.0.0.2" || ep.cfg.Port != 5433 || ep.cfg.TLSConfig == nil || ep.cfg.TLSConfig.ServerName != "db.example" {
+		t.Fatalf("host %q port %d tls %+v", ep.cfg.Host, ep.cfg.Port, ep.cfg.TLSConfig)
+	}
+	if _, ok := ep.cfg.RuntimeParams["hostaddr"]; ok {
+		t.Fatal("hostaddr would be sent to the server as a setting")
+	}
+	prefer, err := ParseEndpoint("primary", "host=db.example hostaddr=::1 sslmode=prefer", "")
+	if err != nil || prefer.cfg.Host != "::1" || len(prefer.cfg.Fallbacks) == 0 || prefer.cfg.Fallbacks[0].Host != "::1" {
+		t.Fatalf("sslmode=prefer tries TLS and plain, both at hostaddr: %v %+v", err, prefer)
+	}
+	for _, dsn := range []string{"host=a,b hostaddr=127.0.0.1,127.0.0.2", "host=a hostaddr=db.example"} {
+		_, err := ParseEndpoint("standby", dsn, "")
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "hostaddr") {
+			t.Errorf("%q: want a configuration error naming hostaddr, got %v", dsn, err)
+		}
+	}
 }
 
 // TestClientOnlyKeywordsNeverReachTheServer: libpq keywords pgx does not know (Patroni writes

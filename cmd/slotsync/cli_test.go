@@ -580,7 +580,8 @@ func grepLines(text string, prefixes ...string) string {
 func TestDrillCommand(t *testing.T) {
 	for _, args := range [][]string{{"drill"}, {"drill", "--local", "--mode", "sideways"}, {"drill", "--standby", "host=x"},
 		{"drill", "--local", "--major", "10"}, {"drill", "--primary", "host=x", "--standby", "host=y", "--switch-back"},
-		{"drill", "--primary", "host=x", "--standby", "host=y", "--promote-yes", "--mode", "chaos"}} {
+		{"drill", "--primary", "host=x", "--standby", "host=y", "--promote-yes", "--mode", "chaos"},
+		{"sandbox", "--major", "9"}, {"sandbox", "--for", "-1s"}} {
 		if r := slotsyncCmd(t, nil, args...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -22,6 +23,12 @@ func sandboxCommand() *cli.Command {
 			&cli.DurationFlag{Name: "for", Usage: "stop after this long (0: until interrupted)", EnvVars: []string{"SLOTSYNC_SANDBOX_FOR"}},
 		},
 		Action: func(c *cli.Context) error {
+			if m := c.Int("major"); !slices.Contains(integration.SupportedMajors, m) {
+				return configError("--major %d: use one of %v", m, integration.SupportedMajors)
+			}
+			if c.Duration("for") < 0 {
+				return configError("--for %s: give a positive duration (or leave it out to run until interrupted)", c.Duration("for"))
+			}
 			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
