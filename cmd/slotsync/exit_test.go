@@ -77,7 +77,7 @@ func harnessModule(text string) string {
 }
 
 // maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md).
-const maxReleaseBytes = 16_000_000
+const maxReleaseBytes = 16_500_000
 
 // TestReleaseBinaryIsLean builds the binary as releases and the image do (the build tags of
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it

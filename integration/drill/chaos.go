@@ -19,10 +19,12 @@ type ChaosOptions struct {
 	// Seed: iteration i draws its plan from Seed+i, so any iteration replays alone.
 	Seed       int64
 	Iterations int
-	// Slotsync is the slotsync binary run as the sidecar and asked as the gate; Failpoints says
-	// it was built with the tag failpoints (its crashes at named steps are drawn too).
-	Slotsync   string
-	Failpoints bool
+	// Slotsync is the slotsync binary run as the sidecar and asked as the gate. For a build with
+	// the tag failpoints, Arm gives the environment that crashes it at a step (name@hit): then
+	// such crashes are drawn too. (The release binary, which runs the drill too, names no
+	// failpoint variable.)
+	Slotsync string
+	Arm      func(step string) []string
 	// Method is slotsync's --method (default auto: statefile up to 15, sql from 16).
 	Method   string
 	StateDir string
@@ -71,7 +73,7 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 		opts.Logger = hclog.NewNullLogger()
 	}
 	rep := ChaosReport{Seed: opts.Seed, OK: true}
-	opts.Logger.Info("chaos drill", "seed", opts.Seed, "iterations", opts.Iterations, "failpoints", opts.Failpoints)
+	opts.Logger.Info("chaos drill", "seed", opts.Seed, "iterations", opts.Iterations, "failpoints", opts.Arm != nil)
 	for i := 0; i < opts.Iterations && ctx.Err() == nil; i++ {
 		it, err := chaosIteration(ctx, opts, i+1, opts.Seed+int64(i))
 		if err != nil {
@@ -92,7 +94,7 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 
 // chaosIteration runs one plan on a new pair. An error means the pair could not be made.
 func chaosIteration(ctx context.Context, opts ChaosOptions, n int, seed int64) (ChaosIteration, error) {
-	plan := DrawPlan(seed, opts.Failpoints)
+	plan := DrawPlan(seed, opts.Arm != nil)
 	it := ChaosIteration{Number: n, Seed: seed, Plan: plan.String(), Faults: plan.Faults()}
 	log := opts.Logger.With("iteration", n)
 	log.Info("plan", "plan", it.Plan)
@@ -172,7 +174,11 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		proxy.Close()
 		return nil, err
 	}
-	if wd.side, err = newSidecar(opts.Slotsync, args, plan.Failpoint, filepath.Join(dir, "slotsync.log"), log); err != nil {
+	var armed []string
+	if plan.Failpoint != "" && opts.Arm != nil {
+		armed = opts.Arm(plan.Failpoint)
+	}
+	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log"), log); err != nil {
 		proxy.Close()
 		return nil, err
 	}

@@ -154,7 +154,7 @@ func TestChaos(t *testing.T) {
 		var logs bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*3*time.Minute)
 		defer cancel()
-		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Failpoints: true, StateDir: t.TempDir(),
+		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
@@ -176,6 +176,9 @@ func TestChaos(t *testing.T) {
 		}
 	})
 }
+
+// crashAt arms a slotsync built with failpoints to crash (as kill -9) at a step.
+func crashAt(step string) []string { return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"} }
 
 // failpointSlotsync builds slotsync with failpoints, once per test binary (in the run's temp
 // directory, which scripts/test.sh removes).

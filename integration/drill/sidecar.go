@@ -23,22 +23,22 @@ type sidecar struct {
 	log  hclog.Logger
 	logs *os.File
 
-	mu        stdsync.Mutex
-	cmd       *exec.Cmd
-	failpoint string // armed for the first process only
-	stopping  bool
-	starts    int
-	crashes   int      // ended by SIGKILL: by the drill or at a failpoint
-	ownExits  []string // ended by itself: how, with its last words
-	done      chan struct{}
+	mu       stdsync.Mutex
+	cmd      *exec.Cmd
+	armed    []string // environment of the first process only (a failpoint)
+	stopping bool
+	starts   int
+	crashes  int      // ended by SIGKILL: by the drill or at a failpoint
+	ownExits []string // ended by itself: how, with its last words
+	done     chan struct{}
 }
 
-func newSidecar(bin string, args []string, failpoint, logPath string, log hclog.Logger) (*sidecar, error) {
+func newSidecar(bin string, args, armed []string, logPath string, log hclog.Logger) (*sidecar, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	return &sidecar{bin: bin, args: args, failpoint: failpoint, log: log, logs: f, done: make(chan struct{})}, nil
+	return &sidecar{bin: bin, args: args, armed: armed, log: log, logs: f, done: make(chan struct{})}, nil
 }
 
 // supervise runs slotsync until stop; call it in its own goroutine.
@@ -53,11 +53,8 @@ func (s *sidecar) supervise(ctx context.Context) {
 			s.mu.Unlock()
 			return
 		}
-		cmd.Env = os.Environ()
-		if s.failpoint != "" {
-			cmd.Env = append(cmd.Env, "SLOTSYNC_FAILPOINTS="+s.failpoint+"=crash")
-			s.failpoint = ""
-		}
+		cmd.Env = append(os.Environ(), s.armed...)
+		s.armed = nil
 		err := cmd.Start()
 		s.cmd = cmd
 		s.starts++
