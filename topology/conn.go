@@ -229,7 +229,26 @@ type ConnError struct {
 }
 
 func (e *ConnError) Error() string {
-	return fmt.Sprintf("connect to %s (database %q): %v", e.Role, e.Database, e.Err)
+	where := e.Role
+	if e.Database != "" {
+		where += fmt.Sprintf(" (database %q)", e.Database)
+	}
+	return fmt.Sprintf("connect to %s: %s", where, oneLine(e.Err.Error()))
+}
+
+// oneLine folds pgconn's message, one line per host and TLS attempt (sslmode=prefer tries TLS,
+// then plain, often failing the same way), into one line with each distinct failure once: a text
+// log would otherwise show the lines joined by literal \n and \t.
+func oneLine(msg string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(msg, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !seen[line] {
+			seen[line] = true
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 func (e *ConnError) Unwrap() error { return e.Err }

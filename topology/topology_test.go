@@ -362,6 +362,26 @@ func FuzzParseEndpoint(f *testing.F) {
 	})
 }
 
+// TestConnErrorOneLine: a failure to connect is one line, each distinct attempt once (TLS then
+// plain failing alike is one failure), and names the database only when there is one.
+func TestConnErrorOneLine(t *testing.T) {
+	ep, err := ParseEndpoint("standby", "host=127.0.0.1 port=1 sslmode=prefer connect_timeout=2", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ep.Connect(context.Background(), "")
+	if err == nil {
+		t.Fatal("connected to port 1")
+	}
+	msg := err.Error()
+	if strings.ContainsAny(msg, "\n\t") || strings.Count(msg, "dial error") != 1 || strings.Contains(msg, `database ""`) {
+		t.Fatalf("%q", msg)
+	}
+	if !strings.HasPrefix(msg, "connect to standby: ") {
+		t.Fatalf("%q", msg)
+	}
+}
+
 // TestHostaddrHonoured: hostaddr is dialled, host still names the server for TLS and the
 // password file (as libpq does); what cannot be honoured is refused by name, never dropped.
 func TestHostaddrHonoured(t *testing.T) {

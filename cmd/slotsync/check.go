@@ -236,6 +236,9 @@ func statusCommand() *cli.Command {
 			defer eng.Close()
 			rep, err := eng.Inspect(c.Context)
 			res := newCheckResult(&rep, err)
+			if res.Error == "" {
+				res.ExitCode = exitOK // status shows; readiness is check's answer (docs/CLI.md, exit codes)
+			}
 			if c.Bool("json") {
 				writeJSON(c.App.Writer, res)
 			} else if res.Error != "" || res.WithoutPrimary != nil {

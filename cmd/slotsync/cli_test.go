@@ -136,8 +136,10 @@ func TestCannotConnectExits2WithoutPassword(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	dsn := fmt.Sprintf("host=127.0.0.1 port=%d user=u password=hunter2secret connect_timeout=2", port)
-	for _, cmd := range []string{"check", "status", "doctor"} {
-		r := slotsyncCmd(t, nil, cmd, "--standby", dsn, "--primary", dsn, "--json")
+	state := t.TempDir()
+	for _, args := range [][]string{{"check"}, {"status"}, {"doctor"}, {"run", "--once", "--state-dir", state}} {
+		cmd := strings.Join(args, " ")
+		r := slotsyncCmd(t, nil, append(args, "--standby", dsn, "--primary", dsn, "--json")...)
 		if r.code != exitConnect {
 			t.Errorf("%s: exit %d, want 2: %s %s", cmd, r.code, r.stdout, r.stderr)
 		}
@@ -275,6 +277,16 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		c = parseCheck(t, slotsyncCmd(t, nil, args("check", "--json")...))
 		if c.Ready || !hasReason(c, "cdc", "copy_confirmed_flush_ahead") {
 			t.Fatalf("check after creation: %+v", c)
+		}
+		// status shows a NOT READY copy and exits 0, and its JSON's exit_code is its own; so is
+		// run --once --json's, in the check schema.
+		r = slotsyncCmd(t, nil, args("status", "--json")...)
+		if c = parseCheck(t, r); r.code != 0 || c.ExitCode != 0 || c.Ready || len(c.Slots) != 1 {
+			t.Fatalf("status --json of a NOT READY copy: %d %+v", r.code, c)
+		}
+		r = slotsyncCmd(t, nil, args("run", "--once", "--json", "--state-dir", state)...)
+		if c = parseCheck(t, r); r.code != 0 || c.ExitCode != 0 || len(c.Slots) != 1 || c.Slots[0].Name != "cdc" {
+			t.Fatalf("run --once --json: %d %+v", r.code, c)
 		}
 
 		// The consumer moves past the copy; passes make it ready. The primary is discovered

@@ -57,34 +57,25 @@ func runCommand() *cli.Command {
 
 func runAction(c *cli.Context) error {
 	cfg, log, err := configure(c, false)
-	if err != nil {
-		return err
+	if err == nil {
+		err = runConfig(c, &cfg)
 	}
-	if err := runConfig(c, &cfg); err != nil {
+	if err != nil {
+		if c.Bool("once") {
+			return failJSON(c, err)
+		}
 		return err
 	}
 	eng, err := slotsync.New(cfg)
 	if err != nil {
+		if c.Bool("once") {
+			return failJSON(c, classifyExit(err))
+		}
 		return classifyExit(err)
 	}
 
 	if c.Bool("once") {
-		defer eng.Close()
-		rep, err := eng.RunOnce(c.Context)
-		if err != nil {
-			return classifyExit(err)
-		}
-		if c.Bool("json") {
-			writeJSON(c.App.Writer, rep)
-		} else {
-			printStatus(c.App.Writer, newCheckResult(&rep, nil))
-		}
-		for _, s := range rep.Slots {
-			if s.Error != "" {
-				return cli.Exit(fmt.Sprintf("slot %s: %s", s.Name, s.Error), exitNotReady)
-			}
-		}
-		return nil
+		return runOnce(c, eng)
 	}
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
@@ -187,6 +178,35 @@ type daemon struct {
 	// degraded is the latest pass's verdict judged without the primary (rule 8), if it had one.
 	degraded *slotsync.Report
 	stopped  string // why syncing stopped (an error that needs a human)
+}
+
+// runOnce makes one pass. With --json every outcome, a failure to connect included, is printed
+// in the check schema, its exit_code the process's: 0 the pass ran and every slot action
+// succeeded, 1 a slot action failed, 2 a node cannot be reached, 3 configuration.
+func runOnce(c *cli.Context, eng *slotsync.Engine) error {
+	defer eng.Close()
+	rep, err := eng.RunOnce(c.Context)
+	res := newCheckResult(&rep, err)
+	if err != nil && res.Report == nil {
+		if c.Bool("json") {
+			writeJSON(c.App.Writer, res)
+		}
+		return classifyExit(err)
+	}
+	res.ExitCode = exitOK
+	var failed error
+	for _, s := range rep.Slots {
+		if s.Error != "" && failed == nil {
+			failed = cli.Exit(fmt.Sprintf("slot %s: %s", s.Name, s.Error), exitNotReady)
+			res.ExitCode = exitNotReady
+		}
+	}
+	if c.Bool("json") {
+		writeJSON(c.App.Writer, res)
+	} else {
+		printStatus(c.App.Writer, res)
+	}
+	return failed
 }
 
 // loop runs the engine; after an error that needs a human it keeps the endpoints up and checks
