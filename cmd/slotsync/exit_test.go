@@ -152,6 +152,9 @@ func TestVersionSaysWhereTheBinaryCameFrom(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "slotsync v1.2.3 (commit abc1234, built 2026-11-29T00:00:00Z, "+runtime.Version()+")" {
 		t.Fatalf("version: %q %v", out, err)
 	}
+	if flag, err := exec.Command(bin, "--version").Output(); err != nil || string(flag) != string(out) {
+		t.Fatalf("--version says %q, version says %q (%v): one version string", flag, out, err)
+	}
 	if b := currentBuild(); b.Version == "" || b.Commit == "" || b.Date == "" || b.GoVersion != runtime.Version() {
 		t.Fatalf("a build without -ldflags: %+v", b)
 	}

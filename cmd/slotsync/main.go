@@ -89,6 +89,8 @@ func commandNames(app *cli.App) string {
 }
 
 func main() {
+	// --version prints the line `slotsync version` prints: one version string.
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, currentBuild()) }
 	os.Exit(run(os.Args, os.Stdout, os.Stderr))
 }
 
