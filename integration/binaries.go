@@ -66,12 +66,12 @@ func FindMinorBinaries(major int, minor string) (Binaries, error) {
 		ErrBinariesMissing, minor, filepath.Join(c, minor, "bin"), minor)
 }
 
-// HowToGet returns the command that installs a major's binaries.
+// HowToGet says how to install a major's server binaries, from a package or, in a slotsync
+// checkout, into the cache; it names no repository script alone, since an installed binary has
+// none beside it.
 func HowToGet(major int) string {
-	if major == 15 {
-		return "apt-get install -y postgresql-15"
-	}
-	return fmt.Sprintf("scripts/fetch-postgres.sh %d", major)
+	return fmt.Sprintf("install the PostgreSQL %d server (apt-get install -y postgresql-%d, from Debian or apt.postgresql.org), "+
+		"or set %s to a directory holding %d/bin (a slotsync checkout fills .pgcache with scripts/fetch-postgres.sh %d)", major, major, EnvCache, major, major)
 }
 
 func binDirCandidates(major int) []string {

@@ -223,8 +223,8 @@ func Readiness(in ReadinessInput) Verdict {
 		}
 	}
 	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !in.OwnDecoding {
-		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %d transactions newer than the primary's %d",
-			c.CatalogXmin, XIDDistance(c.CatalogXmin, p.CatalogXmin), p.CatalogXmin)
+		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %s newer than the primary's %d",
+			c.CatalogXmin, plural(XIDDistance(c.CatalogXmin, p.CatalogXmin), "transaction"), p.CatalogXmin)
 	}
 	return finish(v, details)
 }
@@ -278,4 +278,12 @@ func (v Verdict) Has(r Reason) bool {
 		}
 	}
 	return false
+}
+
+// plural is n and the noun, in the plural unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -171,7 +171,7 @@ func printCheck(w io.Writer, r checkResult) {
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.Name, s.Database, s.Plugin, yesNo(s.Verdict.Ready),
-			bytesText(s.Verdict.SyncLagBytes), s.Verdict.Detail)
+			lagText(s), s.Verdict.Detail)
 	}
 	tw.Flush()
 	for _, wn := range r.Warnings {
@@ -274,7 +274,7 @@ func printStatus(w io.Writer, r checkResult) {
 			ready, why = yesNo(s.Verdict.Ready), s.Verdict.Detail
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s / %s\t%s / %s\t%s\t%s\t%s\n", s.Name, s.Database, s.Plugin, pc, cc,
-			bytesText(s.Verdict.SyncLagBytes), bytesText(s.PrimaryRetainedWALBytes), bytesText(s.CopyRetainedWALBytes),
+			lagText(s), bytesText(s.PrimaryRetainedWALBytes), copyRetained(s),
 			dash(s.PrimaryWALStatus), dash(s.CopyWALStatus), ready, s.Action, why)
 	}
 	tw.Flush()
@@ -284,6 +284,22 @@ func printStatus(w io.Writer, r checkResult) {
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s (fix: %s)\n", wn.Node, wn.Issue, wn.Fix)
 	}
+}
+
+// lagText is a copy's sync lag, or "-" when there is no copy to lag (a 0 B beside a missing copy
+// reads as in sync).
+func lagText(s slotsync.SlotReport) string {
+	if s.Copy == nil {
+		return "-"
+	}
+	return bytesText(s.Verdict.SyncLagBytes)
+}
+
+func copyRetained(s slotsync.SlotReport) string {
+	if s.Copy == nil {
+		return "-"
+	}
+	return bytesText(s.CopyRetainedWALBytes)
 }
 
 func dash(s string) string {

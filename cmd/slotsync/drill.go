@@ -34,7 +34,7 @@ func drillCommand() *cli.Command {
 		Name:  "drill",
 		Usage: "a failover drill: slots, writes, real consumers, slotsync, promotion, resume, and a verdict on every change",
 		Description: "With --local, starts throwaway primary/standby pairs from the PostgreSQL binaries on this machine " +
-			"(see scripts/setup.sh) and fails over cleanly and with the primary killed -9. With --primary and --standby, " +
+			"(/usr/lib/postgresql/N/bin, or $SLOTSYNC_PG_CACHE/N/bin) and fails over cleanly and with the primary killed -9. With --primary and --standby, " +
 			"drills once against that pair (it creates a database 'drill' and two slots, and promotes the standby with " +
 			"--promote-command or pg_promote()). Exit 0 when every change arrived exactly once, 1 on any loss or " +
 			"repetition, 2 when the drill could not run, 3 on a usage error.",
@@ -176,15 +176,11 @@ func planDrill(c *cli.Context) (drillPlan, error) {
 		return p, checkExternalDrill(c)
 	}
 	if p.major == 0 {
-		for _, m := range []int{18, 17, 16, 15, 14, 13} {
-			if _, err := integration.FindBinaries(m); err == nil {
-				p.major = m
-				break
-			}
+		m, err := newestInstalled()
+		if err != nil {
+			return p, err
 		}
-		if p.major == 0 {
-			return p, configError("no PostgreSQL binaries found: run scripts/setup.sh (or scripts/fetch-postgres.sh 17)")
-		}
+		p.major = m
 	}
 	if !slices.Contains(integration.SupportedMajors, p.major) {
 		return p, configError("--major %d: use one of %v", p.major, integration.SupportedMajors)
@@ -193,6 +189,17 @@ func planDrill(c *cli.Context) (drillPlan, error) {
 		p.seed = time.Now().UnixNano()
 	}
 	return p, nil
+}
+
+// newestInstalled is the newest major whose server binaries this machine has: the default of
+// drill and sandbox.
+func newestInstalled() (int, error) {
+	for _, m := range slices.Backward(integration.SupportedMajors) {
+		if _, err := integration.FindBinaries(m); err == nil {
+			return m, nil
+		}
+	}
+	return 0, configError("no PostgreSQL server binaries found: %s", integration.HowToGet(17))
 }
 
 // checkExternalDrill refuses what a drill against a given pair cannot do.

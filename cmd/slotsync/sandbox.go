@@ -16,15 +16,23 @@ func sandboxCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "sandbox",
 		Usage: "start a throwaway local primary with a streaming standby and print their DSNs",
-		Description: "Starts a real PostgreSQL pair from the binaries on this machine (see scripts/setup.sh), " +
+		Description: "Starts a real PostgreSQL pair from the binaries on this machine (/usr/lib/postgresql/N/bin, or $SLOTSYNC_PG_CACHE/N/bin), " +
 			"prints how to connect to each node, and stops and removes it on Ctrl-C or after --for.",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "major", Value: 17, Usage: "PostgreSQL major version", EnvVars: []string{"SLOTSYNC_SANDBOX_MAJOR"}},
+			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major version (default: the newest installed, as for drill)", EnvVars: []string{"SLOTSYNC_SANDBOX_MAJOR"}},
 			&cli.DurationFlag{Name: "for", Usage: "stop after this long (0: until interrupted)", EnvVars: []string{"SLOTSYNC_SANDBOX_FOR"}},
 		},
 		Action: func(c *cli.Context) error {
-			if m := c.Int("major"); !slices.Contains(integration.SupportedMajors, m) {
-				return configError("--major %d: use one of %v", m, integration.SupportedMajors)
+			major := c.Int("major")
+			if major == 0 {
+				m, err := newestInstalled()
+				if err != nil {
+					return err
+				}
+				major = m
+			}
+			if !slices.Contains(integration.SupportedMajors, major) {
+				return configError("--major %d: use one of %v", major, integration.SupportedMajors)
 			}
 			if c.Duration("for") < 0 {
 				return configError("--for %s: give a positive duration (or leave it out to run until interrupted)", c.Duration("for"))
@@ -33,7 +41,7 @@ func sandboxCommand() *cli.Command {
 			defer stop()
 			startCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 			defer cancel()
-			pair, err := integration.NewPair(startCtx, integration.Options{Major: c.Int("major")})
+			pair, err := integration.NewPair(startCtx, integration.Options{Major: major})
 			if err != nil {
 				return cli.Exit(fmt.Sprintf("start sandbox pair: %v", err), exitConnect)
 			}
