@@ -80,7 +80,7 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"SlotsyncCopyNotReady", "SlotsyncSyncLagHigh", "SlotsyncConsumerAheadOfStandby",
+	for _, want := range []string{"SlotsyncCopyNoLongerReady", "SlotsyncCopyNeedsAHuman", "SlotsyncCopyNotReady", "SlotsyncDown", "SlotsyncSyncLagHigh", "SlotsyncConsumerAheadOfStandby",
 		"SlotsyncPassesFailing", "SlotsyncRetainedWALGrowing"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	stdsync "sync"
 	"syscall"
@@ -480,6 +481,9 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if code != 503 || !strings.Contains(body, `"not_ready"`) || !strings.Contains(body, "cdc") {
 			t.Fatalf("/promotion-ready before the consumer moved: %d %s", code, body)
 		}
+		if _, m := get(base + "/metrics"); !regexp.MustCompile(`slotsync_slot_not_ready_reason\{database="postgres",plugin="test_decoding",reason="[a-z_]+",slot="cdc"\} 1`).MatchString(m) {
+			t.Errorf("no not-ready reason series for the fresh copy:\n%s", grepLines(m, "slotsync_slot_"))
+		}
 		// The consumer confirms past the copy: the gate opens.
 		waitFor(t, "/promotion-ready", 60*time.Second, func() bool {
 			_ = pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()")
@@ -488,10 +492,11 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			return code == 200
 		})
 		_, metricsText := get(base + "/metrics")
-		for _, want := range []string{`slotsync_slot_ready{slot="cdc"} 1`, `slotsync_node_up{node="primary"} 1`, "slotsync_build_info{",
-			`slotsync_slot_sync_lag_bytes{slot="cdc"}`, `slotsync_slot_retained_wal_bytes{node="standby",slot="cdc"}`,
+		const cdc = `database="postgres",plugin="test_decoding",slot="cdc"`
+		for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="primary"} 1`, "slotsync_build_info{",
+			`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="standby",plugin="test_decoding",slot="cdc"}`,
 			"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
-			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{slot="cdc"} 0`} {
+			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`} {
 			if !strings.Contains(metricsText, want) {
 				t.Errorf("metrics lack %s", want)
 			}

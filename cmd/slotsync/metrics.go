@@ -26,15 +26,21 @@ type metrics struct {
 	nodeIsPrimary   prometheus.Gauge
 	withoutPrimary  prometheus.Gauge
 	leftAlone       *prometheus.GaugeVec
+	notReady        *prometheus.GaugeVec
 }
+
+// slotLabels are the labels of every per-slot series: alerts and dashboards group by database
+// and plugin (which consumer kind) as well as by slot.
+var slotLabels = []string{"slot", "database", "plugin"}
 
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
-	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion without loss."}, []string{"slot"})
-	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "Primary confirmed_flush minus the standby copy's (negative: the copy is ahead)."}, []string{"slot"})
-	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, []string{"slot", "node"})
-	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, []string{"slot"})
+	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion without loss."}, slotLabels)
+	m.notReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_not_ready_reason", Help: "1 for each reason a slot's copy is NOT READY (docs/CLI.md lists them; some only wait, some need a human)."}, append(slotLabels, "reason"))
+	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "Primary confirmed_flush minus the standby copy's (negative: the copy is ahead)."}, slotLabels)
+	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, append(slotLabels, "node"))
+	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, slotLabels)
 	m.runs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_sync_runs_total", Help: "Sync passes attempted."})
 	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes and failed slot actions, by class (retry, skip_slot, stop)."}, []string{"class"})
 	m.duration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slotsync_sync_duration_seconds", Help: "Duration of sync passes.",
@@ -49,7 +55,7 @@ func newMetrics() *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
+	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
 		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -80,7 +86,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 	m.lastSuccess.Set(float64(time.Now().Unix()))
 	m.nodeUp.WithLabelValues("primary").Set(1)
 	m.nodeUp.WithLabelValues("standby").Set(1)
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
 		v.Reset() // slots that are gone disappear
 	}
 	ours := 0
@@ -88,7 +94,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		if s.LeftAlone {
 			ours++
 			if s.Copy != nil {
-				m.retainedWAL.WithLabelValues(s.Name, "standby").Set(float64(s.CopyRetainedWALBytes))
+				m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
 			}
 		}
 	}
@@ -101,12 +107,15 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		if !s.Gate {
 			continue
 		}
-		m.slotReady.WithLabelValues(s.Name).Set(boolFloat(s.Verdict.Ready))
-		m.syncLag.WithLabelValues(s.Name).Set(float64(s.Verdict.SyncLagBytes))
-		m.consumerAhead.WithLabelValues(s.Name).Set(float64(s.Verdict.ConsumerAheadBytes))
-		m.retainedWAL.WithLabelValues(s.Name, "primary").Set(float64(s.PrimaryRetainedWALBytes))
+		m.slotReady.WithLabelValues(s.Name, s.Database, s.Plugin).Set(boolFloat(s.Verdict.Ready))
+		for _, r := range s.Verdict.Reasons {
+			m.notReady.WithLabelValues(s.Name, s.Database, s.Plugin, string(r)).Set(1)
+		}
+		m.syncLag.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.SyncLagBytes))
+		m.consumerAhead.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.ConsumerAheadBytes))
+		m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "primary").Set(float64(s.PrimaryRetainedWALBytes))
 		if s.Copy != nil {
-			m.retainedWAL.WithLabelValues(s.Name, "standby").Set(float64(s.CopyRetainedWALBytes))
+			m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
 		}
 	}
 	m.promotionReady.Set(boolFloat(rep.Role == slotsync.RoleStandby && rep.Ready()))

@@ -1,0 +1,142 @@
+package examples
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/promql/promqltest"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// sidecar is the series one slotsync beside a standby serves, scraped by annotation-based
+// discovery (job kubernetes-pods), in promqltest's load notation; ready is slotsync_slot_ready's
+// samples, reason the not-ready reason series (if any), up the sidecar's scrapes.
+func sidecar(ready, reason, up string) string {
+	const slot = `job="kubernetes-pods",instance="pg-1:7461",slot="cdc",database="app",plugin="pgoutput"`
+	s := "load 1m\n" +
+		"  slotsync_slot_ready{" + slot + "} " + ready + "\n" +
+		`  slotsync_node_is_primary{job="kubernetes-pods",instance="pg-1:7461"} 0x200` + "\n" +
+		// The sidecar's own series stop when its scrapes fail.
+		`  slotsync_build_info{job="kubernetes-pods",instance="pg-1:7461",version="v1"} ` + strings.ReplaceAll(up, "0x", "_x") + "\n" +
+		`  up{job="kubernetes-pods",instance="pg-1:7461"} ` + up + "\n"
+	if reason != "" {
+		s += "  slotsync_slot_not_ready_reason{" + slot + "," + reason + "\n"
+	}
+	return s
+}
+
+// TestAlertsFireWhenTheyShould evaluates the shipped rules with Prometheus's own rule engine,
+// minute by minute over synthetic series: normal onboarding (a new copy NOT READY until its
+// consumer confirms, for hours) pages nobody; a copy that was READY and is no longer pages; a
+// reason only a human fixes pages; SlotsyncDown fires under annotation-based scraping, and not
+// for a target that never was slotsync.
+func TestAlertsFireWhenTheyShould(t *testing.T) {
+	cases := []struct {
+		name   string
+		load   string
+		at     time.Duration
+		firing []string // exactly these alerts fire at the end
+	}{
+		{"onboarding: a new copy waits 90 minutes for its consumer",
+			sidecar("0x200", `reason="copy_confirmed_flush_ahead"} 1x200`, "1x200"), 90 * time.Minute, nil},
+		{"onboarding that never ends is a warning after 2 hours",
+			sidecar("0x200", `reason="copy_confirmed_flush_ahead"} 1x200`, "1x200"), 150 * time.Minute, []string{"SlotsyncCopyNotReady"}},
+		{"a copy READY for half an hour, then NOT READY for 10 minutes",
+			sidecar("1x30 0x170", `reason="copy_catalog_unprotected"} _x30 1x170`, "1x200"), 40 * time.Minute, []string{"SlotsyncCopyNoLongerReady"}},
+		{"a copy that cannot decode",
+			sidecar("0x200", `reason="copy_cannot_decode"} 1x200`, "1x200"), 20 * time.Minute, []string{"SlotsyncCopyNeedsAHuman"}},
+		{"the sidecar stops answering its scrapes",
+			sidecar("1x20 _x180", "", "1x20 0x180"), 30 * time.Minute, []string{"SlotsyncDown"}},
+		{"another pod of the shared job is down: not slotsync",
+			sidecar("1x200", "", "1x200") + `  up{job="kubernetes-pods",instance="web-1:8080"} 0x200` + "\n", 30 * time.Minute, nil},
+	}
+	alerts := loadAlerts(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			storage := promqltest.LoadedStorage(t, c.load)
+			engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+			var firing []string
+			for _, a := range alerts {
+				if a.firesAt(t, engine, storage, c.at) {
+					firing = append(firing, a.name)
+				}
+			}
+			want := append([]string(nil), c.firing...)
+			slices.Sort(want)
+			slices.Sort(firing)
+			if !slices.Equal(firing, want) {
+				t.Errorf("at %s firing %v, want %v", c.at, firing, want)
+			}
+		})
+	}
+}
+
+// alert is one shipped rule: its expression and how long it must hold before firing.
+type alert struct {
+	name string
+	expr string
+	hold time.Duration
+}
+
+// firesAt evaluates the rule every minute from the start, as Prometheus's rule manager does:
+// it fires at the end when some series of its expression was present at every evaluation of
+// the last hold.
+func (a alert) firesAt(t *testing.T, engine *promql.Engine, storage storage.Queryable, end time.Duration) bool {
+	t.Helper()
+	since := map[string]time.Duration{} // series -> first evaluation of its current streak
+	for ts := time.Duration(0); ts <= end; ts += time.Minute {
+		q, err := engine.NewInstantQuery(context.Background(), storage, nil, a.expr, time.Unix(0, 0).Add(ts))
+		if err != nil {
+			t.Fatalf("%s: %v", a.name, err)
+		}
+		res := q.Exec(context.Background())
+		if res.Err != nil {
+			t.Fatalf("%s: %v", a.name, res.Err)
+		}
+		vec, _ := res.Vector()
+		present := map[string]bool{}
+		for _, s := range vec {
+			k := s.Metric.String()
+			present[k] = true
+			if _, ok := since[k]; !ok {
+				since[k] = ts
+			}
+		}
+		for k := range since {
+			if !present[k] {
+				delete(since, k)
+			}
+		}
+		q.Close()
+	}
+	for _, start := range since {
+		if end-start >= a.hold {
+			return true
+		}
+	}
+	return false
+}
+
+// loadAlerts parses the shipped rules as Prometheus does.
+func loadAlerts(t *testing.T) []alert {
+	t.Helper()
+	groups, errs := rulefmt.ParseFile("prometheus/slotsync-alerts.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	var out []alert
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			out = append(out, alert{name: r.Alert, expr: r.Expr, hold: time.Duration(r.For)})
+		}
+	}
+	return out
+}
