@@ -110,6 +110,48 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 	})
 }
 
+// TestFaultStandbyReconnecting (rule 8; found by the chaos drill, seed 20261226 on 13):
+// slotsync's route to the primary is cut while the standby is between two attempts to reconnect
+// (its walsender was terminated on the primary, as by a primary restart or a cut connection).
+// The primary is alive and takes writes its consumer gets and this standby may not. The gate
+// must not take it for gone: it watches the standby, which streams again, and answers CANNOT
+// TELL, the primary alive; never READY. Before --primary-gone-after it answered READY from the
+// record at once, and the drill's promotion then lost the consumer's changes.
+func TestFaultStandbyReconnecting(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
+		m := topology.MethodSQL
+		if major < 16 {
+			m = topology.MethodStatefile
+		}
+		f := newFixtureWith(t, major, m, integration.Options{})
+		proxy := f.primaryThroughProxy()
+		f.eng.Close()
+		f.cfg.ObserveTimeout, f.cfg.SlotTimeout = 2*time.Second, 3*time.Second
+		f.startEngine()
+		f.readyCopy()
+		// The primary crashes and restarts (as the drill's fault did) while slotsync's route to
+		// it is cut: the standby loses it and tries again only after wal_retrieve_retry_interval.
+		proxy.Blackhole()
+		f.must(f.pair.Primary.Kill(f.ctx))
+		f.must(f.pair.Primary.Start(f.ctx))
+		waitNotStreaming(t, f)
+		f.insert(3)
+		f.consume(f.pair.Primary, "cdc")
+		if rep, err := f.eng.RunOnce(f.ctx); !errors.Is(err, ErrCannotTell) || rep.WithoutPrimary != nil {
+			t.Fatalf("a pass just after the standby stopped streaming: %v, %+v", err, rep.WithoutPrimary)
+		}
+		start := time.Now()
+		rep, err := f.eng.Inspect(f.ctx)
+		t.Logf("check answered after %s: %v", time.Since(start).Round(100*time.Millisecond), err)
+		if err == nil && rep.Ready() {
+			t.Fatalf("READY without a primary that is alive (the standby was reconnecting): %+v, slots %+v", rep.WithoutPrimary, rep.Slots)
+		}
+		if !errors.Is(err, ErrPrimaryAlive) {
+			t.Fatalf("the standby streams again from its primary: want the primary alive (CANNOT TELL), got %v", err)
+		}
+	})
+}
+
 // TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
 // daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
 func TestFaultNodesCrashMidPass(t *testing.T) {

@@ -138,7 +138,8 @@ func TestTally(t *testing.T) {
 // consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 12 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
 // (default: the clock; printed) replay or lengthen it; with SLOTSYNC_CHAOS_ITERATIONS set it
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
-// SLOTSYNC_CHAOS_REPORT=path writes each major's report as path.pgN.json.
+// SLOTSYNC_CHAOS_REPORT=path writes each major's report as path.pgN.json; SLOTSYNC_CHAOS_STATE_DIR
+// keeps slotsync's logs and journals there.
 func TestChaos(t *testing.T) {
 	n, majors := 12, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
@@ -154,7 +155,11 @@ func TestChaos(t *testing.T) {
 		var logs bytes.Buffer
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*3*time.Minute)
 		defer cancel()
-		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+		state := t.TempDir()
+		if dir := os.Getenv("SLOTSYNC_CHAOS_STATE_DIR"); dir != "" {
+			state = filepath.Join(dir, fmt.Sprint(major)) // kept: slotsync's logs and journals, to read after a failure
+		}
+		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
