@@ -33,6 +33,12 @@ type Config struct {
 	// (CANNOT TELL): slots made since are unknown to it (default 2 minutes: an HA manager's TTL
 	// plus its loop, with room to spare).
 	MaxRecordAge time.Duration
+	// PrimaryGoneAfter: without the primary, the gate judges only once the standby has not
+	// streamed from it for this long (default 10 s: twice a standby's wal_retrieve_retry_interval).
+	// A WAL receiver between two attempts to reconnect (the primary restarting, a cut
+	// connection) says nothing of the primary, which may be alive and taking writes. Until then
+	// the answer is CANNOT TELL; check watches the standby that long before judging.
+	PrimaryGoneAfter time.Duration
 	// GateRecordInterval: how often a pass refreshes, in the journal, the observation the gate
 	// judges from when the primary is gone (default 5 s; sooner when a verdict changes).
 	GateRecordInterval time.Duration
@@ -86,6 +92,7 @@ func DefaultConfig() Config {
 		PrimaryConnectTimeout: 2 * time.Second,
 		GateRecordInterval:    5 * time.Second,
 		MaxRecordAge:          2 * time.Minute,
+		PrimaryGoneAfter:      10 * time.Second,
 		Workers:               4,
 		CreateWorkers:         16,
 		AdvanceStep:           256 << 20,
@@ -120,6 +127,7 @@ func (c *Config) Validate() error {
 		{"interval", &c.Interval, d.Interval}, {"max backoff", &c.MaxBackoff, d.MaxBackoff}, {"slot timeout", &c.SlotTimeout, d.SlotTimeout},
 		{"observe timeout", &c.ObserveTimeout, d.ObserveTimeout}, {"primary connect timeout", &c.PrimaryConnectTimeout, d.PrimaryConnectTimeout},
 		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval}, {"max record age", &c.MaxRecordAge, d.MaxRecordAge},
+		{"primary gone after", &c.PrimaryGoneAfter, d.PrimaryGoneAfter},
 		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
 		{"catalog hold timeout", &c.Statefile.HoldTimeout, d.Statefile.HoldTimeout},
 	} {

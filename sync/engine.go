@@ -51,8 +51,22 @@ type Engine struct {
 	watchEvery    time.Duration
 	watchAdvances int
 	now           func() time.Time
+	sleep         func(ctx context.Context, d time.Duration) error
 	// stillFailingEvery: how often a pass failing with the same error is logged again.
 	stillFailingEvery time.Duration
+	// started: the engine's first pass; lastStreaming: the last pass that saw the standby
+	// stream from its primary (gate.go, primaryLost).
+	started, lastStreaming time.Time
+}
+
+// sleepCtx waits d, or less if ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 // New validates cfg, loads the journal and prepares connections (opened lazily).
@@ -89,7 +103,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
-		mem: newMemory(), lastWarnings: "[]", now: time.Now, stillFailingEvery: 10 * time.Minute}
+		mem: newMemory(), lastWarnings: "[]", now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a
@@ -123,23 +137,34 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 // gate and the status view. Each slot's Action says what a pass would do.
 func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ctx, false) }
 
-func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
-	rep := Report{Started: e.now()}
+// observe begins a pass: what a crash interrupted is finished first (applying passes), both
+// nodes are observed, and a read-only engine (check, status) follows the journal the daemon
+// writes.
+func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
+	if e.started.IsZero() {
+		e.started = e.now()
+	}
 	if apply && e.recoverer != nil && e.recoverer.Recover(ctx) {
 		e.obs.Reset()
 	}
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
 	cancel()
+	e.noteStreaming(snap)
 	if e.cfg.ReadOnly {
-		// A read-only engine (check, status) follows the journal the daemon writes.
 		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
 			e.journal = j
 		}
 	}
+	return snap, err
+}
+
+func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
+	rep := Report{Started: e.now()}
+	snap, err := e.observe(ctx, apply)
 	switch {
 	case err != nil && primaryGone(err) && snap.Standby.Info.VersionNum != 0:
-		return e.judgeWithoutPrimary(rep, snap, err, apply)
+		return e.judgeWithoutPrimary(ctx, rep, snap, err, apply)
 	case err != nil:
 		return rep, err
 	case !snap.Standby.Info.InRecovery:

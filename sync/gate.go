@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -407,7 +408,7 @@ func primaryGone(err error) bool {
 // judgeWithoutPrimary answers for a pass whose primary is gone, from the standby and the
 // journal's gate record (rule 8). Inspect returns the verdict (unless Strict); a pass that would
 // apply still fails (nothing was changed) but carries the verdict for /promotion-ready.
-func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, apply bool) (Report, error) {
+func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Observation, perr error, apply bool) (Report, error) {
 	rec := e.journal.Gate
 	switch {
 	case e.cfg.Strict && !apply:
@@ -418,10 +419,14 @@ func (e *Engine) judgeWithoutPrimary(rep Report, snap Observation, perr error, a
 	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
-	age := e.now().Sub(rec.ObservedAt)
-	if err := cannotTell(snap.Standby.Info, age, e.cfg.MaxRecordAge); err != nil {
+	if err := cannotTell(snap.Standby.Info, e.now().Sub(rec.ObservedAt), e.cfg.MaxRecordAge); err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
+	snap, err := e.primaryLost(ctx, snap, apply)
+	if err != nil {
+		return rep, fmt.Errorf("%w: %w", perr, err)
+	}
+	age := e.now().Sub(rec.ObservedAt)
 	rep.Role = RoleStandby
 	rep.Major = snap.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
@@ -476,6 +481,57 @@ func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
 			ErrCannotTell, age.Round(time.Second), maxAge)
 	}
 	return nil
+}
+
+// noteStreaming remembers when a pass last saw the standby stream from its primary.
+func (e *Engine) noteStreaming(snap Observation) {
+	if snap.Standby.Info.ReceiverStatus == "streaming" {
+		e.lastStreaming = e.now()
+	}
+}
+
+// primaryLost holds the judgement without the primary until the standby has lost it: no WAL
+// receiver streaming for PrimaryGoneAfter (rule 8). A receiver between two attempts to
+// reconnect (the primary restarting, a cut connection; the standby retries every
+// wal_retrieve_retry_interval) says nothing of the primary, which may be alive and taking
+// writes that its consumers get and this standby does not. An applying pass answers CANNOT
+// TELL until then; a judgement that changes nothing (check) watches the standby until then,
+// and a receiver that streams again means the primary is alive. It returns the latest view of
+// the standby.
+func (e *Engine) primaryLost(ctx context.Context, snap Observation, apply bool) (Observation, error) {
+	const every = 250 * time.Millisecond
+	since := e.lastStreaming
+	if since.IsZero() || since.Before(e.started) {
+		since = e.started // a new engine knows only what it saw itself
+	}
+	for i := 0; ; i++ {
+		lost := e.now().Sub(since)
+		if lost >= e.cfg.PrimaryGoneAfter {
+			return snap, nil
+		}
+		if apply || i > int(e.cfg.PrimaryGoneAfter/every)+4 {
+			return snap, fmt.Errorf("%w: the standby has not streamed from its primary for %s only; the gate judges without the primary once "+
+				"it has been gone for %s (--primary-gone-after): until then the standby may be reconnecting to a primary that is alive",
+				ErrCannotTell, lost.Round(100*time.Millisecond), e.cfg.PrimaryGoneAfter)
+		}
+		if i == 0 {
+			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",
+				"watch_seconds", (e.cfg.PrimaryGoneAfter - lost).Seconds())
+		}
+		if err := e.sleep(ctx, every); err != nil {
+			return snap, err
+		}
+		octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
+		next, err := e.obs.Observe(octx)
+		cancel()
+		switch {
+		case err == nil || next.Standby.Info.ReceiverStatus == "streaming":
+			return snap, ErrPrimaryAlive // it answers again, or the standby streams from it again
+		case !primaryGone(err) || next.Standby.Info.VersionNum == 0:
+			return snap, err
+		}
+		snap = next
+	}
 }
 
 // notInRecord reports the copies slotsync made that the record does not judge (made after it):

@@ -74,6 +74,7 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.eng = newEngine(cfg, h.obs, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
 	h.eng.now = func() time.Time { return h.now }
+	h.eng.sleep = func(context.Context, time.Duration) error { h.now = h.now.Add(time.Second); return nil } // a watch passes time
 	h.eng.methods = func(topology.Method) (method.Method, error) { return h.app, nil }
 	return h
 }

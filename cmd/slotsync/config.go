@@ -22,6 +22,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "primary-password-file", Usage: "read the primary's password from this file", EnvVars: []string{"SLOTSYNC_PRIMARY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "primary-user", Usage: "log in to the primary as this role (default: the DSN's; primary_conninfo names the standby's replication role)", EnvVars: []string{"SLOTSYNC_PRIMARY_USER"}},
 		&cli.DurationFlag{Name: "primary-connect-timeout", Value: d.PrimaryConnectTimeout, Usage: "bound on connecting to the primary; past it the gate judges without the primary", EnvVars: []string{"SLOTSYNC_PRIMARY_CONNECT_TIMEOUT"}},
+		&cli.DurationFlag{Name: "primary-gone-after", Value: d.PrimaryGoneAfter, Usage: "without the primary, the gate judges only once the standby has not streamed from it for this long (check watches the standby until then; a standby that streams again means the primary is alive: CANNOT TELL); more than the standby's wal_retrieve_retry_interval", EnvVars: []string{"SLOTSYNC_PRIMARY_GONE_AFTER"}},
 		&cli.DurationFlag{Name: "max-record-age", Value: d.MaxRecordAge, Usage: "without the primary, the gate judges from a record at most this old (else CANNOT TELL, exit 2)", EnvVars: []string{"SLOTSYNC_MAX_RECORD_AGE"}},
 		&cli.BoolFlag{Name: "strict", Usage: "the gate refuses to judge without the primary (CANNOT TELL, exit 2)", EnvVars: []string{"SLOTSYNC_STRICT"}},
 		&cli.BoolFlag{Name: "exact", Usage: "the gate requires every copy exactly at its consumer's confirmed position (planned switchover, zero redelivery)", EnvVars: []string{"SLOTSYNC_EXACT"}},
@@ -90,6 +91,9 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		return cfg, err
 	}
 	if cfg.MaxRecordAge, err = positive(c, "max-record-age"); err != nil {
+		return cfg, err
+	}
+	if cfg.PrimaryGoneAfter, err = positive(c, "primary-gone-after"); err != nil {
 		return cfg, err
 	}
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {

@@ -174,16 +174,20 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 		sv := fv.Slots[i]
 		first := f.c.firstEnd()
 		for _, a := range []struct {
-			answer   GateAnswer
-			asked    string
-			observed time.Time
-			binding  bool
-			promised bool
+			answer  GateAnswer
+			asked   string
+			binding bool
 		}{
-			{with, "with the primary", with.Asked, binding, true},
-			{without, "without the primary", without.ObservedAt, true, without.SynchronizedStandby},
+			{with, "asked with the primary", binding},
+			{without, "asked without the primary", true},
 		} {
-			allowed := f.c.confirmedAt(a.observed)
+			// What the answer promises depends on how the gate judged: an answer asked while
+			// the primary ran may still be judged without it (its route cut).
+			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.SynchronizedStandby
+			if a.answer.WithoutPrimary {
+				observed = a.answer.ObservedAt
+			}
+			allowed := f.c.confirmedAt(observed)
 			early := 0
 			for _, id := range sv.Repeated {
 				if first[id] <= allowed {
@@ -191,7 +195,7 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 				}
 			}
 			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Binding: a.binding,
-				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead), AheadPromised: a.promised}.Assess())
+				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead), AheadPromised: promised}.Assess())
 		}
 	}
 	return out

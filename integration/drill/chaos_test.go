@@ -70,6 +70,7 @@ func TestAssess(t *testing.T) {
 		{"ready then a redelivery of what was confirmed after the observation", Judged{Answer: AnswerReady, Binding: true, Repeated: 4}, false},
 		{"ready then a redelivery of what was confirmed before it", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 1}, true},
 		{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
+		{"ready without the primary, consumer ahead (so it cannot resume), not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15}, false},
 		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
 	}
 	for _, c := range cases {
@@ -126,7 +127,7 @@ func TestTally(t *testing.T) {
 	}
 	var b bytes.Buffer
 	tl.Markdown(&b)
-	if !strings.Contains(b.String(), "| all | all | all | 2 | 2 | 1 |") {
+	if !strings.Contains(b.String(), "| all | all | all | 2 | 2 | 1 | 0 |") {
 		t.Fatalf("markdown:\n%s", b.String())
 	}
 }

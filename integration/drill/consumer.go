@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	stdsync "sync"
 	"time"
 
@@ -24,6 +25,7 @@ type consumer struct {
 	confirmed pglogrepl.LSN // the last position acknowledged: the consumer's stored offset
 	received  []receipt     // every id received, in order
 	pending   []int         // ids of the transaction being read
+	inTxn     bool          // a transaction's BEGIN was read, not yet its COMMIT
 	history   []confirmation
 	// floor: ids up to it were written before the slot was made again (chaos); this
 	// incarnation of the slot owes the consumer only later ones.
@@ -110,6 +112,7 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 				return err
 			}
 			seen = max(seen, ka.ServerWALEnd)
+			c.idleAt(ka.ServerWALEnd)
 			if ka.ReplyRequested {
 				if err := c.ack(ctx, conn); err != nil {
 					return err
@@ -145,6 +148,8 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 			return false, fmt.Errorf("consumer %s: parse pgoutput: %w", c.slot, err)
 		}
 		switch m := m.(type) {
+		case *pglogrepl.BeginMessage:
+			c.inTxn = true
 		case *pglogrepl.InsertMessage:
 			if m.Tuple == nil || len(m.Tuple.Columns) == 0 {
 				return false, errors.New("insert without columns")
@@ -161,6 +166,9 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 		return false, nil
 	}
 	text := string(xld.WALData)
+	if strings.HasPrefix(text, "BEGIN") {
+		c.inTxn = true
+	}
 	if mm := testDecodingInsert.FindStringSubmatch(text); mm != nil {
 		id, _ := strconv.Atoi(mm[1])
 		c.pending = append(c.pending, id)
@@ -173,6 +181,7 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 }
 
 func (c *consumer) commit(end pglogrepl.LSN, phase int) {
+	c.inTxn = false
 	for _, id := range c.pending {
 		c.received = append(c.received, receipt{id: id, end: end, phase: phase})
 	}
@@ -180,6 +189,19 @@ func (c *consumer) commit(end pglogrepl.LSN, phase int) {
 	if end > c.confirmed {
 		c.confirmed = end
 		c.history = append(c.history, confirmation{time.Now(), end})
+	}
+}
+
+// idleAt: between transactions, a keepalive's WAL end is confirmed too, as pg_recvlogical and
+// subscriptions do: nothing before it is still to come. (A consumer that confirms only commit
+// ends keeps a walsender waiting at the primary's shutdown for a flush report up to what it
+// sent, which a commit end may not reach.)
+func (c *consumer) idleAt(walEnd pglogrepl.LSN) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.inTxn && walEnd > c.confirmed {
+		c.confirmed = walEnd
+		c.history = append(c.history, confirmation{time.Now(), walEnd})
 	}
 }
 

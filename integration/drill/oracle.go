@@ -109,13 +109,19 @@ type Judged struct {
 	Why           string `json:"why,omitempty"`
 }
 
-// Assess calls the answer a lie or not.
+// Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the
+// answer ruled it out (judged with the primary, or with synchronized_standby_slots listing
+// the standby); otherwise it is counted apart.
 func (j Judged) Assess() Judged {
 	j.Lie, j.Why = false, ""
 	if j.Answer != AnswerReady || !j.Binding {
 		return j
 	}
 	switch {
+	case j.Ahead > 0 && !j.AheadPromised:
+		// Judged without the primary, no consumer-ahead is promised (rule 8): a consumer that
+		// got changes this standby never had cannot resume on it, whatever the copy.
+		j.Why = fmt.Sprintf("READY %s; the consumer was ahead of the standby by %d changes, which the answer did not rule out", j.Asked, j.Ahead)
 	case j.Lost > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
 	case j.RepeatedEarly > 0:

@@ -26,6 +26,9 @@ type TallyRow struct {
 	NotReady   int    `json:"not_ready"`
 	CannotTell int    `json:"cannot_tell"`
 	Lies       int    `json:"ready_while_loss"`
+	// AheadNotPromised: binding READY answers judged without the primary after which the
+	// consumer held changes the standby lacked (rule 8 does not rule that out).
+	AheadNotPromised int `json:"ready_consumer_ahead_not_promised"`
 	// NotReadyLoss: NOT READY answers after which the consumer did lose (the gate was right).
 	NotReadyLoss int `json:"not_ready_then_loss"`
 	Redelivered  int `json:"redelivered"` // changes received twice, over all slots
@@ -39,6 +42,9 @@ func (r *TallyRow) add(it ChaosIteration) {
 		switch {
 		case j.Answer == AnswerReady && j.Binding:
 			r.Ready++
+			if j.Ahead > 0 && !j.AheadPromised {
+				r.AheadNotPromised++
+			}
 		case j.Answer == AnswerNotReady:
 			r.NotReady++
 			if j.Lost > 0 {
@@ -85,14 +91,14 @@ func TallyOf(its []ChaosIteration) Tally {
 
 // Markdown writes the tally as the table docs/RELIABILITY.md carries.
 func (t Tally) Markdown(w io.Writer) {
-	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | NOT READY | NOT READY, then loss | CANNOT TELL | redelivered | problems |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | READY, consumer ahead (not ruled out) | NOT READY | NOT READY, then loss | CANNOT TELL | redelivered | problems |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range append(t.Rows, t.Total) {
 		major := fmt.Sprint(r.Major)
 		if r.Major == 0 {
 			major = "all"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
-			r.Ready, r.Lies, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Redelivered, r.Problems)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
+			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Redelivered, r.Problems)
 	}
 }
