@@ -136,13 +136,13 @@ func TestTally(t *testing.T) {
 // (slotsync killed and crashed at failpoints, the route to the primary blackholed, the standby's
 // WAL receiver cut, restarts, slots made again, long transactions, catalogs vacuumed), the gate
 // asked with and without the primary at each, and every READY checked against what the
-// consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 12 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
+// consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 6 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
 // (default: the clock; printed) replay or lengthen it; with SLOTSYNC_CHAOS_ITERATIONS set it
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
 // SLOTSYNC_CHAOS_REPORT=path writes each major's report as path.pgN.json; SLOTSYNC_CHAOS_STATE_DIR
 // keeps slotsync's logs and journals there.
 func TestChaos(t *testing.T) {
-	n, majors := 12, []int{15, 17}
+	n, majors := 6, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
 		n, _ = strconv.Atoi(s)
 		majors = nil
