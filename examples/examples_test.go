@@ -1,6 +1,7 @@
 package examples
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -18,9 +19,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/slotsync/slotsync/integration"
-	"github.com/slotsync/slotsync/integration/drill"
-	"github.com/slotsync/slotsync/integration/drill/drilltest"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"go.yaml.in/yaml/v3"
 )
@@ -475,12 +473,12 @@ func TestWorkflowGoreleaserDockerfile(t *testing.T) {
 	wf := readYAML(t, "github-actions/failover-drill.yml")[0]
 	steps, _ := dig(wf, "jobs", "drill", "steps").([]any)
 	run, _ := dig(steps[len(steps)-1], "run").(string)
-	if !strings.Contains(run, "-run TestDrillOnDocker") {
+	if !strings.Contains(run, "-run TestFailoverKeepsOurSlots") {
 		t.Fatalf("workflow runs %q", run)
 	}
-	src, _ := os.ReadFile("examples_test.go")
-	if !strings.Contains(string(src), "func TestDrillOnDocker(") {
-		t.Fatal("the workflow's test does not exist")
+	src, _ := os.ReadFile("github-actions/your-repo/failover_test.go")
+	if !strings.Contains(string(src), "func TestFailoverKeepsOurSlots(") {
+		t.Fatal("the workflow's test does not exist in the user's layout")
 	}
 	gr := readYAML(t, "../.goreleaser.yaml")[0]
 	if dig(gr, "builds", 0, "main") != "./cmd/slotsync" || dig(gr, "builds", 0, "env", 0) != "CGO_ENABLED=0" {
@@ -513,18 +511,72 @@ func TestWorkflowGoreleaserDockerfile(t *testing.T) {
 	}
 }
 
-// TestDrillOnDocker is what the GitHub Actions example runs: the failover drill on
-// testcontainers-go. It skips without a reachable Docker engine.
-func TestDrillOnDocker(t *testing.T) {
-	major := pgtest.DockerMajor()
-	if s := os.Getenv("SLOTSYNC_DRILL_MAJOR"); s != "" {
-		major, _ = strconv.Atoi(s)
+// TestGitHubActionsExample runs the GitHub Actions example as a user's repository would: the
+// test in github-actions/your-repo, in a module of its own that requires slotsync (replaced by
+// this checkout: a path), run by the workflow step's own command and environment, the matrix
+// given the major of the image here. It is the failover drill on Docker (a kill -9 of the
+// primary's container); it skips without a reachable Docker engine.
+func TestGitHubActionsExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a drill runs on real PostgreSQL pairs")
 	}
+	major := pgtest.DockerMajor()
 	if major < 16 {
 		t.Skipf("the drill on PostgreSQL %d needs the state-file method, which installs copies in the standby's data directory: not inside a container; "+
 			"give an image of 16 or newer (%s, %s)", major, pgtest.EnvDockerImage, pgtest.EnvDockerMajor)
 	}
-	drilltest.Check(t, integration.Options{Major: major, Backend: "docker"}, drill.Options{Kill: true})
+	wf := readYAML(t, "github-actions/failover-drill.yml")[0]
+	if m, _ := dig(wf, "jobs", "drill", "strategy", "matrix", "postgres").([]any); !slices.Contains(m, any(major)) {
+		t.Fatalf("the workflow's matrix %v does not run %d", m, major)
+	}
+	steps, _ := dig(wf, "jobs", "drill", "steps").([]any)
+	step := steps[len(steps)-1]
+	run, _ := dig(step, "run").(string)
+	env := os.Environ()
+	stepEnv, _ := dig(step, "env").(map[string]any)
+	for k, v := range stepEnv {
+		env = append(env, k+"="+strings.ReplaceAll(fmt.Sprint(v), "${{ matrix.postgres }}", strconv.Itoa(major)))
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"go.mod", "failover_test.go"} {
+		data, err := os.ReadFile(filepath.Join("github-actions/your-repo", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f == "go.mod" {
+			root, _ := filepath.Abs("..")
+			data = append(data, []byte("\nreplace github.com/slotsync/slotsync => "+root+"\n")...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tidy := exec.Command("go", "mod", "tidy")
+	tidy.Dir = dir
+	if out, err := tidy.CombinedOutput(); err != nil {
+		t.Fatalf("go mod tidy in the user's module: %v\n%s", err, out)
+	}
+	cmd := exec.Command("sh", "-c", run)
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "--- SKIP: TestFailoverKeepsOurSlots"):
+		t.Skipf("the user's test skipped:\n%s", out)
+	case err != nil || !strings.Contains(string(out), "--- PASS: TestFailoverKeepsOurSlots"):
+		t.Fatalf("the workflow's step %q: %v\n%s", run, err, out)
+	}
+	t.Logf("%s", grepPrefix(string(out), "    failover_test.go"))
+}
+
+// grepPrefix keeps the lines of text that start with prefix.
+func grepPrefix(text, prefix string) string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // TestReleaseConfig: what a release publishes is what the README and the examples promise:
