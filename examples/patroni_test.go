@@ -46,8 +46,10 @@ func readLog(path string) string {
 	return string(data)
 }
 
+// dsn logs in to node n as the example's superuser, with its password (the example's pg_hba
+// asks for it over TCP).
 func (n *patroniNode) dsn() string {
-	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=change-me dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
 }
 
 func freeTCPPort(t *testing.T) int {
@@ -142,12 +144,24 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	if data, err := os.ReadFile(filepath.Join(binDir, "slotsync")); err != nil || os.WriteFile(filepath.Join(bin, "slotsync"), data, 0o755) != nil {
 		t.Fatalf("copy slotsync: %v", err)
 	}
-	hook := filepath.Join(dir, "pre-promote.sh")
-	data, err := os.ReadFile("patroni/pre-promote.sh")
-	if err != nil {
+	var hook, postBootstrap string
+	for _, f := range []struct {
+		from string
+		to   *string
+	}{{"patroni/pre-promote.sh", &hook}, {"patroni/post-bootstrap.sh", &postBootstrap}} {
+		*f.to = filepath.Join(dir, filepath.Base(f.from))
+		data, err := os.ReadFile(f.from)
+		if err != nil || os.WriteFile(*f.to, data, 0o755) != nil {
+			t.Fatalf("copy %s: %v", f.from, err)
+		}
+	}
+	// The sidecar's password for the primary (SLOTSYNC_PRIMARY_PASSWORD_FILE), which
+	// post-bootstrap.sh gives the role slotsync.
+	if err := os.WriteFile(filepath.Join(dir, "password"), []byte("slotsync-test-secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(hook, data, 0o755); err != nil {
+	runUser, err := integration.RunUser()
+	if err != nil {
 		t.Fatal(err)
 	}
 	peer := freeTCPPort(t)
@@ -174,13 +188,20 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 		cfg["name"] = n.name
 		cfg["restapi"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", n.apiPort), "connect_address": fmt.Sprintf("127.0.0.1:%d", n.apiPort)}
 		cfg["etcd3"] = map[string]any{"hosts": fmt.Sprintf("127.0.0.1:%d", c.etcdPort)}
+		// The example's authentication as shipped: only addresses, paths and the OS user of the
+		// peer map (the clusters' user here) are replaced.
 		boot := cfg["bootstrap"].(map[string]any)
-		boot["pg_hba"] = []any{"host replication all 127.0.0.1/32 trust", "host all all 127.0.0.1/32 trust", "local all all trust"}
+		boot["post_bootstrap"] = postBootstrap
+		for i, line := range boot["pg_hba"].([]any) {
+			boot["pg_hba"].([]any)[i] = strings.ReplaceAll(line.(string), "0.0.0.0/0", "127.0.0.1/32")
+		}
 		pg := cfg["postgresql"].(map[string]any)
+		for i, line := range pg["pg_ident"].([]any) {
+			pg["pg_ident"].([]any)[i] = strings.Replace(line.(string), " postgres ", " "+runUser+" ", 1)
+		}
 		pg["listen"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
 		pg["connect_address"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
 		pg["data_dir"], pg["pgpass"], pg["pre_promote"] = n.dataDir, filepath.Join(dir, n.name+".pgpass"), hook
-		pg["authentication"] = map[string]any{"replication": map[string]any{"username": "postgres"}, "superuser": map[string]any{"username": "postgres"}}
 		pg["parameters"] = map[string]any{"unix_socket_directories": dir}
 		out, err := yaml.Marshal(cfg)
 		if err != nil {
@@ -201,14 +222,25 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 }
 
 // env is what Patroni's service and the sidecar get on node n (examples/patroni/slotsync.env).
+// Read from the example with its paths, socket and node name replaced (the socket's port added).
 func (c *patroniCluster) env(n *patroniNode) []string {
-	return []string{"PATH=" + filepath.Join(c.dir, "bin") + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "SLOTSYNC_STANDBY=" + n.dsn(), "SLOTSYNC_STATE_DIR=" + n.stateDir,
-		"SLOTSYNC_STANDBY_DATA_DIR=" + n.dataDir, "SLOTSYNC_RESTART=command",
-		"SLOTSYNC_RESTART_COMMAND=patronictl -c " + n.config + " restart --force pg-ha " + n.name,
-		// The test blocks unsafe promotions: a promotion that happens proves the copies were READY.
-		"SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block",
-		// A test has minutes, not the default 5 between two restarts of a replica.
-		"SLOTSYNC_MIN_RESTART_INTERVAL=5s"}
+	raw, err := os.ReadFile("patroni/slotsync.env")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	replace := strings.NewReplacer("host=/var/run/postgresql", fmt.Sprintf("host=%s port=%d", c.dir, n.pgPort),
+		"/etc/slotsync/password", filepath.Join(c.dir, "password"), "/var/lib/slotsync", n.stateDir,
+		"/var/lib/postgresql/15/main", n.dataDir, "/etc/patroni/patroni.yml", n.config, " node1", " "+n.name,
+		"PATH=/usr/local/bin", "PATH="+filepath.Join(c.dir, "bin")+":/usr/local/bin")
+	var env []string
+	for _, line := range strings.Split(replace.Replace(string(raw)), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			env = append(env, line)
+		}
+	}
+	// The test blocks unsafe promotions (a promotion that happens proves the copies were READY)
+	// and has minutes, not the default 5 between two restarts of a replica.
+	return append(env, "SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block", "SLOTSYNC_MIN_RESTART_INTERVAL=5s")
 }
 
 // up starts node n's Patroni and its slotsync sidecar.

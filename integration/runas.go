@@ -117,13 +117,23 @@ func (r runAs) checkReachable(program string) error {
 
 // ShellPrefix returns what to put before a shell command so that it runs as the user local
 // clusters run as ("runuser -u postgres -- " when the caller is root, "" otherwise): pg_ctl
-// refuses root, as an operator's stop and start commands would.
+// refuses root, as an operator's stop and start commands would. runuser is named by its path.
 func ShellPrefix() (string, error) {
 	r, err := currentRunAs()
 	if err != nil || !r.switched {
 		return "", err
 	}
-	return "runuser -u " + r.name + " -- ", nil
+	runuser, err := exec.LookPath("runuser")
+	if err != nil {
+		runuser = "/usr/sbin/runuser" // util-linux; a command's own PATH may leave sbin out
+	}
+	return runuser + " -u " + r.name + " -- ", nil
+}
+
+// RunUser is the OS user local clusters run as (peer authentication sees it).
+func RunUser() (string, error) {
+	r, err := currentRunAs()
+	return r.name, err
 }
 
 // GiveToRunUser makes the user test clusters run as own path and everything below it (when the

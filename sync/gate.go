@@ -27,6 +27,8 @@ type GateRecord struct {
 	// was made. The record belongs to that era of the node: another timeline is not judged.
 	Timeline      int          `json:"timeline,omitempty"`
 	StandbyWALEnd lsncheck.LSN `json:"standby_wal_end,omitempty"`
+	// StandbyStreaming: the standby streamed from its primary at ObservedAt.
+	StandbyStreaming bool `json:"standby_streaming,omitempty"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -254,7 +256,7 @@ func decodeError(ent *Entry) string {
 // newGateRecord builds the record from a pass judged with the primary.
 func newGateRecord(at time.Time, method topology.Method, synced bool, standby topology.NodeInfo, slots []SlotReport) *GateRecord {
 	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{},
-		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd()}
+		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd(), StandbyStreaming: standby.ReceiverStatus == "streaming"}
 	for _, s := range slots {
 		if !s.Gate || s.Primary == nil {
 			continue
@@ -483,11 +485,53 @@ func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
 	return nil
 }
 
-// noteStreaming remembers when a pass last saw the standby stream from its primary.
-func (e *Engine) noteStreaming(snap Observation) {
-	if snap.Standby.Info.ReceiverStatus == "streaming" {
+// noteStreaming remembers when a pass last saw the standby stream from its primary. An applying
+// engine also writes into the journal, once per change, when the standby stopped streaming (the
+// last time it saw it stream), so that check, a process of its own, knows how long the standby
+// has been without its primary.
+func (e *Engine) noteStreaming(snap Observation, apply bool) {
+	info := snap.Standby.Info
+	if info.VersionNum == 0 {
+		return // the standby was not observed
+	}
+	streaming := info.ReceiverStatus == "streaming"
+	if streaming {
 		e.lastStreaming = e.now()
 	}
+	if !apply || e.cfg.ReadOnly || e.journal == nil {
+		return
+	}
+	lostAt := e.journal.StandbyLostPrimaryAt
+	switch {
+	case !streaming && info.InRecovery && lostAt.IsZero() && !e.lastStreaming.IsZero():
+		lostAt = e.lastStreaming
+	case streaming && !lostAt.IsZero():
+		lostAt = time.Time{}
+	default:
+		return
+	}
+	next := e.journal.clone()
+	next.StandbyLostPrimaryAt = lostAt
+	if err := next.Save(e.cfg.StateDir); err != nil {
+		e.log.Warn("could not record when the standby stopped streaming from its primary", "error", err)
+		return
+	}
+	e.journal = next
+}
+
+// lastStreamed is when the standby last streamed from its primary, as far as this engine can
+// tell: what it saw itself, else what the daemon recorded (unless a later record saw it stream),
+// else nothing before this engine's first pass.
+func (e *Engine) lastStreamed() time.Time {
+	if !e.lastStreaming.IsZero() {
+		return e.lastStreaming
+	}
+	if j := e.journal; j != nil && !j.StandbyLostPrimaryAt.IsZero() {
+		if rec := j.Gate; rec == nil || !rec.StandbyStreaming || !rec.ObservedAt.After(j.StandbyLostPrimaryAt) {
+			return j.StandbyLostPrimaryAt
+		}
+	}
+	return e.started
 }
 
 // primaryLost holds the judgement without the primary until the standby has lost it: no WAL
@@ -500,19 +544,17 @@ func (e *Engine) noteStreaming(snap Observation) {
 // the standby.
 func (e *Engine) primaryLost(ctx context.Context, snap Observation, apply bool) (Observation, error) {
 	const every = 250 * time.Millisecond
-	since := e.lastStreaming
-	if since.IsZero() || since.Before(e.started) {
-		since = e.started // a new engine knows only what it saw itself
-	}
 	for i := 0; ; i++ {
+		since := e.lastStreamed()
 		lost := e.now().Sub(since)
 		if lost >= e.cfg.PrimaryGoneAfter {
 			return snap, nil
 		}
 		if apply || i > int(e.cfg.PrimaryGoneAfter/every)+4 {
-			return snap, fmt.Errorf("%w: the standby has not streamed from its primary for %s only; the gate judges without the primary once "+
+			// The message names the moment, not the time since: a daemon logs it once.
+			return snap, fmt.Errorf("%w: the standby has not streamed from its primary since %s only; the gate judges without the primary once "+
 				"it has been gone for %s (--primary-gone-after): until then the standby may be reconnecting to a primary that is alive",
-				ErrCannotTell, lost.Round(100*time.Millisecond), e.cfg.PrimaryGoneAfter)
+				ErrCannotTell, since.UTC().Format("15:04:05.0"), e.cfg.PrimaryGoneAfter)
 		}
 		if i == 0 {
 			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",

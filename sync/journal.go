@@ -36,6 +36,10 @@ type Journal struct {
 	Gate *GateRecord `json:"gate,omitempty"`
 	// OwnSlotsAt: when the node's own slots were last recorded while it was the primary (rule 9).
 	OwnSlotsAt time.Time `json:"own_slots_at,omitempty"`
+	// StandbyLostPrimaryAt: the last time the daemon saw the standby stream from its primary,
+	// written when it saw the streaming stop (cleared when it resumes): how long the standby has
+	// been without its primary, for a gate judging without it (rule 8, --primary-gone-after).
+	StandbyLostPrimaryAt time.Time `json:"standby_lost_primary_at,omitzero"`
 }
 
 // Entry is one slot slotsync manages.
