@@ -105,6 +105,9 @@ func checkCommand() *cli.Command {
 			&cli.DurationFlag{Name: "wait", Usage: "keep checking until ready or this long has passed", EnvVars: []string{"SLOTSYNC_WAIT"}},
 		),
 		Action: func(c *cli.Context) error {
+			if c.Duration("wait") < 0 {
+				return failJSON(c, configError("--wait %s: give a positive duration (or leave it out to answer at once)", c.Duration("wait")))
+			}
 			eng, err := inspector(c)
 			if err != nil {
 				return failJSON(c, err)

@@ -598,7 +598,7 @@ func TestDrillCommand(t *testing.T) {
 	for _, args := range [][]string{{"drill"}, {"drill", "--local", "--mode", "sideways"}, {"drill", "--standby", "host=x"},
 		{"drill", "--local", "--major", "10"}, {"drill", "--primary", "host=x", "--standby", "host=y", "--switch-back"},
 		{"drill", "--primary", "host=x", "--standby", "host=y", "--promote-yes", "--mode", "chaos"},
-		{"sandbox", "--major", "9"}, {"sandbox", "--for", "-1s"}} {
+		{"sandbox", "--major", "9"}, {"sandbox", "--for", "-1s"}, {"check", "--standby", "host=x", "--wait", "-5s"}} {
 		if r := slotsyncCmd(t, nil, args...); r.code != exitUsage {
 			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
 		}
