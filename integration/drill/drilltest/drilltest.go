@@ -25,18 +25,7 @@ import (
 //	}
 func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill.Verdict {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: a drill runs on real PostgreSQL pairs")
-	}
-	if pairOpts.Backend == "" {
-		pairOpts.Backend = os.Getenv(integration.EnvBackend)
-	}
-	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
-	pairOpts, err := docker.With(dctx, pairOpts)
-	dcancel()
-	if err != nil {
-		t.Skipf("a drill on Docker: %v", err)
-	}
+	pairOpts = backend(t, pairOpts)
 	pair := pgtest.StartPair(t, pairOpts)
 	if opts.StateDir == "" {
 		opts.StateDir = t.TempDir()
@@ -83,27 +72,13 @@ func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill
 // down or slotsync exited by itself, and logs the seed that replays it.
 func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iterations int, seed int64) drill.ChaosReport {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: a drill runs on real PostgreSQL pairs")
-	}
+	pairOpts = backend(t, pairOpts)
 	if slotsync == "" {
 		path, err := exec.LookPath("slotsync")
 		if err != nil {
 			t.Fatalf("chaos drill: no slotsync binary in PATH; install it or pass its path: %v", err)
 		}
 		slotsync = path
-	}
-	if pairOpts.Backend == "" {
-		pairOpts.Backend = os.Getenv(integration.EnvBackend)
-	}
-	if pairOpts.Backend == "docker" && pairOpts.Image == "" {
-		pairOpts.Image = os.Getenv(pgtest.EnvDockerImage)
-	}
-	dctx, dcancel := context.WithTimeout(context.Background(), time.Minute)
-	pairOpts, err := docker.With(dctx, pairOpts)
-	dcancel()
-	if err != nil {
-		t.Skipf("a drill on Docker: %v", err)
 	}
 	if seed == 0 {
 		seed = time.Now().UnixNano() % 1_000_000_000
@@ -128,4 +103,27 @@ func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iteratio
 		t.Fatalf("chaos drill could not run: %v", err)
 	}
 	return rep
+}
+
+// backend completes pairOpts as a drill needs them: the backend from SLOTSYNC_BACKEND when not
+// given, the Docker image from SLOTSYNC_DOCKER_IMAGE when not given, and Docker's Launch; it
+// skips the test in -short runs and without a reachable Docker engine, saying why.
+func backend(t testing.TB, pairOpts integration.Options) integration.Options {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a drill runs on real PostgreSQL pairs")
+	}
+	if pairOpts.Backend == "" {
+		pairOpts.Backend = os.Getenv(integration.EnvBackend)
+	}
+	if pairOpts.Backend == "docker" && pairOpts.Image == "" {
+		pairOpts.Image = os.Getenv(pgtest.EnvDockerImage)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pairOpts, err := docker.With(ctx, pairOpts)
+	if err != nil {
+		t.Skipf("a drill on Docker: %v", err)
+	}
+	return pairOpts
 }
