@@ -42,10 +42,11 @@ func (e *Engine) asPrimary(rep Report, snap Observation, apply bool) (Report, er
 	}
 	if apply {
 		next, changed := ownSlots(e.journal, snap.Standby, e.cfg.Select, e.now().UTC(), e.cfg.GateRecordInterval)
-		if next.Gate != nil {
-			// The gate record belongs to the node's era as a standby: a primary has nothing to
-			// judge, and a record kept through it would judge stale slots after a demotion (rule 8).
-			next.Gate, changed = nil, true
+		if next.Gate != nil || !next.StandbyLostPrimaryAt.IsZero() {
+			// The gate record, and when the standby lost its primary, belong to the node's era
+			// as a standby: a primary has nothing to judge, and a record kept through it would
+			// judge stale slots after a demotion (rule 8).
+			next.Gate, next.StandbyLostPrimaryAt, changed = nil, time.Time{}, true
 		}
 		if changed {
 			if err := next.Save(e.cfg.StateDir); err != nil {
