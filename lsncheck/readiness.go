@@ -40,6 +40,9 @@ const (
 	ReasonCopyBeingMade       Reason = "copy_being_made"
 	ReasonNotInRecord         Reason = "not_in_record"
 	ReasonRecordOtherTimeline Reason = "record_of_another_timeline"
+	// ReasonRecordStandbyCutOff: the record was made while the standby did not stream from a
+	// primary that answered (rule 8).
+	ReasonRecordStandbyCutOff Reason = "record_standby_cut_off"
 	// two_phase: on 17 the server's sync of a failover slot does not carry two_phase_at; a copy
 	// of the standby's own decoding has its own two_phase_at, so transactions prepared before it
 	// and still pending, or not yet confirmed past, are sent again as PREPARE after a promotion.

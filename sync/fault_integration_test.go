@@ -152,6 +152,41 @@ func TestFaultStandbyReconnecting(t *testing.T) {
 	})
 }
 
+// TestFaultRecordStandbyCutOff (rule 8; seen while reading the chaos drill's seed 20261214):
+// the standby stops streaming from a primary that still answers slotsync; a pass records READY
+// (the consumer is not ahead yet); the consumer then receives changes the standby never gets,
+// and the primary dies before another pass. Judged without the primary, the copy must not be
+// READY: the record was made while the standby was cut off. Before, it was READY, and a promotion
+// would hand the consumer a history without what it had.
+func TestFaultRecordStandbyCutOff(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+		m := topology.MethodSQL
+		if major < 16 {
+			m = topology.MethodStatefile
+		}
+		f := newFixtureWith(t, major, m, integration.Options{})
+		f.readyCopy()
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		waitNotStreaming(t, f)
+		if slots := f.pass(); !slots["cdc"].Verdict.Ready {
+			t.Fatalf("the pass that records the gate: %+v", slots["cdc"])
+		}
+		f.insert(3)
+		f.consume(f.pair.Primary, "cdc")
+		f.must(f.pair.Primary.Kill(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil {
+			t.Fatalf("the gate without the primary: %v %+v", err, rep.WithoutPrimary)
+		}
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" && (s.Verdict.Ready || !slices.Contains(s.Verdict.Reasons, lsncheck.ReasonRecordStandbyCutOff)) {
+				t.Fatalf("a copy judged from a record made while the standby was cut off: %+v", s.Verdict)
+			}
+		}
+	})
+}
+
 // TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
 // daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
 func TestFaultNodesCrashMidPass(t *testing.T) {

@@ -27,8 +27,9 @@ type GateRecord struct {
 	// was made. The record belongs to that era of the node: another timeline is not judged.
 	Timeline      int          `json:"timeline,omitempty"`
 	StandbyWALEnd lsncheck.LSN `json:"standby_wal_end,omitempty"`
-	// StandbyStreaming: the standby streamed from its primary at ObservedAt.
-	StandbyStreaming bool `json:"standby_streaming,omitempty"`
+	// StandbyCutOff: the standby did not stream from its primary at ObservedAt, while the
+	// primary answered: what the primary took afterwards may never reach this standby.
+	StandbyCutOff bool `json:"standby_cut_off,omitempty"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -256,7 +257,7 @@ func decodeError(ent *Entry) string {
 // newGateRecord builds the record from a pass judged with the primary.
 func newGateRecord(at time.Time, method topology.Method, synced bool, standby topology.NodeInfo, slots []SlotReport) *GateRecord {
 	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{},
-		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd(), StandbyStreaming: standby.ReceiverStatus == "streaming"}
+		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd(), StandbyCutOff: standby.ReceiverStatus != "streaming"}
 	for _, s := range slots {
 		if !s.Gate || s.Primary == nil {
 			continue
@@ -362,6 +363,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		case rec.Timeline != 0 && standby.Info.HistoryTimeline != 0 && rec.Timeline != standby.Info.HistoryTimeline:
 			notReady(lsncheck.ReasonRecordOtherTimeline, fmt.Sprintf("the record was made on timeline %d; the standby is on timeline %d now",
 				rec.Timeline, standby.Info.HistoryTimeline))
+		case rec.StandbyCutOff && !gs.HeldBack:
+			notReady(lsncheck.ReasonRecordStandbyCutOff, "when the primary was last observed, this standby was not streaming from it: "+
+				"what the primary took afterwards, which its consumers may have received, is not on this standby")
 		case standby.Info.WALEnd() < gs.Primary.ConfirmedFlush:
 			notReady(lsncheck.ReasonConsumerAheadOfStandby, fmt.Sprintf("the consumer had confirmed %s; the standby has WAL up to %s only",
 				gs.Primary.ConfirmedFlush, standby.Info.WALEnd()))
@@ -527,7 +531,7 @@ func (e *Engine) lastStreamed() time.Time {
 		return e.lastStreaming
 	}
 	if j := e.journal; j != nil && !j.StandbyLostPrimaryAt.IsZero() {
-		if rec := j.Gate; rec == nil || !rec.StandbyStreaming || !rec.ObservedAt.After(j.StandbyLostPrimaryAt) {
+		if rec := j.Gate; rec == nil || rec.StandbyCutOff || !rec.ObservedAt.After(j.StandbyLostPrimaryAt) {
 			return j.StandbyLostPrimaryAt
 		}
 	}
@@ -598,12 +602,12 @@ func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) 
 	return out
 }
 
-// recordGate keeps the journal's gate record fresh: at once when a verdict changed, otherwise
-// every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
+// recordGate keeps the journal's gate record fresh: at once when a verdict changed or the standby
+// stopped or resumed streaming, otherwise every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
 func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
 	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), snap.Standby.Info, slots)
 	old := e.journal.Gate
-	if old != nil && rec.sameVerdicts(old) && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
+	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
 	}
 	// This write also carries the reference positions advances left in memory (journal.go).
