@@ -178,7 +178,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if plan.Failpoint != "" && opts.Arm != nil {
 		armed = opts.Arm(plan.Failpoint)
 	}
-	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log"), log); err != nil {
+	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log")); err != nil {
 		proxy.Close()
 		return nil, err
 	}

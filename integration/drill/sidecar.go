@@ -10,8 +10,6 @@ import (
 	stdsync "sync"
 	"syscall"
 	"time"
-
-	"github.com/hashicorp/go-hclog"
 )
 
 // sidecar runs `slotsync run` as a process and starts it again whenever it ends, as systemd's
@@ -20,25 +18,23 @@ import (
 type sidecar struct {
 	bin  string
 	args []string
-	log  hclog.Logger
 	logs *os.File
 
 	mu       stdsync.Mutex
 	cmd      *exec.Cmd
 	armed    []string // environment of the first process only (a failpoint)
 	stopping bool
-	starts   int
 	crashes  int      // ended by SIGKILL: by the drill or at a failpoint
 	ownExits []string // ended by itself: how, with its last words
 	done     chan struct{}
 }
 
-func newSidecar(bin string, args, armed []string, logPath string, log hclog.Logger) (*sidecar, error) {
+func newSidecar(bin string, args, armed []string, logPath string) (*sidecar, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	return &sidecar{bin: bin, args: args, armed: armed, log: log, logs: f, done: make(chan struct{})}, nil
+	return &sidecar{bin: bin, args: args, armed: armed, logs: f, done: make(chan struct{})}, nil
 }
 
 // supervise runs slotsync until stop; call it in its own goroutine.
@@ -57,7 +53,6 @@ func (s *sidecar) supervise(ctx context.Context) {
 		s.armed = nil
 		err := cmd.Start()
 		s.cmd = cmd
-		s.starts++
 		s.mu.Unlock()
 		if err != nil {
 			s.ownExit("start: " + err.Error())
