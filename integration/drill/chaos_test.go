@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -250,4 +251,37 @@ esac
 			t.Fatalf("a gate saying READY for slots the standby does not have was not caught: %+v", it)
 		}
 	})
+}
+
+// TestFailpointStepsAreTheCodes: the steps the chaos drill can crash slotsync at are exactly the
+// failpoints the code hits (a step renamed or added in the code and not here would never be
+// drawn, or would arm nothing).
+func TestFailpointStepsAreTheCodes(t *testing.T) {
+	hit := regexp.MustCompile(`failpoint\.Hit\("([a-z.-]+)"\)`)
+	inCode := map[string]bool{}
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		for _, m := range hit.FindAllStringSubmatch(string(src), -1) {
+			inCode[m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := map[string]bool{}
+	for _, s := range FailpointSteps {
+		drawn[s] = true
+		if !inCode[s] {
+			t.Errorf("step %s is drawn but no code hits it", s)
+		}
+	}
+	for s := range inCode {
+		if !drawn[s] {
+			t.Errorf("failpoint %s is in the code but never drawn", s)
+		}
+	}
 }
