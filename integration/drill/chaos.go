@@ -31,6 +31,9 @@ type ChaosOptions struct {
 	Logger   hclog.Logger
 	// NewPair starts the pair of one iteration; the drill closes it.
 	NewPair func(ctx context.Context) (*integration.Pair, error)
+	// Each, if set, is given every iteration as soon as it is judged (a long run keeps what
+	// it found even if stopped before its end).
+	Each func(ChaosIteration)
 }
 
 // HoldTimeout is the catalog hold timeout the chaos drill gives slotsync: short, so that a hold
@@ -81,6 +84,9 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 		}
 		rep.Iterations = append(rep.Iterations, it)
 		rep.OK = rep.OK && it.OK
+		if opts.Each != nil {
+			opts.Each(it)
+		}
 		lvl := hclog.Info
 		if !it.OK {
 			lvl = hclog.Error
@@ -98,9 +104,7 @@ func chaosIteration(ctx context.Context, opts ChaosOptions, n int, seed int64) (
 	it := ChaosIteration{Number: n, Seed: seed, Plan: plan.String(), Faults: plan.Faults()}
 	log := opts.Logger.With("iteration", n)
 	log.Info("plan", "plan", it.Plan)
-	pctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	pair, err := opts.NewPair(pctx)
-	cancel()
+	pair, err := newChaosPair(ctx, opts, log)
 	if err != nil {
 		return it, err
 	}
@@ -124,6 +128,26 @@ func chaosIteration(ctx context.Context, opts ChaosOptions, n int, seed int64) (
 	}
 	it.OK = it.Lies == 0 && len(it.Problems) == 0
 	return it, nil
+}
+
+// newChaosPair starts an iteration's pair, trying again twice: a port another run took between
+// its choice and the server's start is no reason to end a long run.
+func newChaosPair(ctx context.Context, opts ChaosOptions, log hclog.Logger) (*integration.Pair, error) {
+	var err error
+	for attempt := 1; attempt <= 3 && ctx.Err() == nil; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		var pair *integration.Pair
+		pair, err = opts.NewPair(pctx)
+		cancel()
+		if err == nil {
+			return pair, nil
+		}
+		log.Warn("could not start the pair", "attempt", attempt, "error", err)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	return nil, err
 }
 
 // world is one iteration's pair, consumers, writer and sidecar.

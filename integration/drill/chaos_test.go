@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -140,7 +141,7 @@ func TestTally(t *testing.T) {
 // consumers then got. SLOTSYNC_CHAOS_ITERATIONS (default 6 per major, about two and a half minutes each) and SLOTSYNC_CHAOS_SEED
 // (default: the clock; printed) replay or lengthen it; with SLOTSYNC_CHAOS_ITERATIONS set it
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
-// SLOTSYNC_CHAOS_REPORT=path writes each major's report as path.pgN.json; SLOTSYNC_CHAOS_STATE_DIR
+// SLOTSYNC_CHAOS_REPORT=path appends each iteration to path.pgN.jsonl as it is judged; SLOTSYNC_CHAOS_STATE_DIR
 // keeps slotsync's logs and journals there.
 func TestChaos(t *testing.T) {
 	n, majors := 6, []int{15, 17}
@@ -161,10 +162,16 @@ func TestChaos(t *testing.T) {
 		if dir := os.Getenv("SLOTSYNC_CHAOS_STATE_DIR"); dir != "" {
 			state = filepath.Join(dir, fmt.Sprint(major)) // kept: slotsync's logs and journals, to read after a failure
 		}
+		report := os.Getenv("SLOTSYNC_CHAOS_REPORT")
 		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
+			},
+			Each: func(it ChaosIteration) {
+				if report != "" {
+					appendJSONLine(t, fmt.Sprintf("%s.pg%d.jsonl", report, major), it)
+				}
 			}})
 		for _, it := range rep.Iterations {
 			t.Logf("%s\n  ok %v, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.SlotsyncCrashes, answers(it), it.Problems)
@@ -172,16 +179,27 @@ func TestChaos(t *testing.T) {
 		var table bytes.Buffer
 		rep.Tally.Markdown(&table)
 		t.Logf("seed %d (replay: SLOTSYNC_CHAOS_SEED=%d)\n%s", seed, seed, table.String())
-		if path := os.Getenv("SLOTSYNC_CHAOS_REPORT"); path != "" {
-			data, _ := json.MarshalIndent(rep, "", "  ")
-			if err := os.WriteFile(fmt.Sprintf("%s.pg%d.json", path, major), data, 0o644); err != nil {
-				t.Error(err)
-			}
-		}
 		if err != nil || !rep.OK || len(rep.Iterations) != n {
 			t.Fatalf("chaos: %v\n%s", err, logs.String())
 		}
 	})
+}
+
+// appendJSONLine adds one iteration to a report of JSON lines (scripts/chaos-tally sums them).
+func appendJSONLine(t *testing.T, path string, it ChaosIteration) {
+	data, err := json.Marshal(it)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err == nil {
+		_, err = f.Write(append(data, '\n'))
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // crashAt arms a slotsync built with failpoints to crash (as kill -9) at a step.
@@ -283,5 +301,26 @@ func TestFailpointStepsAreTheCodes(t *testing.T) {
 		if !drawn[s] {
 			t.Errorf("failpoint %s is in the code but never drawn", s)
 		}
+	}
+}
+
+// TestReadIterations: a report read back is the iterations written, and a line cut short (a run
+// stopped mid-write) ends it with an error naming the line, keeping what came before.
+func TestReadIterations(t *testing.T) {
+	its := []ChaosIteration{{Number: 1, Seed: 7, Major: 15, Faults: []Fault{FaultSidecarKill}, OK: true},
+		{Number: 2, Seed: 8, Major: 15, Judged: []Judged{{Slot: "a", Answer: AnswerReady, Binding: true}}}}
+	var b bytes.Buffer
+	for _, it := range its {
+		data, _ := json.Marshal(it)
+		b.Write(append(data, '\n'))
+	}
+	got, err := ReadIterations(bytes.NewReader(b.Bytes()))
+	if err != nil || len(got) != 2 || got[1].Judged[0].Answer != AnswerReady || got[0].Faults[0] != FaultSidecarKill {
+		t.Fatalf("read back: %+v, %v", got, err)
+	}
+	b.WriteString(`{"number":3,"se`)
+	got, err = ReadIterations(&b)
+	if err == nil || !strings.Contains(err.Error(), "line 3") || len(got) != 2 {
+		t.Fatalf("a line cut short: %d iterations, %v", len(got), err)
 	}
 }

@@ -1,7 +1,9 @@
 package drill
 
 import (
+	"bufio"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -101,4 +103,20 @@ func (t Tally) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
 			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Redelivered, r.Problems)
 	}
+}
+
+// ReadIterations reads a report of JSON lines, one iteration each (what a long run appends as
+// it goes; a line cut short by a run stopped mid-write ends the report).
+func ReadIterations(r io.Reader) ([]ChaosIteration, error) {
+	var its []ChaosIteration
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var it ChaosIteration
+		if err := json.Unmarshal(sc.Bytes(), &it); err != nil {
+			return its, fmt.Errorf("line %d: %w", line, err)
+		}
+		its = append(its, it)
+	}
+	return its, sc.Err()
 }
