@@ -23,7 +23,7 @@ func drillChaos(ctx context.Context, c *cli.Context, p drillPlan, stateDir strin
 	log.Info("chaos drill", "seed", p.seed, "iterations", p.iterations, "major", p.major)
 	rep, err := drill.Chaos(ctx, drill.ChaosOptions{Seed: p.seed, Iterations: p.iterations, Slotsync: self, StateDir: stateDir,
 		Logger: log.Named("chaos"), NewPair: func(ctx context.Context) (*integration.Pair, error) {
-			return integration.NewPair(ctx, integration.Options{Major: p.major})
+			return integration.NewPair(ctx, integration.Options{Major: p.major, Conf: drill.ChaosConf})
 		}})
 	if c.Bool("json") {
 		writeJSON(c.App.Writer, rep)

@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"strings"
 	stdsync "sync"
 	"time"
 
@@ -30,6 +31,10 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		}
 	case FaultSlotRecreated:
 		return wd.recreate(ctx, s.Slot)
+	case FaultSlotBehind:
+		return wd.recreateBehind(ctx, s.Slot)
+	case FaultTwoPhase:
+		return wd.twoPhaseWhilePrepared(ctx, s)
 	case FaultLongTransaction:
 		go wd.longTransaction(ctx, s.For)
 	case FaultCatalogVacuum:
@@ -75,31 +80,165 @@ func (wd *world) feedOf(slot string) int {
 // ahead of the copy on the standby. Its consumer starts over from the new slot, owed only what
 // is written after it (writes wait while the slot is made).
 func (wd *world) recreate(ctx context.Context, slot string) error {
+	f := wd.feeds[wd.feedOf(slot)]
+	return wd.whileIdle(ctx, slot, func() error {
+		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+			return err
+		}
+		wd.w.mu.Lock()
+		defer wd.w.mu.Unlock()
+		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", slot, f.c.plugin); err != nil {
+			return err
+		}
+		f.c.restartedAfter(wd.w.next)
+		return nil
+	})
+}
+
+// behind names the copy of a slot made when the iteration starts, to make the slot again from
+// (FaultSlotBehind).
+func behind(slot string) string { return slot + "_behind" }
+
+// makeBehind copies every drill slot before anything is written, for FaultSlotBehind
+// (pg_copy_logical_replication_slot: 12 and later).
+func (wd *world) makeBehind(ctx context.Context) error {
+	for _, s := range slots {
+		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2)", s.name, behind(s.name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recreateBehind drops a slot and copies it again from its copy made before any write: a new
+// incarnation behind the copy on the standby, as an operator restoring a slot from an older one
+// would make. Its consumer starts over from there and is owed everything.
+func (wd *world) recreateBehind(ctx context.Context, slot string) error {
+	if wd.pair.Major < 12 {
+		wd.log.Info("no pg_copy_logical_replication_slot before 12: fault skipped")
+		return nil
+	}
+	f := wd.feeds[wd.feedOf(slot)]
+	return wd.whileIdle(ctx, slot, func() error {
+		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+			return err
+		}
+		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
+			return err
+		}
+		f.c.restartedAfter(0)
+		return nil
+	})
+}
+
+// whileIdle stops a slot's consumer, ends its walsender and runs op (tried again while the slot
+// is still in use, up to 15 s), then starts the consumer again.
+func (wd *world) whileIdle(ctx context.Context, slot string, op func() error) error {
 	i := wd.feedOf(slot)
-	f := wd.feeds[i]
 	wd.stopFeed(i)
 	defer wd.startFeed(ctx, i, wd.pair.Primary)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		err := wd.pair.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL", slot)
 		if err == nil {
-			err = wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot)
+			err = op()
 		}
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
+		if err == nil || time.Now().After(deadline) {
 			return err
 		}
 		sleepUntil(ctx, time.Now().Add(300*time.Millisecond))
 	}
-	wd.w.mu.Lock()
-	defer wd.w.mu.Unlock()
-	if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", slot, f.c.plugin); err != nil {
+}
+
+// twoPhaseSlot is the slot FaultTwoPhase turns two_phase on for: its pgoutput consumer asks for
+// prepared transactions at START_REPLICATION (protocol 3, PostgreSQL 15 and later), as a
+// subscription with two_phase does.
+const twoPhaseSlot = "drill_pgoutput"
+
+// twoPhaseWhilePrepared prepares a transaction (when the server allows prepared transactions),
+// then, while it is prepared, has the slot's consumer reconnect asking for two-phase decoding
+// (15 and later), which turns the slot's two_phase on with its two_phase_at at the consumer's
+// position, and commits the transaction s.For later. (ALTER_REPLICATION_SLOT … TWO_PHASE on 18
+// is not used: PostgreSQL warns that turning two_phase on at an arbitrary point can make the
+// decoder skip a transaction prepared before it, on the primary itself.) Before 15 the fault is
+// the prepared transaction alone. One left prepared at the failover is committed on the new
+// primary.
+func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
+	var allowed int
+	if err := wd.pair.Primary.QueryRow(ctx, "SELECT current_setting('max_prepared_transactions')::int", nil, &allowed); err != nil {
 		return err
 	}
-	f.c.restartedAfter(wd.w.next)
+	gid := ""
+	if allowed > 0 {
+		gid = fmt.Sprintf("chaos_%d", time.Now().UnixNano())
+		sql := fmt.Sprintf("BEGIN; INSERT INTO events SELECT g, 'prepared' FROM unnest('{%s}'::int[]) g; PREPARE TRANSACTION '%s'",
+			intList(wd.w.ids(3)), gid)
+		if err := wd.pair.Primary.ExecDB(ctx, db, sql); err != nil {
+			return err
+		}
+	}
+	if wd.pair.Major >= 15 {
+		i := wd.feedOf(s.Slot)
+		wd.stopFeed(i)
+		wd.feeds[i].c.askTwoPhase()
+		wd.startFeed(ctx, i, wd.pair.Primary)
+		if err := wd.untilTwoPhase(ctx, s.Slot); err != nil {
+			return err
+		}
+	}
+	if gid != "" {
+		time.AfterFunc(s.For, func() { _ = wd.pair.Primary.ExecDB(ctx, db, "COMMIT PREPARED '"+gid+"'") })
+	}
 	return nil
+}
+
+// untilTwoPhase waits until the slot's two_phase is on (the consumer's reconnection may wait for
+// its last walsender to end).
+func (wd *world) untilTwoPhase(ctx context.Context, slot string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var on bool
+		err := wd.pair.Primary.QueryRow(ctx, "SELECT two_phase FROM pg_replication_slots WHERE slot_name = $1", []any{slot}, &on)
+		if err == nil && on {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("two_phase not on for %s after 10 s (%v)", slot, err)
+		}
+		sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
+	}
+}
+
+// commitPrepared commits on n the transactions FaultTwoPhase left prepared (the new primary
+// holds them after a failover in their window), so the table holds what the consumers are owed.
+func commitPrepared(ctx context.Context, n *integration.Node) error {
+	conn, err := n.Connect(ctx, db)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, "SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'chaos\\_%'")
+	if err != nil {
+		return err
+	}
+	gids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, gid := range gids {
+		if _, err := conn.Exec(ctx, "COMMIT PREPARED '"+gid+"'"); err != nil {
+			return fmt.Errorf("commit prepared %s: %w", gid, err)
+		}
+	}
+	return nil
+}
+
+func intList(ids []int) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = fmt.Sprint(id)
+	}
+	return strings.Join(parts, ",")
 }
 
 // longTransaction writes in a transaction kept open for d (copies made meanwhile must wait for

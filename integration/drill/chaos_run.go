@@ -54,6 +54,9 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err := wd.pair.Promote(ctx); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
+	if err := commitPrepared(ctx, wd.pair.Standby); err != nil {
+		return fmt.Errorf("after the promotion: %w", err)
+	}
 	sideStopped = true
 	if err := wd.side.stop(20 * time.Second); err != nil {
 		it.Problems = append(it.Problems, err.Error())

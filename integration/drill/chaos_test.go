@@ -166,7 +166,7 @@ func TestChaos(t *testing.T) {
 		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
-				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
+				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
 			},
 			Each: func(it ChaosIteration) {
 				if report != "" {

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"regexp"
@@ -30,6 +31,9 @@ type consumer struct {
 	// floor: ids up to it were written before the slot was made again (chaos); this
 	// incarnation of the slot owes the consumer only later ones.
 	floor int
+	// twoPhase: a pgoutput consumer that asks for prepared transactions (protocol 3), as a
+	// subscription with two_phase does (chaos).
+	twoPhase bool
 }
 
 // confirmation is when the consumer's offset moved, for judging a gate answer against what the
@@ -52,10 +56,22 @@ func newConsumer(slot, plugin string) *consumer {
 }
 
 func (c *consumer) pluginArgs() []string {
-	if c.plugin == "pgoutput" {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.plugin == "pgoutput" && c.twoPhase:
+		return []string{"proto_version '3'", "two_phase 'on'", "publication_names 'drill_pub'"}
+	case c.plugin == "pgoutput":
 		return []string{"proto_version '1'", "publication_names 'drill_pub'"}
 	}
 	return nil
+}
+
+// askTwoPhase makes the consumer ask for two-phase decoding from its next connection on.
+func (c *consumer) askTwoPhase() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.twoPhase = true
 }
 
 // stream reads from the slot on dsn starting at the consumer's confirmed position until ctx ends
@@ -143,6 +159,9 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.plugin == "pgoutput" {
+		if done, ok := c.twoPhaseMessage(xld.WALData, phase); ok {
+			return done, nil
+		}
 		m, err := pglogrepl.Parse(xld.WALData)
 		if err != nil {
 			return false, fmt.Errorf("consumer %s: parse pgoutput: %w", c.slot, err)
@@ -172,12 +191,36 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 	if mm := testDecodingInsert.FindStringSubmatch(text); mm != nil {
 		id, _ := strconv.Atoi(mm[1])
 		c.pending = append(c.pending, id)
-	} else if len(text) >= 6 && text[:6] == "COMMIT" {
-		// test_decoding's COMMIT is sent at the end of the commit record.
+	} else if strings.HasPrefix(text, "COMMIT") || strings.HasPrefix(text, "PREPARE TRANSACTION") {
+		// test_decoding's COMMIT (and, for a two_phase slot, PREPARE TRANSACTION and COMMIT
+		// PREPARED) is sent at the end of its record; a prepared transaction's changes come
+		// with its PREPARE, its COMMIT PREPARED brings none.
 		c.commit(xld.WALStart, phase)
 		return true, nil
 	}
 	return false, nil
+}
+
+// twoPhaseMessage handles pgoutput's two-phase messages (protocol 3), which pglogrepl does not
+// parse: BEGIN PREPARE opens a transaction, PREPARE ends it with its changes (its end LSN after a
+// flags byte and the prepare LSN), COMMIT PREPARED confirms its own end and brings no change.
+// ok is false for any other message.
+func (c *consumer) twoPhaseMessage(data []byte, phase int) (committed, ok bool) {
+	if len(data) == 0 {
+		return false, false
+	}
+	switch data[0] {
+	case 'b':
+		c.inTxn = true
+		return false, true
+	case 'P', 'K':
+		if len(data) < 18 {
+			return false, true
+		}
+		c.commit(pglogrepl.LSN(binary.BigEndian.Uint64(data[10:18])), phase)
+		return true, true
+	}
+	return false, false
 }
 
 func (c *consumer) commit(end pglogrepl.LSN, phase int) {

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -169,4 +170,30 @@ func (s *soakTally) add(opts Options, v Verdict) {
 func (s soakTally) String() string {
 	return fmt.Sprintf("%d iterations (%d failing over twice with a rejoin), %d failovers (%d kill -9), %d consumer resumptions: %d changes received after resuming, %d lost, %d repeated, %d ahead",
 		s.iterations, s.twice, s.failovers, s.kills, s.slots, s.resumed, s.lost, s.repeated, s.ahead)
+}
+
+// TestTwoPhaseMessages: a prepared transaction's changes count at its PREPARE (at the end LSN
+// pgoutput sends after a flags byte and the prepare LSN), its COMMIT PREPARED only confirms.
+func TestTwoPhaseMessages(t *testing.T) {
+	c := newConsumer("s", "pgoutput")
+	msg := func(kind byte, end uint64) []byte {
+		b := make([]byte, 30)
+		b[0] = kind
+		binary.BigEndian.PutUint64(b[2:10], end-8)
+		binary.BigEndian.PutUint64(b[10:18], end)
+		return b
+	}
+	if done, ok := c.twoPhaseMessage(msg('b', 100), 1); !ok || done || !c.inTxn {
+		t.Fatalf("BEGIN PREPARE: %v %v %v", done, ok, c.inTxn)
+	}
+	c.pending = []int{7, 8}
+	if done, ok := c.twoPhaseMessage(msg('P', 200), 1); !ok || !done || c.confirmed != 200 || len(c.received) != 2 || c.received[1].end != 200 {
+		t.Fatalf("PREPARE: %v %v %+v", done, ok, c.received)
+	}
+	if done, ok := c.twoPhaseMessage(msg('K', 300), 1); !ok || !done || c.confirmed != 300 || len(c.received) != 2 {
+		t.Fatalf("COMMIT PREPARED: %v %v %+v", done, ok, c.received)
+	}
+	if _, ok := c.twoPhaseMessage([]byte{'I', 0}, 1); ok {
+		t.Fatal("an insert taken for a two-phase message")
+	}
 }

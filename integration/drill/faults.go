@@ -15,21 +15,28 @@ type Fault string
 
 // The faults outside slotsync, and slotsync's own crashes.
 const (
-	FaultSidecarKill       Fault = "slotsync_killed"          // kill -9 of slotsync, restarted as a service manager would
-	FaultFailpoint         Fault = "slotsync_crash_at_step"   // slotsync crashes at a named step (a build with failpoints)
-	FaultPrimaryRoute      Fault = "primary_route_blackholed" // slotsync's route to the primary is silent (the standby's is not)
-	FaultWALReceiver       Fault = "wal_receiver_cut"         // the standby's walsender on the primary is terminated
-	FaultStandbyRestart    Fault = "standby_restart"          // the standby is stopped and started
-	FaultConsumerReconnect Fault = "consumer_reconnect"       // a consumer disconnects and resumes from its offset
-	FaultSlotRecreated     Fault = "slot_recreated"           // a slot dropped and made again with its name (ahead)
-	FaultLongTransaction   Fault = "long_transaction"         // a transaction open for seconds, across copies being made
-	FaultCatalogVacuum     Fault = "catalog_vacuumed"         // a column added and dropped, the catalogs vacuumed
-	FaultPrimaryRestart    Fault = "primary_crash_restart"    // kill -9 of the primary, then started again
+	FaultSidecarKill       Fault = "slotsync_killed"             // kill -9 of slotsync, restarted as a service manager would
+	FaultFailpoint         Fault = "slotsync_crash_at_step"      // slotsync crashes at a named step (a build with failpoints)
+	FaultPrimaryRoute      Fault = "primary_route_blackholed"    // slotsync's route to the primary is silent (the standby's is not)
+	FaultWALReceiver       Fault = "wal_receiver_cut"            // the standby's walsender on the primary is terminated
+	FaultStandbyRestart    Fault = "standby_restart"             // the standby is stopped and started
+	FaultConsumerReconnect Fault = "consumer_reconnect"          // a consumer disconnects and resumes from its offset
+	FaultSlotRecreated     Fault = "slot_recreated"              // a slot dropped and made again with its name (ahead)
+	FaultSlotBehind        Fault = "slot_recreated_behind"       // a slot dropped and copied again from an older one (pg_copy_logical_replication_slot)
+	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
+	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
+	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed
+	FaultPrimaryRestart    Fault = "primary_crash_restart"       // kill -9 of the primary, then started again
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
-	FaultConsumerReconnect, FaultSlotRecreated, FaultLongTransaction, FaultCatalogVacuum, FaultPrimaryRestart}
+	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
+	FaultPrimaryRestart}
+
+// ChaosConf are the settings the chaos drill's pairs need for every fault: prepared transactions
+// (without them FaultTwoPhase prepares nothing).
+var ChaosConf = []string{"max_prepared_transactions = 10"}
 
 // FailpointSteps are the steps a failpoint can crash slotsync at (internal/failpoint).
 var FailpointSteps = []string{"engine.intents-written", "engine.actions-done", "engine.gate-record", "journal.save",
@@ -71,10 +78,13 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	for i := 0; i < n; i++ {
 		s := Step{At: time.Duration(rng.Int63n(int64(p.Live))), Fault: faultsOutside[rng.Intn(len(faultsOutside))]}
 		switch s.Fault {
-		case FaultConsumerReconnect, FaultSlotRecreated:
+		case FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind:
 			s.Slot = slots[rng.Intn(len(slots))].name
 		case FaultPrimaryRoute:
 			s.For = time.Duration(1000+rng.Intn(5000)) * time.Millisecond
+		case FaultTwoPhase:
+			// test_decoding: the consumer that reads prepared transactions as text.
+			s.Slot, s.For = twoPhaseSlot, time.Duration(500+rng.Intn(3000))*time.Millisecond
 		case FaultLongTransaction:
 			s.For = time.Duration(500+rng.Intn(3000)) * time.Millisecond
 		}
@@ -85,6 +95,11 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 		p.Quiesce = time.Duration(200+rng.Intn(2800)) * time.Millisecond
 	}
 	return p
+}
+
+// Has says whether the plan draws fault f.
+func (p Plan) Has(f Fault) bool {
+	return slices.ContainsFunc(p.Steps, func(s Step) bool { return s.Fault == f })
 }
 
 // Faults names the plan's faults, in order, for tallies.

@@ -73,6 +73,7 @@ func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill
 func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iterations int, seed int64) drill.ChaosReport {
 	t.Helper()
 	pairOpts = backend(t, pairOpts)
+	pairOpts.Conf = append(pairOpts.Conf, drill.ChaosConf...)
 	if slotsync == "" {
 		path, err := exec.LookPath("slotsync")
 		if err != nil {
