@@ -59,6 +59,8 @@ type ChaosIteration struct {
 	Problems []string `json:"problems,omitempty"`
 	Lies     int      `json:"ready_while_loss"`
 	OK       bool     `json:"ok"`
+	// Switchovers made during the live phase (FaultSwitchover: there and back is two).
+	Switchovers int `json:"switchovers,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -157,10 +159,26 @@ type world struct {
 	side     *sidecar
 	feeds    []*feed
 	w        *writer
+	writes   writes
 	bin      string
+	method   string
+	dir      string
 	gateArgs []string
 	holds    *holdWatch
 	log      hclog.Logger
+	// other is slotsync beside the first primary, started at the first switchover (with
+	// otherArgs, its gate's), as every node of an HA cluster runs one; switched counts the
+	// switchovers made.
+	other        *sidecar
+	otherArgs    []string
+	switched     int
+	switchLosses []string
+}
+
+// writes is the writer's run, paused around switchovers and at the cutover.
+type writes struct {
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // feed is a consumer following its slot, stopped and started around a slot's recreation.
@@ -191,7 +209,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err != nil {
 		return nil, err
 	}
-	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, log: log}
+	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
 		"--primary-connect-timeout", "2s"}
@@ -242,13 +260,18 @@ func sidecarArgs(pair *integration.Pair, method string, common []string) ([]stri
 }
 
 func (wd *world) close() {
+	if wd.other != nil {
+		_ = wd.other.stop(20 * time.Second) // stopped already, unless the iteration ended early
+	}
 	_ = wd.proxy.Close()
 }
 
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
-func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
+func (wd *world) ask(ctx context.Context) (GateAnswer, error) { return wd.askWith(ctx, wd.gateArgs) }
+
+func (wd *world) askWith(ctx context.Context, gateArgs []string) (GateAnswer, error) {
 	asked := time.Now()
-	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, wd.gateArgs...)...)
+	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, gateArgs...)...)
 	out, err := cmd.Output()
 	exit := 0
 	var ee *exec.ExitError

@@ -35,6 +35,8 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return wd.recreateBehind(ctx, s.Slot)
 	case FaultTwoPhase:
 		return wd.twoPhaseWhilePrepared(ctx, s)
+	case FaultSwitchover:
+		return wd.switchoverAndBack(ctx)
 	case FaultLongTransaction:
 		go wd.longTransaction(ctx, s.For)
 	case FaultCatalogVacuum:

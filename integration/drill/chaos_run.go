@@ -23,17 +23,16 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	holdCtx, stopHolds := context.WithCancel(ctx)
 	defer stopHolds()
 	go wd.holds.run(holdCtx)
-	writeCtx, stopWrites := context.WithCancel(ctx)
-	defer stopWrites()
-	writesDone := make(chan struct{})
-	go func() { wd.w.keep(writeCtx, wd.pair.Primary); close(writesDone) }()
+	wd.startWrites(ctx, wd.pair.Primary)
+	defer wd.pauseWrites()
 	for i := range wd.feeds {
 		wd.startFeed(ctx, i, wd.pair.Primary)
 	}
 	defer wd.stopFeeds()
 
 	it.Problems = append(it.Problems, wd.faults(ctx, plan)...)
-	with, without, binding, err := wd.cutover(ctx, plan, stopWrites, writesDone)
+	it.Problems = append(it.Problems, wd.switchLosses...)
+	with, without, binding, err := wd.cutover(ctx, plan)
 	stopHolds()
 	if err != nil {
 		return err
@@ -61,6 +60,12 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err := wd.side.stop(20 * time.Second); err != nil {
 		it.Problems = append(it.Problems, err.Error())
 	}
+	if wd.other != nil {
+		if err := wd.other.stop(20 * time.Second); err != nil {
+			it.Problems = append(it.Problems, "beside the old primary: "+err.Error())
+		}
+	}
+	it.Switchovers = wd.switched
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
 	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -105,10 +110,9 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // is asked again without the primary. binding says whether the first answer was about the
 // promotion that follows (nothing written between it and the primary's end, or a clean stop,
 // which hands the standby everything).
-func (wd *world) cutover(ctx context.Context, plan Plan, stopWrites func(), writesDone <-chan struct{}) (with, without GateAnswer, binding bool, err error) {
+func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnswer, binding bool, err error) {
 	if plan.Quiesce > 0 {
-		stopWrites()
-		<-writesDone
+		wd.pauseWrites()
 		sleepUntil(ctx, time.Now().Add(plan.Quiesce))
 	}
 	issued := wd.w.issued()
@@ -123,8 +127,7 @@ func (wd *world) cutover(ctx context.Context, plan Plan, stopWrites func(), writ
 	if err != nil {
 		return with, without, false, err
 	}
-	stopWrites()
-	<-writesDone
+	wd.pauseWrites()
 	binding = !plan.Kill || wd.w.issued() == issued
 	wd.stopFeeds()
 	without, err = wd.askWithoutPrimary(ctx)
@@ -157,12 +160,17 @@ func (wd *world) standbyUp(ctx context.Context) error {
 // outlive its timeout by more than a pass and a reconnect.
 func (wd *world) sidecarProblems(it *ChaosIteration) []string {
 	var out []string
-	wd.side.mu.Lock()
-	it.SlotsyncCrashes = wd.side.crashes
-	for _, e := range wd.side.ownExits {
-		out = append(out, "slotsync exited by itself: "+e)
+	for _, side := range []*sidecar{wd.side, wd.other} {
+		if side == nil {
+			continue
+		}
+		side.mu.Lock()
+		it.SlotsyncCrashes += side.crashes
+		for _, e := range side.ownExits {
+			out = append(out, "slotsync exited by itself: "+e)
+		}
+		side.mu.Unlock()
 	}
-	wd.side.mu.Unlock()
 	it.LongestHold = wd.holds.longestHold()
 	if it.LongestHold > HoldTimeout+15*time.Second {
 		out = append(out, fmt.Sprintf("a catalog hold stayed on the primary for %s (timeout %s)", it.LongestHold.Round(time.Second), HoldTimeout))

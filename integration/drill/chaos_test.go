@@ -174,7 +174,7 @@ func TestChaos(t *testing.T) {
 				}
 			}})
 		for _, it := range rep.Iterations {
-			t.Logf("%s\n  ok %v, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.SlotsyncCrashes, answers(it), it.Problems)
+			t.Logf("%s\n  ok %v, switchovers %d, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.Switchovers, it.SlotsyncCrashes, answers(it), it.Problems)
 		}
 		var table bytes.Buffer
 		rep.Tally.Markdown(&table)
@@ -241,7 +241,9 @@ func answers(it ChaosIteration) string {
 
 // TestChaosCatchesALyingGate: the oracle is checked against a gate that answers READY for every
 // slot while nothing syncs them (a stand-in for slotsync: `run` does nothing, `check` always says
-// READY). The promotion loses the slots, and the chaos drill must call it READY while loss.
+// READY). The plan (seed 43) switches over and back, then stops the primary cleanly: each switch
+// made on its READY loses the slots, and so does the promotion; the chaos drill must call the
+// switches losses after READY and the last answer READY while loss.
 func TestChaosCatchesALyingGate(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		liar := filepath.Join(t.TempDir(), "slotsync")
@@ -256,7 +258,7 @@ esac
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		rep, err := Chaos(ctx, ChaosOptions{Seed: 3, Iterations: 1, Slotsync: liar, StateDir: t.TempDir(),
+		rep, err := Chaos(ctx, ChaosOptions{Seed: 43, Iterations: 1, Slotsync: liar, StateDir: t.TempDir(),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
 			}})
@@ -267,6 +269,15 @@ esac
 		t.Logf("%s: %s", it.Plan, answers(it))
 		if rep.OK || it.Lies == 0 || rep.Tally.Total.Lies != it.Lies {
 			t.Fatalf("a gate saying READY for slots the standby does not have was not caught: %+v", it)
+		}
+		switches := 0
+		for _, p := range it.Problems {
+			if strings.Contains(p, "switchover after READY") {
+				switches++
+			}
+		}
+		if it.Switchovers != 2 || switches != 2 {
+			t.Fatalf("the switchovers made on a lying READY were not caught (%d made): %q", it.Switchovers, it.Problems)
 		}
 	})
 }

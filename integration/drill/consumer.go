@@ -365,3 +365,24 @@ func (c *consumer) receivedIn(phase int) []int {
 	}
 	return ids
 }
+
+// gaps counts, among the ids up to upTo, those this incarnation of the slot owes the consumer
+// (held by truth) that it has not received, and those it received that truth lacks.
+func (c *consumer) gaps(truth map[int]bool, upTo int) (missing, ahead int) {
+	owed := c.owed(truth)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := map[int]bool{}
+	for _, r := range c.received {
+		got[r.id] = true
+		if r.id <= upTo && !truth[r.id] {
+			ahead++
+		}
+	}
+	for id := range owed {
+		if id <= upTo && !got[id] {
+			missing++
+		}
+	}
+	return missing, ahead
+}

@@ -27,12 +27,13 @@ const (
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed
 	FaultPrimaryRestart    Fault = "primary_crash_restart"       // kill -9 of the primary, then started again
+	FaultSwitchover        Fault = "switchover_and_back"         // a switchover once the gate says READY, and a switch back (local pairs)
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
 	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
-	FaultPrimaryRestart}
+	FaultPrimaryRestart, FaultSwitchover}
 
 // ChaosConf are the settings the chaos drill's pairs need for every fault: prepared transactions
 // (without them FaultTwoPhase prepares nothing).

@@ -1,0 +1,157 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+)
+
+// switchoverAndBack is FaultSwitchover: a switchover as an HA manager makes one (the gate beside
+// the standby asked until READY, the primary stopped cleanly, the standby promoted, the old
+// primary rebuilt as its standby), then the same back, with slotsync beside each node as in a
+// cluster where every node runs one. After each switch the consumers resume on the new primary
+// and must receive every change written before it (READY was the ground for the switch). A
+// switch the gate does not allow within a minute is not made.
+func (wd *world) switchoverAndBack(ctx context.Context) error {
+	if wd.pair.Dir == "" {
+		wd.log.Info("a switchover needs a local pair: fault skipped")
+		return nil
+	}
+	if wd.otherArgs == nil {
+		wd.otherArgs = []string{"--primary", wd.pair.Standby.DSN("postgres"), "--standby", wd.pair.Primary.DSN("postgres"),
+			"--state-dir", filepath.Join(wd.dir, "other-state"), "--primary-connect-timeout", "2s"}
+		if wd.method != "" {
+			wd.otherArgs = append(wd.otherArgs, "--method", wd.method)
+		}
+	}
+	if done, err := wd.switchTo(ctx); err != nil || !done {
+		return err
+	}
+	if wd.other == nil {
+		if err := wd.startOther(ctx); err != nil {
+			return err
+		}
+	}
+	_, err := wd.switchTo(ctx)
+	return err
+}
+
+// startOther starts slotsync beside the first primary, now a standby (its gate's arguments are
+// wd.gateArgs since the switch).
+func (wd *world) startOther(ctx context.Context) error {
+	args, err := sidecarArgs(wd.pair, wd.method, wd.gateArgs)
+	if err != nil {
+		return err
+	}
+	if wd.other, err = newSidecar(wd.bin, args, nil, filepath.Join(wd.dir, "slotsync-other.log")); err != nil {
+		return err
+	}
+	go wd.other.supervise(ctx)
+	return nil
+}
+
+// switchTo switches the roles once the gate beside the standby says READY for every drill slot;
+// done is false when it did not within a minute. A consumer that then misses a change is kept in
+// wd.switchLosses; an error means the switch could not be carried out. From then on the gate asked (wd.gateArgs) is
+// the one beside the new standby.
+func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
+	if ready, err := wd.untilReady(ctx, wd.gateArgs, time.Minute); err != nil || !ready {
+		wd.log.Info("switchover not made: the gate did not say READY", "error", err)
+		return false, err
+	}
+	wd.pauseWrites()
+	wd.stopFeeds()
+	if err := wd.pair.Primary.Stop(ctx); err != nil {
+		return false, fmt.Errorf("switchover: stop the primary: %w", err)
+	}
+	if err := wd.pair.Promote(ctx); err != nil {
+		return false, fmt.Errorf("switchover: %w", err)
+	}
+	wd.switched++
+	wd.gateArgs, wd.otherArgs = wd.otherArgs, wd.gateArgs
+	newPrimary := wd.pair.Standby
+	if err := commitPrepared(ctx, newPrimary); err != nil {
+		return true, err
+	}
+	for i := range wd.feeds {
+		wd.startFeed(ctx, i, newPrimary)
+	}
+	// A few transactions on the new primary, then every change up to them must reach the
+	// consumers: those before the switch and those after, through the slots the switch kept.
+	if err := wd.w.batch(ctx, newPrimary, 3); err != nil {
+		return true, fmt.Errorf("switchover: write on the new primary: %w", err)
+	}
+	if err := wd.consumersCaughtUp(ctx, newPrimary, wd.w.issued()); err != nil {
+		wd.switchLosses = append(wd.switchLosses, err.Error())
+	}
+	wd.startWrites(ctx, newPrimary)
+	if err := wd.pair.Rejoin(ctx, false); err != nil {
+		return true, fmt.Errorf("switchover: rebuild the old primary as a standby: %w", err)
+	}
+	return true, nil
+}
+
+// untilReady asks the gate until it says READY for every drill slot.
+func (wd *world) untilReady(ctx context.Context, gateArgs []string, bound time.Duration) (bool, error) {
+	deadline := time.Now().Add(bound)
+	for {
+		a, err := wd.askWith(ctx, gateArgs)
+		if err != nil {
+			return false, err
+		}
+		ready := true
+		for _, s := range slots {
+			ready = ready && a.For(s.name) == AnswerReady
+		}
+		if ready {
+			return true, nil
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(time.Second)) {
+			return false, nil
+		}
+	}
+}
+
+// consumersCaughtUp waits until every consumer, resumed on the new primary, has received each
+// change up to id upTo that the new primary holds, and holds none it lacks; after a READY,
+// anything else is a loss.
+func (wd *world) consumersCaughtUp(ctx context.Context, n *integration.Node, upTo int) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		truth, err := tableIDs(ctx, n)
+		if err != nil {
+			return fmt.Errorf("switchover: %w", err)
+		}
+		var behind []string
+		for _, f := range wd.feeds {
+			if missing, ahead := f.c.gaps(truth, upTo); missing+ahead > 0 {
+				behind = append(behind, fmt.Sprintf("%s lacks %d changes and holds %d the new primary lacks", f.c.slot, missing, ahead))
+			}
+		}
+		if len(behind) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(500*time.Millisecond)) {
+			return fmt.Errorf("switchover after READY: %v", behind)
+		}
+	}
+}
+
+func (wd *world) startWrites(ctx context.Context, n *integration.Node) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	wd.writes = writes{cancel: cancel, done: done}
+	go func() { wd.w.keep(wctx, n); close(done) }()
+}
+
+// pauseWrites stops the writer and waits for it (nothing when it is not running).
+func (wd *world) pauseWrites() {
+	if wd.writes.cancel != nil {
+		wd.writes.cancel()
+		<-wd.writes.done
+		wd.writes.cancel = nil
+	}
+}
