@@ -213,8 +213,14 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
 		"--primary-connect-timeout", "2s"}
-	if opts.Method != "" {
-		wd.gateArgs = append(wd.gateArgs, "--method", opts.Method)
+	wd.gateArgs = append(wd.gateArgs, methodArgs(opts.Method)...)
+	if opts.Method == "native" {
+		for _, s := range slots {
+			if err := wd.setFailover(ctx, s.name); err != nil {
+				proxy.Close()
+				return nil, err
+			}
+		}
 	}
 	args, err := sidecarArgs(pair, opts.Method, wd.gateArgs)
 	if err != nil {
@@ -234,6 +240,19 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
 	return wd, nil
+}
+
+// methodArgs are the flags of slotsync's method, for `run` and `check` alike: with native, the
+// server's slot sync driven by slotsync (pg_sync_replication_slots(), no sync_replication_slots
+// needed) and same-name slots a demotion left on the standby dropped.
+func methodArgs(method string) []string {
+	switch method {
+	case "":
+		return nil
+	case "native":
+		return []string{"--method", method, "--native-drive", "--drop-stale"}
+	}
+	return []string{"--method", method}
 }
 
 // sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast

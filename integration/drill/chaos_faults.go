@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 )
 
@@ -93,8 +94,24 @@ func (wd *world) recreate(ctx context.Context, slot string) error {
 			return err
 		}
 		f.c.restartedAfter(wd.w.next)
-		return nil
+		return wd.setFailover(ctx, slot)
 	})
+}
+
+// setFailover gives an idle slot failover=true when slotsync runs the native method, as an
+// operator of failover slots does for every slot they make (the drill's slots are made
+// without it).
+func (wd *world) setFailover(ctx context.Context, slot string) error {
+	if wd.method != "native" {
+		return nil
+	}
+	conn, err := pgconn.Connect(ctx, wd.pair.Primary.ReplicationDSN(db, true))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER_REPLICATION_SLOT %s ( FAILOVER true )", slot)).ReadAll()
+	return err
 }
 
 // behind names the copy of a slot made when the iteration starts, to make the slot again from
@@ -129,7 +146,7 @@ func (wd *world) recreateBehind(ctx context.Context, slot string) error {
 			return err
 		}
 		f.c.restartedAfter(0)
-		return nil
+		return wd.setFailover(ctx, slot) // a copy does not inherit failover
 	})
 }
 

@@ -23,9 +23,7 @@ func (wd *world) switchoverAndBack(ctx context.Context) error {
 	if wd.otherArgs == nil {
 		wd.otherArgs = []string{"--primary", wd.pair.Standby.DSN("postgres"), "--standby", wd.pair.Primary.DSN("postgres"),
 			"--state-dir", filepath.Join(wd.dir, "other-state"), "--primary-connect-timeout", "2s"}
-		if wd.method != "" {
-			wd.otherArgs = append(wd.otherArgs, "--method", wd.method)
-		}
+		wd.otherArgs = append(wd.otherArgs, methodArgs(wd.method)...)
 	}
 	if done, err := wd.switchTo(ctx); err != nil || !done {
 		return err
