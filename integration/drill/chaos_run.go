@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/slotsync/slotsync/integration"
 )
 
@@ -37,18 +38,23 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err != nil {
 		return err
 	}
-	durable := make([]map[int]int, len(wd.feeds))
-	consumers := make([]*consumer, len(wd.feeds))
-	for i, f := range wd.feeds {
-		confirmed, d := f.c.snapshotDurable()
-		durable[i], consumers[i] = d, f.c
-		it.Failover.Slots = append(it.Failover.Slots, SlotVerdict{Slot: f.c.slot, Plugin: f.c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
-	}
 	if err := wd.standbyUp(ctx); err != nil {
 		it.Problems = append(it.Problems, "the standby was left down: "+err.Error())
 		if err := wd.pair.Standby.Start(ctx); err != nil {
 			return err
 		}
+	}
+	walEnd, err := standbyWALEnd(ctx, wd.pair.Standby)
+	if err != nil {
+		return err
+	}
+	durable := make([]map[int]int, len(wd.feeds))
+	consumers := make([]*consumer, len(wd.feeds))
+	for i, f := range wd.feeds {
+		confirmed, d := f.c.snapshotDurable()
+		durable[i], consumers[i] = d, f.c
+		it.Failover.Slots = append(it.Failover.Slots, SlotVerdict{Slot: f.c.slot, Plugin: f.c.plugin, Confirmed: confirmed.String(),
+			Durable: countIDs(d), AheadOfStandby: confirmed > walEnd})
 	}
 	if err := wd.pair.Promote(ctx); err != nil {
 		return fmt.Errorf("promote: %w", err)
@@ -136,6 +142,17 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	return with, without, binding, err
 }
 
+// standbyWALEnd is the end of the WAL the standby holds, received or replayed, once its primary
+// is gone: where its promotion starts the new timeline.
+func standbyWALEnd(ctx context.Context, n *integration.Node) (pglogrepl.LSN, error) {
+	var s string
+	err := n.QueryRow(ctx, "SELECT greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text", nil, &s)
+	if err != nil {
+		return 0, fmt.Errorf("the standby's end of WAL: %w", err)
+	}
+	return pglogrepl.ParseLSN(s)
+}
+
 // standbyUp waits (a state-file restart may be under way) until the standby answers in recovery.
 func (wd *world) standbyUp(ctx context.Context) error {
 	deadline := time.Now().Add(60 * time.Second)
@@ -206,7 +223,8 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 				}
 			}
 			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Binding: a.binding,
-				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead), AheadPromised: promised}.Assess())
+				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
+				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised}.Assess())
 		}
 	}
 	return out

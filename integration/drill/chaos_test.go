@@ -74,6 +74,8 @@ func TestAssess(t *testing.T) {
 		{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
 		{"ready without the primary, consumer ahead (so it cannot resume), not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15}, false},
 		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
+		{"ready without the primary, offset beyond the standby's WAL, not promised", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, Lost: 15}, false},
+		{"ready with the primary, offset beyond the standby's WAL", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, AheadPromised: true}, true},
 	}
 	for _, c := range cases {
 		if got := c.j.Assess(); got.Lie != c.lie || (got.Lie && got.Why == "") {

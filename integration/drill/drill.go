@@ -63,7 +63,11 @@ type SlotVerdict struct {
 	Lost     []int `json:"lost"`
 	Repeated []int `json:"repeated"`
 	Ahead    []int `json:"ahead"`
-	OK       bool  `json:"ok"`
+	// AheadOfStandby: the consumer's offset was beyond the WAL the standby had at its promotion
+	// (chaos drill): changes the new primary then writes below that offset never reach it,
+	// even when the consumer holds no change the new primary lacks.
+	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
+	OK             bool `json:"ok"`
 }
 
 // FailoverVerdict is one failover of the drill.

@@ -101,12 +101,14 @@ type Judged struct {
 	Lost    int  `json:"lost"`
 	// RepeatedEarly: changes received again that the consumer had confirmed before the gate's
 	// observation (a redelivery of later ones is what the gate allows without the primary).
-	Repeated      int    `json:"repeated"`
-	RepeatedEarly int    `json:"repeated_early"`
-	Ahead         int    `json:"ahead"`
-	AheadPromised bool   `json:"ahead_promised"` // the answer said no consumer could be ahead
-	Lie           bool   `json:"ready_while_loss"`
-	Why           string `json:"why,omitempty"`
+	Repeated      int `json:"repeated"`
+	RepeatedEarly int `json:"repeated_early"`
+	Ahead         int `json:"ahead"`
+	// AheadOfStandby: the consumer's offset was beyond the standby's WAL at the promotion.
+	AheadOfStandby bool   `json:"ahead_of_standby_wal,omitempty"`
+	AheadPromised  bool   `json:"ahead_promised"` // the answer said no consumer could be ahead
+	Lie            bool   `json:"ready_while_loss"`
+	Why            string `json:"why,omitempty"`
 }
 
 // Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the
@@ -118,16 +120,23 @@ func (j Judged) Assess() Judged {
 		return j
 	}
 	switch {
-	case j.Ahead > 0 && !j.AheadPromised:
+	case j.IsAhead() && !j.AheadPromised:
 		// Judged without the primary, no consumer-ahead is promised (rule 8): a consumer that
-		// got changes this standby never had cannot resume on it, whatever the copy.
-		j.Why = fmt.Sprintf("READY %s; the consumer was ahead of the standby by %d changes, which the answer did not rule out", j.Asked, j.Ahead)
+		// got changes this standby never had, or confirmed WAL it never had, cannot resume on
+		// it, whatever the copy.
+		j.Why = fmt.Sprintf("READY %s; the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v), which the answer did not rule out",
+			j.Asked, j.Ahead, j.AheadOfStandby)
 	case j.Lost > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
 	case j.RepeatedEarly > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
-	case j.Ahead > 0 && j.AheadPromised:
-		j.Lie, j.Why = true, fmt.Sprintf("READY %s with no consumer ahead promised, then the consumer held %d changes the new primary lacks", j.Asked, j.Ahead)
+	case j.IsAhead() && j.AheadPromised:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s with no consumer ahead promised, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
+			j.Asked, j.Ahead, j.AheadOfStandby)
 	}
 	return j
 }
+
+// IsAhead: the consumer held changes the new primary lacks, or had confirmed WAL its standby
+// never received.
+func (j Judged) IsAhead() bool { return j.Ahead > 0 || j.AheadOfStandby }

@@ -44,7 +44,7 @@ func (r *TallyRow) add(it ChaosIteration) {
 		switch {
 		case j.Answer == AnswerReady && j.Binding:
 			r.Ready++
-			if j.Ahead > 0 && !j.AheadPromised {
+			if j.IsAhead() && !j.AheadPromised {
 				r.AheadNotPromised++
 			}
 		case j.Answer == AnswerNotReady:
