@@ -86,6 +86,8 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"doctor", "--standby", "host=x", "--primary", "postgres://u:pw@h:notaport/db"}, "cannot be parsed: invalid port"},
 		{[]string{"check", "--standby", "host=x", "port=1"}, `unexpected argument "port=1"`},
 		{[]string{"run", "--standby", "host=x", "extra"}, `unexpected argument "extra"`},
+		{[]string{"help", "run", "extra"}, `unexpected argument "extra": help takes one command`},
+		{[]string{"version", "extra"}, `"extra": version takes flags only`},
 		{[]string{"chekc"}, `unknown command "chekc"`},
 		// Input is refused, not replaced by a default.
 		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--workers", "0"}, "--workers 0: give at least 1"},

@@ -28,7 +28,7 @@ func completionCommand() *cli.Command {
 			case "zsh":
 				return writeZshCompletion(c.App.Writer, c.App)
 			case "fish":
-				script, err := c.App.ToFishCompletion()
+				script, err := fishCompletion(c.App)
 				if err != nil {
 					return err
 				}
@@ -60,21 +60,68 @@ func visibleCommands(app *cli.App) []*cli.Command {
 	return out
 }
 
-// flagNames lists a command's flags as typed (--name), sorted.
+// commandArgs are the words a command takes as arguments, completed like its flags.
+var commandArgs = map[string][]string{"completion": {"bash", "zsh", "fish"}}
+
+// flagNames lists a command's arguments, then its flags as typed (--name), each once, sorted.
 func flagNames(c *cli.Command) []string {
-	var out []string
+	seen := map[string]bool{"--help": true}
 	for _, f := range c.Flags {
 		for _, n := range f.Names() {
 			if len(n) == 1 {
-				out = append(out, "-"+n)
+				seen["-"+n] = true
 			} else {
-				out = append(out, "--"+n)
+				seen["--"+n] = true
 			}
 		}
 	}
-	out = append(out, "--help")
+	var out []string
+	for n := range seen {
+		out = append(out, n)
+	}
 	sort.Strings(out)
-	return out
+	return append(append([]string(nil), commandArgs[c.Name]...), out...)
+}
+
+// fishCompletion is urfave/cli's fish script without the lines and command names it repeats (the
+// help command is listed once per registration).
+func fishCompletion(app *cli.App) (string, error) {
+	script, err := app.ToFishCompletion()
+	if err != nil {
+		return "", err
+	}
+	var out []string
+	seenLine := map[string]bool{}
+	for _, line := range strings.Split(script, "\n") {
+		if strings.Contains(line, "if contains -- $i ") {
+			line = dedupeWords(line)
+		}
+		if strings.HasPrefix(line, "complete ") {
+			if seenLine[line] {
+				continue
+			}
+			seenLine[line] = true
+		}
+		out = append(out, line)
+	}
+	for _, shell := range commandArgs["completion"] {
+		out = append(out, fmt.Sprintf("complete -c slotsync -n '__fish_seen_subcommand_from completion' -f -a %s", shell))
+	}
+	return strings.Join(out, "\n") + "\n", nil
+}
+
+// dedupeWords keeps the first of each word of a line, in order, and its indentation.
+func dedupeWords(line string) string {
+	indent := line[:len(line)-len(strings.TrimLeft(line, " \t"))]
+	seen := map[string]bool{}
+	var words []string
+	for _, w := range strings.Fields(line) {
+		if !seen[w] || w == "--" {
+			words = append(words, w)
+		}
+		seen[w] = true
+	}
+	return indent + strings.Join(words, " ")
 }
 
 func writeBashCompletion(w io.Writer, app *cli.App) error {

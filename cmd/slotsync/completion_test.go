@@ -93,3 +93,31 @@ func TestManPage(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionHasNoDuplicates: no script offers a word twice (the help flag, the help command)
+// and each completes the shells `completion` takes.
+func TestCompletionHasNoDuplicates(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		out := slotsyncCmd(t, nil, "completion", shell).stdout
+		lines := map[string]bool{}
+		for _, line := range strings.Split(out, "\n") {
+			if strings.HasPrefix(line, "complete ") {
+				if lines[line] {
+					t.Errorf("%s: line twice: %s", shell, line)
+				}
+				lines[line] = true
+			}
+			words := map[string]bool{}
+			for _, w := range strings.Fields(line) {
+				commandList := strings.Contains(line, "contains -- $i")
+				if words[w] && (strings.HasPrefix(w, "--") && len(w) > 2 || commandList) {
+					t.Errorf("%s: %q twice in: %s", shell, w, line)
+				}
+				words[w] = true
+			}
+		}
+		if shell != "zsh" && !strings.Contains(out, "fish") || !strings.Contains(out, "bash") {
+			t.Errorf("%s: the completion command's shells are not completed", shell)
+		}
+	}
+}

@@ -42,6 +42,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		},
 		// Usage errors (unknown flags, bad values) exit 3 like configuration errors.
 		OnUsageError:   usageError,
+		Before:         helpTakesOneCommand,
 		ExitErrHandler: func(c *cli.Context, err error) {},
 		Action: func(c *cli.Context) error {
 			if c.NArg() > 0 {
@@ -74,8 +75,22 @@ func noStrayArguments(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return nil
 	}
-	return cli.Exit(fmt.Sprintf("usage: unexpected argument %q: %s takes flags only; quote a DSN with spaces, e.g. --standby 'host=db1 port=5432'",
-		c.Args().First(), c.Command.Name), exitUsage)
+	hint := ""
+	for _, f := range c.Command.Flags {
+		if f.Names()[0] == "standby" {
+			hint = "; quote a DSN with spaces, e.g. --standby 'host=db1 port=5432'"
+		}
+	}
+	return cli.Exit(fmt.Sprintf("usage: unexpected argument %q: %s takes flags only%s", c.Args().First(), c.Command.Name, hint), exitUsage)
+}
+
+// helpTakesOneCommand refuses `help run extra` (urfave/cli shows run's help and ignores the
+// rest), as every command refuses a stray argument.
+func helpTakesOneCommand(c *cli.Context) error {
+	if first := c.Args().First(); (first == "help" || first == "h") && c.NArg() > 2 {
+		return cli.Exit(fmt.Sprintf("usage: unexpected argument %q: help takes one command, e.g. slotsync help run", c.Args().Get(2)), exitUsage)
+	}
+	return nil
 }
 
 func commandNames(app *cli.App) string {
