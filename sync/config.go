@@ -97,6 +97,7 @@ func DefaultConfig() Config {
 		CreateWorkers:         16,
 		AdvanceStep:           256 << 20,
 		Statefile:             statefile.Config{MinRestartInterval: 5 * time.Minute, MaxAttempts: 2, HoldTimeout: statefile.DefaultHoldTimeout},
+		Native:                NativeConfig{StandbyGoneAfter: 5 * time.Minute},
 	}
 }
 
@@ -130,6 +131,7 @@ func (c *Config) Validate() error {
 		{"primary gone after", &c.PrimaryGoneAfter, d.PrimaryGoneAfter},
 		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
 		{"catalog hold timeout", &c.Statefile.HoldTimeout, d.Statefile.HoldTimeout},
+		{"standby gone after", &c.Native.StandbyGoneAfter, d.Native.StandbyGoneAfter},
 	} {
 		if err := orDefault(f.name, f.v, f.fallback); err != nil {
 			return err
@@ -180,6 +182,12 @@ type NativeConfig struct {
 	// Drive calls pg_sync_replication_slots() on the standby every pass, for a standby with
 	// sync_replication_slots off.
 	Drive bool
+	// ManageStandbySlots keeps synchronized_standby_slots (17+, rule 10): beside a standby, its
+	// physical slot is listed on the primary once it streams; beside a primary (and on a
+	// standby's primary), a listed slot that is missing or has had no walsender for
+	// StandbyGoneAfter is taken out.
+	ManageStandbySlots bool
+	StandbyGoneAfter   time.Duration
 }
 
 // Endpoints parses both nodes' DSNs, with the passwords from secret files applied. The

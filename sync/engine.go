@@ -44,6 +44,8 @@ type Engine struct {
 	role Role
 	// withoutPrimary: the last judgement was made without the primary (logged once).
 	withoutPrimary bool
+	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
+	standbySlotsErr string
 	// lock makes this engine the state directory's only writer.
 	lock *stateLock
 	// watchEvery: how often the watch between passes looks now; watchAdvances: how many
@@ -168,7 +170,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	case err != nil:
 		return rep, err
 	case !snap.Standby.Info.InRecovery:
-		return e.asPrimary(rep, snap, apply)
+		return e.asPrimary(ctx, rep, snap, apply)
 	}
 	e.noteRole(RoleStandby)
 	if e.withoutPrimary {
@@ -195,6 +197,10 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return rep, err
 	}
 	rep.Warnings = snap.Warnings
+	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
+		e.manageStandbySlots(ctx, true, StandbySlotsInput{Setting: snap.Primary.Info.SynchronizedStandbySlots, Listed: snap.SyncedStandbySlots,
+			Own: snap.Standby.Info.PrimarySlotName, OwnStreaming: snap.Physical.Active, GoneAfter: e.cfg.Native.StandbyGoneAfter})
+	}
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{History: e.history(ctx, snap.Primary.Info.Timeline), Prepared: snap.Prepared, Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,

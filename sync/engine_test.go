@@ -37,7 +37,8 @@ func (o *fakeObserver) Reset() {}
 func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return nil, errors.New("no history in these tests")
 }
-func (o *fakeObserver) SyncSlots(context.Context) error { return nil }
+func (o *fakeObserver) SyncSlots(context.Context) error                       { return nil }
+func (o *fakeObserver) SetStandbySlots(context.Context, bool, []string) error { return nil }
 
 // fakeApplier records calls; failing names fail with failErr.
 // (Sessions run at once: new copies on their own sessions beside the workers.)

@@ -32,6 +32,9 @@ type Observation struct {
 	Prepared map[string][]lsncheck.XID
 	// SyncedStandbySlots: the physical slots the primary's synchronized_standby_slots lists (17+).
 	SyncedStandbySlots []topology.SyncedStandbySlot
+	// OwnStandbySlots: on a local node that is a primary (17+), the slots its own
+	// synchronized_standby_slots lists.
+	OwnStandbySlots []topology.SyncedStandbySlot
 }
 
 func anyTwoPhase(slots map[string]topology.Slot) bool {
@@ -65,6 +68,9 @@ type observer interface {
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
 	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
 	SyncSlots(ctx context.Context) error
+	// SetStandbySlots sets synchronized_standby_slots (ALTER SYSTEM, then a reload) on the
+	// primary, or on the local node when it is the primary (onPrimary false).
+	SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error
 	// History reads the primary's timeline history (topology.TimelineHistory).
 	History(ctx context.Context, tli int) (map[int]lsncheck.LSN, error)
 	// Watch reads the positions the watch between passes needs (watch.go).
@@ -187,6 +193,11 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		return snap, nil
 	}
 	if !snap.Standby.Info.InRecovery {
+		if snap.Standby.Info.Major() >= 17 {
+			if snap.OwnStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, sconn, snap.Standby.Info.SynchronizedStandbySlots); err != nil {
+				return Observation{}, &NodeError{"standby", err}
+			}
+		}
 		return standbyOnly(nil) // this node is a primary now: nothing to sync (rule 9)
 	}
 	changed, err := o.primary.follow(snap.Standby.Info.PrimaryConninfo)
@@ -273,6 +284,27 @@ func (o *pgObserver) SyncSlots(ctx context.Context) error {
 		return err
 	}
 	_, err = sconn.Exec(ctx, "SELECT pg_sync_replication_slots()")
+	return err
+}
+
+func (o *pgObserver) SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error {
+	stmt, err := StandbySlotsSQL(names)
+	if err != nil {
+		return err
+	}
+	var conn *pgx.Conn
+	if onPrimary {
+		conn, err = o.primaryConn(ctx)
+	} else {
+		conn, err = o.conn(ctx, o.standby, &o.sconn)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, stmt); err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
 	return err
 }
 

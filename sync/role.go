@@ -1,6 +1,10 @@
 package sync
 
-import "time"
+import (
+	"context"
+	"strings"
+	"time"
+)
 
 // Role is what the local node (the one the standby DSN names) is right now.
 type Role string
@@ -32,13 +36,17 @@ func (e *Engine) noteRole(r Role) {
 // standby again its slots (copies promoted with it, or a demoted primary's own, now stale)
 // are managed like any other copy: never moved back, recreated when the new primary's slot
 // is another incarnation, never judged READY while stale.
-func (e *Engine) asPrimary(rep Report, snap Observation, apply bool) (Report, error) {
+func (e *Engine) asPrimary(ctx context.Context, rep Report, snap Observation, apply bool) (Report, error) {
 	e.noteRole(RolePrimary)
 	rep.Role = RolePrimary
 	rep.Major = snap.Standby.Info.Major()
 	rep.Standby = summarize(snap.Standby.Info)
 	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
 		return rep, err
+	}
+	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
+		e.manageStandbySlots(ctx, false, StandbySlotsInput{Setting: snap.Standby.Info.SynchronizedStandbySlots,
+			Listed: snap.OwnStandbySlots, GoneAfter: e.cfg.Native.StandbyGoneAfter})
 	}
 	if apply {
 		next, changed := ownSlots(e.journal, snap.Standby, e.cfg.Select, e.now().UTC(), e.cfg.GateRecordInterval)
@@ -101,4 +109,29 @@ func ownSlots(j *Journal, node NodeState, sel Selection, now time.Time, interval
 	}
 	next.OwnSlotsAt = now
 	return next, true
+}
+
+// manageStandbySlots applies PlanStandbySlots to the primary's synchronized_standby_slots
+// (onPrimary) or, beside a primary, to its own. A failure (most often a missing grant) is
+// logged when it first happens or changes, and the pass goes on: syncing does not depend on it.
+func (e *Engine) manageStandbySlots(ctx context.Context, onPrimary bool, in StandbySlotsInput) {
+	ch, ok := PlanStandbySlots(in)
+	if !ok {
+		return
+	}
+	where := "on this node"
+	if onPrimary {
+		where = "on the primary"
+	}
+	err := e.obs.SetStandbySlots(ctx, onPrimary, ch.Next)
+	if err != nil {
+		if msg := err.Error(); msg != e.standbySlotsErr {
+			e.standbySlotsErr = msg
+			e.log.Warn("could not set synchronized_standby_slots "+where, "error", msg, "wanted", strings.Join(ch.Next, ","),
+				"fix", "GRANT ALTER SYSTEM ON PARAMETER synchronized_standby_slots TO <slotsync's role>; GRANT EXECUTE ON FUNCTION pg_reload_conf() TO <slotsync's role>")
+		}
+		return
+	}
+	e.standbySlotsErr = ""
+	e.log.Info("synchronized_standby_slots set "+where, "from", in.Setting, "to", strings.Join(ch.Next, ","), "why", strings.Join(ch.Why, "; "))
 }

@@ -477,9 +477,10 @@ func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
 func (o *simObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return o.history, nil
 }
-func (o *simObserver) SyncSlots(context.Context) error { return nil }
-func (o *simObserver) Reset()                          {}
-func (o *simObserver) Close()                          {}
+func (o *simObserver) SyncSlots(context.Context) error                       { return nil }
+func (o *simObserver) SetStandbySlots(context.Context, bool, []string) error { return nil }
+func (o *simObserver) Reset()                                                {}
+func (o *simObserver) Close()                                                {}
 
 // simMethod carries out actions on the simulated standby: a new copy takes the primary slot's
 // positions; an advance moves confirmed_flush to the target (restart_lsn follows up to the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -150,10 +151,13 @@ func ReadSyncedStandbySlots(ctx context.Context, conn *pgx.Conn, setting string)
 			continue
 		}
 		s := SyncedStandbySlot{Name: name}
-		err := conn.QueryRow(ctx, "SELECT true, active FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'", name).Scan(&s.Exists, &s.Active)
+		var inactiveMs int64
+		err := conn.QueryRow(ctx, `SELECT true, active, coalesce((extract(epoch FROM now() - inactive_since) * 1000)::bigint, 0)
+			FROM pg_replication_slots WHERE slot_name = $1 AND slot_type = 'physical'`, name).Scan(&s.Exists, &s.Active, &inactiveMs)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("read synchronized_standby_slots entry %q: %w", name, err)
 		}
+		s.InactiveFor = time.Duration(inactiveMs) * time.Millisecond
 		out = append(out, s)
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Method is how a standby gets its copies (docs/ARCHITECTURE.md, "The sql method", "The
@@ -244,6 +245,8 @@ func nativeProblems(standby NodeInfo) []Problem {
 type SyncedStandbySlot struct {
 	Name           string
 	Exists, Active bool
+	// InactiveFor: how long an existing slot has had no walsender (its inactive_since).
+	InactiveFor time.Duration
 }
 
 // NativeWarnings checks synchronized_standby_slots on the primary (17+): when it does not list
@@ -276,7 +279,9 @@ func NativeWarnings(primary, standby NodeInfo, listed []SyncedStandbySlot) []Pro
 		list := strings.Join(append(names, standby.PrimarySlotName), ",")
 		probs = append(probs, Problem{Check: "synchronized_standby_slots", Node: "primary",
 			Issue: fmt.Sprintf("synchronized_standby_slots does not list this standby's slot %q: consumers of failover slots can get ahead of this standby", standby.PrimarySlotName),
-			Fix:   fmt.Sprintf("ALTER SYSTEM SET synchronized_standby_slots = '%s'; SELECT pg_reload_conf() on the primary", list)})
+			Fix: fmt.Sprintf("ALTER SYSTEM SET synchronized_standby_slots = '%s'; SELECT pg_reload_conf() on the primary, or run slotsync with "+
+				"--manage-synchronized-standby-slots (17+), which keeps it; the trade-off: consumers of failover slots then wait for this standby "+
+				"while it lags or is cut off, at most --standby-gone-after once it is gone (slotsync beside the primary takes it out)", list)})
 	}
 	return probs
 }

@@ -59,7 +59,7 @@ func TestCompletionScripts(t *testing.T) {
 	// Completing in bash: the flags of the command typed, and a flag's values.
 	if _, err := exec.LookPath("bash"); err == nil {
 		script := slotsyncCmd(t, nil, "completion", "bash").stdout
-		for words, want := range map[string]string{"slotsync ch": "check", "slotsync check --st": "--standby --standby-password-file --state-dir --strict",
+		for words, want := range map[string]string{"slotsync ch": "check", "slotsync check --st": "--standby --standby-gone-after --standby-password-file --state-dir --strict",
 			"slotsync run --method s": "sql statefile"} {
 			w := strings.Fields(words)
 			if strings.HasSuffix(words, " ") {

@@ -37,6 +37,8 @@ func pairFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "drop-left-alone", Usage: "drop the copies slotsync made and no longer syncs (primary slot invalidated, or no longer selected) instead of keeping them; slots slotsync did not make are never dropped", EnvVars: []string{"SLOTSYNC_DROP_LEFT_ALONE"}},
 		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
 		&cli.BoolFlag{Name: "native-drive", Usage: "native (17+): call pg_sync_replication_slots() every pass instead of requiring sync_replication_slots = on", EnvVars: []string{"SLOTSYNC_NATIVE_DRIVE"}},
+		&cli.BoolFlag{Name: "manage-synchronized-standby-slots", Usage: "17+: list this standby's physical slot in the primary's synchronized_standby_slots once it streams (no consumer of a failover slot gets ahead of it; they wait for it instead), and take out listed slots that are missing or idle for --standby-gone-after (run slotsync beside every node, the primary too, so a standby that is gone is taken out)", EnvVars: []string{"SLOTSYNC_MANAGE_SYNCHRONIZED_STANDBY_SLOTS"}},
+		&cli.DurationFlag{Name: "standby-gone-after", Value: d.Native.StandbyGoneAfter, Usage: "with --manage-synchronized-standby-slots: a listed slot with no walsender for this long is taken out (consumers of failover slots wait at most this long for a standby that is gone)", EnvVars: []string{"SLOTSYNC_STANDBY_GONE_AFTER"}},
 		&cli.DurationFlag{Name: "timeout", Value: d.ObserveTimeout, Usage: "bound on one observation of both nodes", EnvVars: []string{"SLOTSYNC_TIMEOUT"}},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error", EnvVars: []string{"SLOTSYNC_LOG_LEVEL"}},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json", EnvVars: []string{"SLOTSYNC_LOG_FORMAT"}},
@@ -81,7 +83,8 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	cfg.Method, cfg.ReadOnly, cfg.Logger = topology.Method(c.String("method")), readOnly, log
 	cfg.Select = slotsync.Selection{Patterns: parseList(c.String("slots")),
 		Databases: parseList(c.String("databases")), Plugins: parseList(c.String("plugins"))}
-	cfg.Native = slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive")}
+	cfg.Native = slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive"),
+		ManageStandbySlots: c.Bool("manage-synchronized-standby-slots")}
 	cfg.DropLeftAlone = c.Bool("drop-left-alone")
 	var err error
 	if cfg.PrimaryConnectTimeout, err = positive(c, "primary-connect-timeout"); err != nil {
@@ -94,6 +97,9 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 		return cfg, err
 	}
 	if cfg.PrimaryGoneAfter, err = positive(c, "primary-gone-after"); err != nil {
+		return cfg, err
+	}
+	if cfg.Native.StandbyGoneAfter, err = positive(c, "standby-gone-after"); err != nil {
 		return cfg, err
 	}
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {
