@@ -83,9 +83,7 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 		return fmt.Errorf("consumer %s: connect: %w", c.slot, err)
 	}
 	defer conn.Close(context.Background())
-	c.mu.Lock()
-	start := c.confirmed
-	c.mu.Unlock()
+	start := c.restart()
 	if err := pglogrepl.StartReplication(ctx, conn, c.slot, start, pglogrepl.StartReplicationOptions{PluginArgs: c.pluginArgs()}); err != nil {
 		return fmt.Errorf("consumer %s: START_REPLICATION at %s: %w", c.slot, start, err)
 	}
@@ -152,6 +150,16 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 			}
 		}
 	}
+}
+
+// restart begins a new stream at the consumer's offset: a transaction cut off by the last
+// connection's end is sent again from its start, so what was read of it is dropped (kept, it
+// would count as received twice).
+func (c *consumer) restart() pglogrepl.LSN {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending, c.inTxn = c.pending[:0], false
+	return c.confirmed
 }
 
 // handle records one decoded message; it reports whether a transaction just committed.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pglogrepl"
+
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
@@ -195,5 +197,28 @@ func TestTwoPhaseMessages(t *testing.T) {
 	}
 	if _, ok := c.twoPhaseMessage([]byte{'I', 0}, 1); ok {
 		t.Fatal("an insert taken for a two-phase message")
+	}
+}
+
+// TestConsumerDropsACutTransaction: a transaction cut off by a reconnection is sent again whole;
+// what the consumer had read of it is dropped, so no change counts as received twice.
+func TestConsumerDropsACutTransaction(t *testing.T) {
+	c := newConsumer("s", "test_decoding")
+	msg := func(text string, at uint64) pglogrepl.XLogData {
+		return pglogrepl.XLogData{WALStart: pglogrepl.LSN(at), WALData: []byte(text)}
+	}
+	for _, m := range []string{"BEGIN 700", "table public.events: INSERT: id[integer]:229 payload[text]:'drill'"} {
+		if _, err := c.handle(msg(m, 100), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.restart() // the connection ended before the COMMIT
+	for _, m := range []string{"BEGIN 700", "table public.events: INSERT: id[integer]:229 payload[text]:'drill'", "COMMIT 700"} {
+		if _, err := c.handle(msg(m, 200), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, d := c.snapshotDurable(); d[229] != 1 {
+		t.Fatalf("id 229 received %d times, want once", d[229])
 	}
 }
