@@ -87,6 +87,8 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"check", "--standby", "host=x", "port=1"}, `unexpected argument "port=1"`},
 		{[]string{"run", "--standby", "host=x", "extra"}, `unexpected argument "extra"`},
 		{[]string{"help", "run", "extra"}, `unexpected argument "extra": help takes one command`},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--json"}, "--json prints the report of run --once"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--once", "--listen", "127.0.0.1:9"}, "run --once makes one pass and serves nothing"},
 		{[]string{"version", "extra"}, `"extra": version takes flags only`},
 		{[]string{"chekc"}, `unknown command "chekc"`},
 		// Input is refused, not replaced by a default.

@@ -55,7 +55,25 @@ func runCommand() *cli.Command {
 	}
 }
 
+// onceOnlyFlags refuses, on the command line, a flag that means nothing in the mode asked for:
+// --json without --once (the daemon prints no report; --log-format json makes its logs JSON),
+// --listen with --once (one pass serves nothing). From the environment they are let be: an env
+// file is shared by the daemon and the hook that runs check --json.
+func onceOnlyFlags(c *cli.Context) error {
+	given := func(name, env string) bool { return c.IsSet(name) && os.Getenv(env) == "" }
+	switch {
+	case !c.Bool("once") && c.Bool("json") && given("json", "SLOTSYNC_JSON"):
+		return cli.Exit("usage: --json prints the report of run --once; the daemon logs (give --log-format json for JSON logs)", exitUsage)
+	case c.Bool("once") && given("listen", "SLOTSYNC_LISTEN") && c.String("listen") != "":
+		return cli.Exit("usage: --listen serves metrics while the daemon runs; run --once makes one pass and serves nothing (drop --listen)", exitUsage)
+	}
+	return nil
+}
+
 func runAction(c *cli.Context) error {
+	if err := onceOnlyFlags(c); err != nil {
+		return err
+	}
 	cfg, log, err := configure(c, false)
 	if err == nil {
 		err = runConfig(c, &cfg)
