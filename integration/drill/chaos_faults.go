@@ -137,6 +137,12 @@ func (wd *world) recreateBehind(ctx context.Context, slot string) error {
 		wd.log.Info("no pg_copy_logical_replication_slot before 12: fault skipped")
 		return nil
 	}
+	if wd.switched > 0 {
+		// The older slot on this primary is now slotsync's copy of it, made after writes began:
+		// the consumer of a slot copied from it would not be owed everything.
+		wd.log.Info("after a switchover there is no slot from before any write: fault skipped")
+		return nil
+	}
 	f := wd.feeds[wd.feedOf(slot)]
 	return wd.whileIdle(ctx, slot, func() error {
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
