@@ -1,10 +1,13 @@
 // Command chaos-tally sums the fault explorer's reports (JSON lines, one iteration each, as
-// TestChaos writes them with SLOTSYNC_CHAOS_REPORT) into the table docs/RELIABILITY.md carries.
+// TestChaos writes them with SLOTSYNC_CHAOS_REPORT) into the tables docs/RELIABILITY.md carries:
+// by major and method (-by major), by fault over all majors (-by fault), or both crossed
+// (-by all, the default).
 //
-//	go run ./scripts/chaos-tally report.pg13.jsonl report.pg14.jsonl ...
+//	go run ./scripts/chaos-tally [-by major|fault|all] report.pg13.jsonl report.pg14.jsonl ...
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -12,12 +15,14 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: chaos-tally REPORT.jsonl...")
+	by := flag.String("by", "all", "major, fault or all")
+	flag.Parse()
+	if flag.NArg() == 0 || (*by != "major" && *by != "fault" && *by != "all") {
+		fmt.Fprintln(os.Stderr, "usage: chaos-tally [-by major|fault|all] REPORT.jsonl...")
 		os.Exit(3)
 	}
 	var all []drill.ChaosIteration
-	for _, path := range os.Args[1:] {
+	for _, path := range flag.Args() {
 		f, err := os.Open(path)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -29,6 +34,14 @@ func main() {
 			fmt.Fprintf(os.Stderr, "%s: %v (%d iterations read before it)\n", path, err, len(its))
 		}
 		all = append(all, its...)
+	}
+	for i := range all {
+		switch *by {
+		case "major":
+			all[i].Faults = []drill.Fault{"all"}
+		case "fault":
+			all[i].Major, all[i].Method = 0, "all"
+		}
 	}
 	t := drill.TallyOf(all)
 	t.Markdown(os.Stdout)
