@@ -357,6 +357,13 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 	if runAs != "postgres" {
 		t.Errorf("statefile.conf runs slotsync as %q, not the data directory's owner (postgres)", runAs)
 	}
+	// A stop in the middle of a standby restart waits for the restart: systemd must not kill
+	// slotsync between the standby's stop and its start.
+	if m := regexp.MustCompile(`(?m)^TimeoutStopSec=(\S+)`).FindStringSubmatch(string(dropIn)); m == nil {
+		t.Error("statefile.conf keeps the base unit's TimeoutStopSec, too short to finish a standby restart")
+	} else if d, err := time.ParseDuration(strings.Replace(m[1], "min", "m", 1)); err != nil || d < 2*time.Minute {
+		t.Errorf("statefile.conf TimeoutStopSec=%s: give a standby restart at least 2 minutes", m[1])
+	}
 	if rw == "" || !strings.HasPrefix(env["SLOTSYNC_STANDBY_DATA_DIR"], rw+"/") {
 		t.Errorf("ReadWritePaths=%q does not cover the data directory %q (ProtectSystem=strict makes it read-only)", rw, env["SLOTSYNC_STANDBY_DATA_DIR"])
 	}

@@ -169,6 +169,9 @@ type world struct {
 	// other is slotsync beside the first primary, started at the first switchover (with
 	// otherArgs, its gate's), as every node of an HA cluster runs one; switched counts the
 	// switchovers made.
+	// stopWithin bounds slotsync's stop after SIGTERM: longer with the state-file method, which
+	// finishes a standby restart it began before it exits (never leaving the standby down).
+	stopWithin   time.Duration
 	other        *sidecar
 	otherArgs    []string
 	switched     int
@@ -209,7 +212,10 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err != nil {
 		return nil, err
 	}
-	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log}
+	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second}
+	if statefileMethod(pair, opts.Method) {
+		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
+	}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
 		"--primary-connect-timeout", "2s"}
@@ -255,13 +261,17 @@ func methodArgs(method string) []string {
 	return []string{"--method", method}
 }
 
+// statefileMethod: slotsync runs the state-file method on this pair (auto picks it up to 15).
+func statefileMethod(pair *integration.Pair, method string) bool {
+	return method == "statefile" || ((method == "" || method == "auto") && pair.Major <= 15)
+}
+
 // sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast
 // passes, a short catalog hold, and for the state-file method pg_ctl as the servers' user.
 func sidecarArgs(pair *integration.Pair, method string, common []string) ([]string, error) {
 	args := append([]string{"run", "--interval", "200ms", "--listen", "", "--log-format", "json",
 		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
-	statefile := method == "statefile" || ((method == "" || method == "auto") && pair.Major <= 15)
-	if !statefile || pair.Dir == "" {
+	if !statefileMethod(pair, method) || pair.Dir == "" {
 		return args, nil
 	}
 	bin, err := integration.FindBinaries(pair.Major)
@@ -280,7 +290,7 @@ func sidecarArgs(pair *integration.Pair, method string, common []string) ([]stri
 
 func (wd *world) close() {
 	if wd.other != nil {
-		_ = wd.other.stop(20 * time.Second) // stopped already, unless the iteration ended early
+		_ = wd.other.stop(wd.stopWithin) // stopped already, unless the iteration ended early
 	}
 	_ = wd.proxy.Close()
 }

@@ -18,7 +18,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	sideStopped := false
 	defer func() {
 		if !sideStopped {
-			_ = wd.side.stop(20 * time.Second)
+			_ = wd.side.stop(wd.stopWithin)
 		}
 	}()
 	holdCtx, stopHolds := context.WithCancel(ctx)
@@ -63,11 +63,11 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		return fmt.Errorf("after the promotion: %w", err)
 	}
 	sideStopped = true
-	if err := wd.side.stop(20 * time.Second); err != nil {
+	if err := wd.side.stop(wd.stopWithin); err != nil {
 		it.Problems = append(it.Problems, err.Error())
 	}
 	if wd.other != nil {
-		if err := wd.other.stop(20 * time.Second); err != nil {
+		if err := wd.other.stop(wd.stopWithin); err != nil {
 			it.Problems = append(it.Problems, "beside the old primary: "+err.Error())
 		}
 	}
