@@ -95,7 +95,8 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Logger.Error(warning.Error())
 	}
 	link := cfg.primaryLink(primary)
-	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout}, j)
+	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
+		ownStandbySlots: cfg.Native.ManageStandbySlots}, j)
 	e.lock = lock
 	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir}
 	e.methods = func(m topology.Method) (method.Method, error) { return newMethod(m, cfg, deps) }

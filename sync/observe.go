@@ -89,6 +89,9 @@ type pgObserver struct {
 	// noVerify: take the observation even when topology.Verify refuses the pair (doctor lists
 	// every failed check with its fix instead).
 	noVerify bool
+	// ownStandbySlots: on a node that is the primary, read what its synchronized_standby_slots
+	// lists (only --manage-synchronized-standby-slots uses it).
+	ownStandbySlots bool
 	// snapshots: the standby is in recovery on a major where state-file copies exist (16 and
 	// older) and the role may look for their decoding snapshots (rule 4).
 	snapshots bool
@@ -193,7 +196,7 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		return snap, nil
 	}
 	if !snap.Standby.Info.InRecovery {
-		if snap.Standby.Info.Major() >= 17 {
+		if o.ownStandbySlots && snap.Standby.Info.Major() >= 17 {
 			if snap.OwnStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, sconn, snap.Standby.Info.SynchronizedStandbySlots); err != nil {
 				return Observation{}, &NodeError{"standby", err}
 			}

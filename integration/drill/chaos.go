@@ -217,9 +217,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
 	}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
-	wd.gateArgs = []string{"--primary", primary, "--standby", pair.Standby.DSN("postgres"), "--state-dir", filepath.Join(dir, "state"),
-		"--primary-connect-timeout", "2s"}
-	wd.gateArgs = append(wd.gateArgs, methodArgs(opts.Method)...)
+	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), filepath.Join(dir, "state"), opts.Method)
 	if opts.Method == "native" {
 		for _, s := range slots {
 			if err := wd.setFailover(ctx, s.name); err != nil {
@@ -246,6 +244,12 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
 	return wd, nil
+}
+
+// gateArgs are the flags `slotsync check` (and `run`, beside them) takes for one standby.
+func gateArgs(primary, standby, stateDir, method string) []string {
+	return append([]string{"--primary", primary, "--standby", standby, "--state-dir", stateDir, "--primary-connect-timeout", "2s"},
+		methodArgs(method)...)
 }
 
 // methodArgs are the flags of slotsync's method, for `run` and `check` alike: with native, the
@@ -296,11 +300,9 @@ func (wd *world) close() {
 }
 
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
-func (wd *world) ask(ctx context.Context) (GateAnswer, error) { return wd.askWith(ctx, wd.gateArgs) }
-
-func (wd *world) askWith(ctx context.Context, gateArgs []string) (GateAnswer, error) {
+func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	asked := time.Now()
-	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, gateArgs...)...)
+	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, wd.gateArgs...)...)
 	out, err := cmd.Output()
 	exit := 0
 	var ee *exec.ExitError

@@ -13,17 +13,15 @@ import (
 // the standby asked until READY, the primary stopped cleanly, the standby promoted, the old
 // primary rebuilt as its standby), then the same back, with slotsync beside each node as in a
 // cluster where every node runs one. After each switch the consumers resume on the new primary
-// and must receive every change written before it (READY was the ground for the switch). A
-// switch the gate does not allow within a minute is not made.
+// and must receive every change up to a few written there (READY was the ground for the
+// switch). A switch the gate does not allow within a minute is not made.
 func (wd *world) switchoverAndBack(ctx context.Context) error {
 	if wd.pair.Dir == "" {
 		wd.log.Info("a switchover needs a local pair: fault skipped")
 		return nil
 	}
 	if wd.otherArgs == nil {
-		wd.otherArgs = []string{"--primary", wd.pair.Standby.DSN("postgres"), "--standby", wd.pair.Primary.DSN("postgres"),
-			"--state-dir", filepath.Join(wd.dir, "other-state"), "--primary-connect-timeout", "2s"}
-		wd.otherArgs = append(wd.otherArgs, methodArgs(wd.method)...)
+		wd.otherArgs = gateArgs(wd.pair.Standby.DSN("postgres"), wd.pair.Primary.DSN("postgres"), filepath.Join(wd.dir, "other-state"), wd.method)
 	}
 	if done, err := wd.switchTo(ctx); err != nil || !done {
 		return err
@@ -53,10 +51,10 @@ func (wd *world) startOther(ctx context.Context) error {
 
 // switchTo switches the roles once the gate beside the standby says READY for every drill slot;
 // done is false when it did not within a minute. A consumer that then misses a change is kept in
-// wd.switchLosses; an error means the switch could not be carried out. From then on the gate asked (wd.gateArgs) is
-// the one beside the new standby.
+// wd.switchLosses; an error means the switch could not be carried out. From then on the gate
+// asked (wd.gateArgs) is the one beside the new standby.
 func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
-	if ready, err := wd.untilReady(ctx, wd.gateArgs, time.Minute); err != nil || !ready {
+	if ready, err := wd.untilReady(ctx, time.Minute); err != nil || !ready {
 		wd.log.Info("switchover not made: the gate did not say READY", "error", err)
 		return false, err
 	}
@@ -97,11 +95,11 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 	return true, nil
 }
 
-// untilReady asks the gate until it says READY for every drill slot.
-func (wd *world) untilReady(ctx context.Context, gateArgs []string, bound time.Duration) (bool, error) {
+// untilReady asks the gate beside the standby until it says READY for every drill slot.
+func (wd *world) untilReady(ctx context.Context, bound time.Duration) (bool, error) {
 	deadline := time.Now().Add(bound)
 	for {
-		a, err := wd.askWith(ctx, gateArgs)
+		a, err := wd.ask(ctx)
 		if err != nil {
 			return false, err
 		}
