@@ -425,6 +425,23 @@ func (p *Pair) Promote(ctx context.Context) error {
 	})
 }
 
+// DemotePrimary stops the primary cleanly and starts it again in recovery, following no one, as
+// an HA manager demotes it in a switchover before re-pointing it: it takes no writes, and the
+// standby may stream from it again (a cascade that carries nothing new). Local pairs only.
+func (p *Pair) DemotePrimary(ctx context.Context) error {
+	prim, ok := p.Primary.life.(*localServer)
+	if !ok {
+		return errors.New("demote needs a local pair")
+	}
+	if err := p.Primary.Stop(ctx); err != nil {
+		return err
+	}
+	if err := makeStandby(prim.run, prim, p.Major, "", p.standbyConf); err != nil {
+		return fmt.Errorf("demote: %w", err)
+	}
+	return p.Primary.Start(ctx)
+}
+
 // Rejoin rebuilds the old primary as a streaming standby of the promoted one and swaps the
 // roles, so a pair can fail over again (switch back). Local pairs only. Like a fresh
 // pg_basebackup, the rebuilt standby has no replication slots of its own, unless keepSlots:

@@ -153,7 +153,7 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
 	cancel()
-	e.noteStreaming(snap, apply)
+	e.noteStreaming(snap, err, apply)
 	if e.cfg.ReadOnly {
 		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
 			e.journal = j

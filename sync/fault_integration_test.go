@@ -19,6 +19,14 @@ import (
 
 var faultMajors = []int{16, 17, 18}
 
+// copyingMethod is the method that makes copies on major: statefile before 16, sql from 16.
+func copyingMethod(major int) topology.Method {
+	if major < 16 {
+		return topology.MethodStatefile
+	}
+	return topology.MethodSQL
+}
+
 // watchCopies samples the standby's copies of names until stop is closed and fails the test if
 // any copy disappears or moves backwards (rules 1 and 3 under faults).
 func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.WaitGroup {
@@ -119,11 +127,7 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 // record at once, and the drill's promotion then lost the consumer's changes.
 func TestFaultStandbyReconnecting(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
-		m := topology.MethodSQL
-		if major < 16 {
-			m = topology.MethodStatefile
-		}
-		f := newFixtureWith(t, major, m, integration.Options{})
+		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
 		proxy := f.primaryThroughProxy()
 		f.eng.Close()
 		f.cfg.ObserveTimeout, f.cfg.SlotTimeout = 2*time.Second, 3*time.Second
@@ -152,6 +156,51 @@ func TestFaultStandbyReconnecting(t *testing.T) {
 	})
 }
 
+// TestFaultPrimaryDemoted (rule 8; found with Patroni's switchover): the primary is stopped
+// cleanly and started again in recovery, as an HA manager demotes it before the new leader's
+// pre_promote hook asks the gate; the standby may stream from it again, a cascade that carries
+// nothing new. A server in recovery takes no writes: the gate judges without it at once (no
+// wait for --primary-gone-after: it is seen not to be a primary), also while the standby streams
+// from it; the READY copy stays READY, and the promotion loses nothing. Before, the answer was a
+// prerequisite error ("primary is in recovery", exit 3), which a hook took for a
+// misconfiguration and promoted anyway.
+func TestFaultPrimaryDemoted(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
+		f.readyCopy()
+		want := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		f.must(f.pair.DemotePrimary(f.ctx))
+		if rep, err := f.eng.RunOnce(f.ctx); !errors.Is(err, ErrPrimaryInRecovery) || rep.WithoutPrimary == nil || !rep.Ready() {
+			t.Fatalf("a pass just after the demotion: want READY judged without the primary, got %v (without the primary: %+v)", err, rep.WithoutPrimary)
+		}
+		streams := waitStreaming(f, 15*time.Second)
+		t.Logf("the standby streams from the demoted primary: %v", streams)
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil || !rep.Ready() {
+			t.Fatalf("the gate with the primary demoted: want READY judged without it, got %v (without the primary: %+v, slots %+v)", err, rep.WithoutPrimary, rep.Slots)
+		}
+		if !strings.Contains(rep.WithoutPrimary.Why, "in recovery") {
+			t.Errorf("the answer does not say why the primary was not asked: %q", rep.WithoutPrimary.Why)
+		}
+		f.promoteExpect("cdc", want)
+	})
+}
+
+// waitStreaming waits up to limit for the standby's WAL receiver to stream, and says whether it did.
+func waitStreaming(f *fixture, limit time.Duration) bool {
+	f.t.Helper()
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		var n int
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n))
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // TestFaultRecordStandbyCutOff (rule 8; seen while reading the chaos drill's seed 20261214):
 // the standby stops streaming from a primary that still answers slotsync; a pass records READY
 // (the consumer is not ahead yet); the consumer then receives changes the standby never gets,
@@ -160,11 +209,7 @@ func TestFaultStandbyReconnecting(t *testing.T) {
 // would hand the consumer a history without what it had.
 func TestFaultRecordStandbyCutOff(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
-		m := topology.MethodSQL
-		if major < 16 {
-			m = topology.MethodStatefile
-		}
-		f := newFixtureWith(t, major, m, integration.Options{})
+		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
 		f.readyCopy()
 		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
 		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))

@@ -404,8 +404,17 @@ func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 	return s + "Before PostgreSQL 17 nothing keeps consumers behind this standby: one could have been a few bytes ahead of it (see consumer_ahead_bytes of the last observation)."
 }
 
+// ErrPrimaryInRecovery: the server slotsync takes for the primary (the standby's
+// primary_conninfo, or --primary) answers in recovery. It is not a primary now: demoted (a
+// switchover, before the HA manager re-points the standby) or a standby itself. It takes no
+// writes, so the primary is gone as far as the gate is concerned (rule 8), and the standby
+// streaming from it does not make a primary alive.
+var ErrPrimaryInRecovery = errors.New("the server the standby takes for its primary is in recovery: not a primary now " +
+	"(demoted, as in a switchover, or a standby itself: slotsync needs the read-write primary)")
+
 // primaryGone reports an observation that failed only because the primary could not be asked
-// (unreachable, shutting down, or unknown while an HA manager re-points the standby).
+// (unreachable, shutting down, in recovery, or unknown while an HA manager re-points the
+// standby).
 func primaryGone(err error) bool {
 	var ne *NodeError
 	return errors.As(err, &ne) && ne.Node == "primary" && Classify(err) == Retry
@@ -425,10 +434,10 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if err := cannotTell(snap.Standby.Info, e.now().Sub(rec.ObservedAt), e.cfg.MaxRecordAge); err != nil {
+	if err := cannotTell(snap.Standby.Info, perr, e.now().Sub(rec.ObservedAt), e.cfg.MaxRecordAge); err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
-	snap, err := e.primaryLost(ctx, snap, apply)
+	snap, err := e.primaryLost(ctx, snap, perr, apply)
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
@@ -443,8 +452,8 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
 	if !e.withoutPrimary {
-		e.log.Warn("the primary cannot be reached: the gate judges without it, from the standby and the last observation of the primary",
-			"observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),
+		e.log.Warn("the primary cannot be asked: the gate judges without it, from the standby and the last observation of the primary",
+			"why", perr.Error(), "observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),
 			"synchronized_standby", rec.SynchronizedStandby)
 		e.withoutPrimary = true
 	}
@@ -476,9 +485,9 @@ func (primaryAlive) Unwrap() error { return ErrCannotTell }
 // from it (the primary is alive, only unreachable from here: promoting now would split the
 // cluster, and its consumers may get ahead of this standby), or the record is older than
 // maxAge (slots made since are unknown to it).
-func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
+func cannotTell(standby topology.NodeInfo, perr error, age, maxAge time.Duration) error {
 	switch {
-	case standby.ReceiverStatus == "streaming":
+	case livePrimarySeen(standby, perr):
 		return ErrPrimaryAlive
 	case standby.ReceiverStatus == "unknown":
 		return fmt.Errorf("%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)", ErrCannotTell)
@@ -489,16 +498,23 @@ func cannotTell(standby topology.NodeInfo, age, maxAge time.Duration) error {
 	return nil
 }
 
+// livePrimarySeen says whether an observation (and the error it ended with) saw the standby
+// stream from a primary: its WAL receiver streams, and not from a server found in recovery (a
+// demoted primary takes no writes and passes none on).
+func livePrimarySeen(standby topology.NodeInfo, err error) bool {
+	return standby.ReceiverStatus == "streaming" && !errors.Is(err, ErrPrimaryInRecovery)
+}
+
 // noteStreaming remembers when a pass last saw the standby stream from its primary. An applying
 // engine also writes into the journal, once per change, when the standby stopped streaming (the
 // last time it saw it stream), so that check, a process of its own, knows how long the standby
 // has been without its primary.
-func (e *Engine) noteStreaming(snap Observation, apply bool) {
+func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
 	info := snap.Standby.Info
 	if info.VersionNum == 0 {
 		return // the standby was not observed
 	}
-	streaming := info.ReceiverStatus == "streaming"
+	streaming := livePrimarySeen(info, err)
 	if streaming {
 		e.lastStreaming = e.now()
 	}
@@ -544,14 +560,15 @@ func (e *Engine) lastStreamed() time.Time {
 // wal_retrieve_retry_interval) says nothing of the primary, which may be alive and taking
 // writes that its consumers get and this standby does not. An applying pass answers CANNOT
 // TELL until then; a judgement that changes nothing (check) watches the standby until then,
-// and a receiver that streams again means the primary is alive. It returns the latest view of
-// the standby.
-func (e *Engine) primaryLost(ctx context.Context, snap Observation, apply bool) (Observation, error) {
+// and a receiver that streams again means the primary is alive. A primary seen in recovery
+// (perr, or a later observation) takes no writes: no need to wait. It returns the latest view
+// of the standby.
+func (e *Engine) primaryLost(ctx context.Context, snap Observation, perr error, apply bool) (Observation, error) {
 	const every = 250 * time.Millisecond
 	for i := 0; ; i++ {
 		since := e.lastStreamed()
 		lost := e.now().Sub(since)
-		if lost >= e.cfg.PrimaryGoneAfter {
+		if lost >= e.cfg.PrimaryGoneAfter || errors.Is(perr, ErrPrimaryInRecovery) {
 			return snap, nil
 		}
 		if apply || i > int(e.cfg.PrimaryGoneAfter/every)+4 {
@@ -571,12 +588,12 @@ func (e *Engine) primaryLost(ctx context.Context, snap Observation, apply bool) 
 		next, err := e.obs.Observe(octx)
 		cancel()
 		switch {
-		case err == nil || next.Standby.Info.ReceiverStatus == "streaming":
+		case err == nil || livePrimarySeen(next.Standby.Info, err):
 			return snap, ErrPrimaryAlive // it answers again, or the standby streams from it again
 		case !primaryGone(err) || next.Standby.Info.VersionNum == 0:
 			return snap, err
 		}
-		snap = next
+		snap, perr = next, err
 	}
 }
 

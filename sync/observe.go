@@ -222,6 +222,10 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		o.reset(&o.pconn)
 		return standbyOnly(err)
 	}
+	if snap.Primary.Info.InRecovery && !o.noVerify {
+		snap.Primary = NodeState{}
+		return standbyOnly(ErrPrimaryInRecovery) // rule 8: it takes no writes
+	}
 	if name := snap.Standby.Info.PrimarySlotName; name != "" {
 		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
 			return standbyOnly(err)

@@ -29,9 +29,10 @@ import (
 //	fail <slot> [error=conn|missing|wal-removed|refused]  the slot's next actions fail; "heal <slot>" ends it
 //	hold <slot> / release <slot>         the state-file method's catalog hold of a slot on the primary
 //	                                     (a temporary copy of the primary slot as it is now), or its end
-//	primary-gone / primary-partitioned / primary-back
+//	primary-gone / primary-partitioned / primary-demoted / primary-back
 //	                                     the primary is down (the standby stops streaming), or only
-//	                                     slotsync cannot reach it (the standby streams), or it is back
+//	                                     slotsync cannot reach it (the standby streams), or it answers
+//	                                     in recovery (the standby streams from it), or it is back
 //	prepared <db>=<xid>,…                the primary's prepared transactions (none: "prepared")
 //	wal <lsn>                            the primary's WAL insert position
 //	clock <duration>                     time passes
@@ -133,10 +134,11 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		s.Name, s.Temporary = hold, true
 		h.obs.snap.Primary.Slots[hold] = s
 		return ""
-	case "primary-gone", "primary-partitioned", "primary-back":
+	case "primary-gone", "primary-partitioned", "primary-demoted", "primary-back":
 		// Gone: the primary is down, and the standby's WAL receiver stops streaming. Partitioned:
-		// only slotsync cannot reach it; the standby still streams from it.
-		h.obs.gone = d.Cmd != "primary-back"
+		// only slotsync cannot reach it; the standby still streams from it. Demoted: it answers
+		// in recovery, and the standby streams from it (a cascade that carries nothing new).
+		h.obs.gone, h.obs.demoted = d.Cmd == "primary-gone" || d.Cmd == "primary-partitioned", d.Cmd == "primary-demoted"
 		h.obs.snap.Standby.Info.ReceiverStatus = map[bool]string{true: "", false: "streaming"}[d.Cmd == "primary-gone"]
 		return ""
 	case "clock":
@@ -435,6 +437,7 @@ func indent(s string) string {
 type simObserver struct {
 	snap    Observation
 	gone    bool
+	demoted bool
 	now     func() time.Time
 	history map[int]lsncheck.LSN
 }
@@ -456,6 +459,9 @@ func (o *simObserver) Observe(context.Context) (Observation, error) {
 	}
 	if o.gone {
 		return Observation{Standby: s.Standby}, &NodeError{Node: "primary", Err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
+	}
+	if o.demoted {
+		return Observation{Standby: s.Standby}, &NodeError{Node: "primary", Err: ErrPrimaryInRecovery}
 	}
 	return s, nil
 }
