@@ -238,9 +238,10 @@ func (c *patroniCluster) env(n *patroniNode) []string {
 			env = append(env, line)
 		}
 	}
-	// The test blocks unsafe promotions (a promotion that happens proves the copies were READY)
-	// and has minutes, not the default 5 between two restarts of a replica.
-	return append(env, "SLOTSYNC_WAIT=5s", "SLOTSYNC_ON_NOT_READY=block", "SLOTSYNC_MIN_RESTART_INTERVAL=5s")
+	// The example's hook policy is kept as shipped (proceed: the test checks that every
+	// promotion was on READY); only the time between two restarts of a replica is shortened
+	// (the test has minutes, not the default 5 between them).
+	return append(env, "SLOTSYNC_MIN_RESTART_INTERVAL=5s")
 }
 
 // up starts node n's Patroni and its slotsync sidecar.
@@ -274,7 +275,8 @@ func (c *patroniCluster) members() []member {
 	return ms
 }
 
-// waitRoles waits until leader leads and every node in replicas streams from it.
+// waitRoles waits until leader leads, out of recovery (Patroni lists a leader whose
+// pre_promote hook still runs as one), and every node in replicas streams from it.
 func (c *patroniCluster) waitRoles(leader *patroniNode, replicas ...*patroniNode) {
 	c.t.Helper()
 	c.eventually(3*time.Minute, fmt.Sprintf("%s leading", leader.name), func() bool {
@@ -282,7 +284,9 @@ func (c *patroniCluster) waitRoles(leader *patroniNode, replicas ...*patroniNode
 		for _, m := range c.members() {
 			switch {
 			case m.Member == leader.name && m.Role == "Leader" && m.State == "running":
-				ok++
+				if primary := c.queryInts(leader.dsn(), "SELECT array_agg(1) WHERE NOT pg_is_in_recovery()"); len(primary) == 1 {
+					ok++
+				}
 			case m.Role == "Replica" && (m.State == "streaming" || m.State == "running"):
 				for _, r := range replicas {
 					if r.name == m.Member {
@@ -433,4 +437,25 @@ func TestPatroniFailoverAndSwitchover(t *testing.T) {
 	c.exec(subDSN, fmt.Sprintf("ALTER SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", n1.pgPort))
 	write(n1, 100)
 	exactlyOnce(n1, "after the switchover")
+
+	// The example's own policy (proceed) is in force: each promotion above must have been on
+	// the gate's READY, never a promotion "anyway".
+	for _, n := range c.nodes {
+		log := readLog(n.patroniLog)
+		t.Logf("%s: the hook said\n%s", n.name, hookLines(log))
+		if strings.Contains(log, "PROMOTING ANYWAY") {
+			t.Errorf("%s: the hook promoted without a READY gate:\n%s", n.name, hookLines(log))
+		}
+	}
+}
+
+// hookLines is what the pre_promote hook said in a Patroni log.
+func hookLines(log string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "slotsync pre_promote") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
