@@ -168,14 +168,15 @@ type world struct {
 	log      hclog.Logger
 	// other is slotsync beside the first primary, started at the first switchover (with
 	// otherArgs, its gate's), as every node of an HA cluster runs one; switched counts the
-	// switchovers made.
+	// switchovers made; switchProblems, what went wrong in them (a loss after READY, a gate that
+	// did not judge with the primary demoted).
 	// stopWithin bounds slotsync's stop after SIGTERM: longer with the state-file method, which
 	// finishes a standby restart it began before it exits (never leaving the standby down).
-	stopWithin   time.Duration
-	other        *sidecar
-	otherArgs    []string
-	switched     int
-	switchLosses []string
+	stopWithin     time.Duration
+	other          *sidecar
+	otherArgs      []string
+	switched       int
+	switchProblems []string
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

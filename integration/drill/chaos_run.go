@@ -32,7 +32,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	defer wd.stopFeeds()
 
 	it.Problems = append(it.Problems, wd.faults(ctx, plan)...)
-	it.Problems = append(it.Problems, wd.switchLosses...)
+	it.Problems = append(it.Problems, wd.switchProblems...)
 	with, without, binding, err := wd.cutover(ctx, plan)
 	stopHolds()
 	if err != nil {

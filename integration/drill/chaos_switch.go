@@ -10,7 +10,8 @@ import (
 )
 
 // switchoverAndBack is FaultSwitchover: a switchover as an HA manager makes one (the gate beside
-// the standby asked until READY, the primary stopped cleanly, the standby promoted, the old
+// the standby asked until READY, the primary demoted: stopped cleanly and started in recovery,
+// the gate asked again as Patroni's pre_promote hook asks it then, the standby promoted, the old
 // primary rebuilt as its standby), then the same back, with slotsync beside each node as in a
 // cluster where every node runs one. After each switch the consumers resume on the new primary
 // and must receive every change up to a few written there (READY was the ground for the
@@ -51,7 +52,7 @@ func (wd *world) startOther(ctx context.Context) error {
 
 // switchTo switches the roles once the gate beside the standby says READY for every drill slot;
 // done is false when it did not within a minute. A consumer that then misses a change is kept in
-// wd.switchLosses; an error means the switch could not be carried out. From then on the gate
+// wd.switchProblems; an error means the switch could not be carried out. From then on the gate
 // asked (wd.gateArgs) is the one beside the new standby.
 func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 	if ready, err := wd.untilReady(ctx, time.Minute); err != nil || !ready {
@@ -60,9 +61,10 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 	}
 	wd.pauseWrites()
 	wd.stopFeeds()
-	if err := wd.pair.Primary.Stop(ctx); err != nil {
-		return false, fmt.Errorf("switchover: stop the primary: %w", err)
+	if err := wd.pair.DemotePrimary(ctx); err != nil {
+		return false, fmt.Errorf("switchover: demote the primary: %w", err)
 	}
+	wd.askDemoted(ctx)
 	if err := wd.pair.Promote(ctx); err != nil {
 		return false, fmt.Errorf("switchover: %w", err)
 	}
@@ -81,7 +83,7 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 		return true, fmt.Errorf("switchover: write on the new primary: %w", err)
 	}
 	if err := wd.consumersCaughtUp(ctx, newPrimary, wd.w.issued()); err != nil {
-		wd.switchLosses = append(wd.switchLosses, err.Error())
+		wd.switchProblems = append(wd.switchProblems, err.Error())
 	}
 	wd.startWrites(ctx, newPrimary)
 	if err := wd.pair.Rejoin(ctx, false); err != nil {
@@ -93,6 +95,22 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 		wd.log.Info("the rebuilt standby's start failed, and it came up anyway", "error", err)
 	}
 	return true, nil
+}
+
+// askDemoted asks the gate beside the standby once the primary is demoted, as an HA manager's
+// hook does before promoting. The primary stopped cleanly after a READY: the gate must judge
+// (READY, or NOT READY from a record made while writes ran); an error or a usage exit (3) is a
+// problem: a hook would take it for a misconfiguration.
+func (wd *world) askDemoted(ctx context.Context) {
+	a, err := wd.ask(ctx)
+	switch {
+	case err != nil:
+		wd.switchProblems = append(wd.switchProblems, fmt.Sprintf("switchover: the gate with the primary demoted: %v", err))
+	case a.Exit == 3:
+		wd.switchProblems = append(wd.switchProblems, fmt.Sprintf("switchover: the gate with the primary demoted answered exit 3: %s", a.Error))
+	default:
+		wd.log.Info("the gate with the primary demoted", "exit", a.Exit, "without_primary", a.WithoutPrimary, "cannot_tell", a.CannotTell, "error", a.Error)
+	}
 }
 
 // untilReady asks the gate beside the standby until it says READY for every drill slot.
