@@ -128,3 +128,41 @@ func consumeFor(f *fixture, n *integration.Node, timeout time.Duration) error {
 	_, err = conn.Exec(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)")
 	return err
 }
+
+// TestManagedStandbySlotsLeastPrivilege (rule 10) runs --manage-synchronized-standby-slots as
+// the role docs/PRIVILEGES.md documents: without its two grants for the setting, slotsync says
+// which grants are missing, changes nothing and syncs on; with them, it lists the standby.
+func TestManagedStandbySlotsLeastPrivilege(t *testing.T) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
+		p := f.pair.Primary
+		for _, sql := range []string{"CREATE ROLE slotsync LOGIN REPLICATION", "GRANT pg_monitor TO slotsync",
+			"GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync"} {
+			f.must(p.Exec(f.ctx, sql))
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.eng.Close()
+		f.cfg.Native.ManageStandbySlots = true
+		f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user=slotsync", 1)
+		f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user=slotsync", 1)
+		f.startEngine()
+		f.pass()
+		if got := showStandbySlots(f, p); got != "" {
+			t.Fatalf("set without the grants: %q", got)
+		}
+		if log := f.logs.String(); !strings.Contains(log, "could not set synchronized_standby_slots on the primary") ||
+			!strings.Contains(log, "GRANT ALTER SYSTEM ON PARAMETER synchronized_standby_slots") {
+			t.Fatalf("a missing grant is not named:\n%s", log)
+		}
+		f.must(p.Exec(f.ctx, "GRANT ALTER SYSTEM ON PARAMETER synchronized_standby_slots TO slotsync"))
+		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_reload_conf() TO slotsync"))
+		deadline := time.Now().Add(15 * time.Second)
+		for showStandbySlots(f, p) != integration.PhysicalSlot {
+			if time.Now().After(deadline) {
+				t.Fatalf("with the documented grants the primary's synchronized_standby_slots is %q, want %s", showStandbySlots(f, p), integration.PhysicalSlot)
+			}
+			f.pass()
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
