@@ -360,6 +360,9 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			return nil
 		}
 		rep, err := e.RunOnce(ctx)
+		if err != nil && ctx.Err() != nil {
+			return nil // cut short by the stop: not a pass to report
+		}
 		if onPass != nil {
 			onPass(rep, err)
 		}
@@ -374,8 +377,6 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 				lastErr = ""
 			}
 			wait = e.cfg.Interval
-		case ctx.Err() != nil:
-			return nil
 		case Classify(err) == Stop:
 			if msg := err.Error(); msg != e.lastStop {
 				e.lastStop = msg

@@ -342,6 +342,30 @@ func TestRunStopsOnlyForHumans(t *testing.T) {
 	}
 }
 
+// stoppedObserver's observation is cut short by the end of its context, as a stop does.
+type stoppedObserver struct{ fakeObserver }
+
+func (o *stoppedObserver) Observe(ctx context.Context) (Observation, error) {
+	<-ctx.Done()
+	return Observation{}, &NodeError{Node: "standby", Err: ctx.Err()}
+}
+
+// TestRunDoesNotReportAPassCutByTheStop: the pass the stop interrupts is not handed to onPass
+// (metrics, /promotion-ready): it failed only because the daemon was stopping.
+func TestRunDoesNotReportAPassCutByTheStop(t *testing.T) {
+	e := testEngine(t, &fakeObserver{}, &fakeApplier{})
+	e.obs = &stoppedObserver{}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	var reported []error
+	if err := e.Run(ctx, func(_ Report, err error) { reported = append(reported, err) }); err != nil {
+		t.Fatalf("Run after the stop: %v", err)
+	}
+	if len(reported) != 0 {
+		t.Fatalf("a pass cut short by the stop was reported: %v", reported)
+	}
+}
+
 // TestNoNudgeForReadiness (rule 4): a copy of the standby's own decoding whose restart_lsn is
 // ahead of the primary slot's is READY once it is at its consumer's position (the observer
 // offers no way to ask the primary for a running-xacts record any more).
