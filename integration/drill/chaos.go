@@ -61,6 +61,9 @@ type ChaosIteration struct {
 	OK       bool     `json:"ok"`
 	// Switchovers made during the live phase (FaultSwitchover: there and back is two).
 	Switchovers int `json:"switchovers,omitempty"`
+	// SwitchAnswers: what the gate beside the standby answered with the primary demoted, one per
+	// switchover ("exit 0 without the primary", …), as Patroni's pre_promote hook asks it.
+	SwitchAnswers []string `json:"switch_answers,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -177,6 +180,7 @@ type world struct {
 	otherArgs      []string
 	switched       int
 	switchProblems []string
+	switchAnswers  []string
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

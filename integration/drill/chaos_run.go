@@ -71,7 +71,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 			it.Problems = append(it.Problems, "beside the old primary: "+err.Error())
 		}
 	}
-	it.Switchovers = wd.switched
+	it.Switchovers, it.SwitchAnswers = wd.switched, wd.switchAnswers
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
 	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)

@@ -109,6 +109,11 @@ func (wd *world) askDemoted(ctx context.Context) {
 	case a.Exit == 3:
 		wd.switchProblems = append(wd.switchProblems, fmt.Sprintf("switchover: the gate with the primary demoted answered exit 3: %s", a.Error))
 	default:
+		answer := fmt.Sprintf("exit %d", a.Exit)
+		if a.WithoutPrimary {
+			answer += " without the primary"
+		}
+		wd.switchAnswers = append(wd.switchAnswers, answer)
 		wd.log.Info("the gate with the primary demoted", "exit", a.Exit, "without_primary", a.WithoutPrimary, "cannot_tell", a.CannotTell, "error", a.Error)
 	}
 }
