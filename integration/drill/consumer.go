@@ -34,6 +34,16 @@ type consumer struct {
 	// twoPhase: a pgoutput consumer that asks for prepared transactions (protocol 3), as a
 	// subscription with two_phase does (chaos).
 	twoPhase bool
+	// connections: every stream the consumer started, for tracing where a change came from.
+	connections []connection
+}
+
+// connection is one START_REPLICATION of the consumer: when, to which server, from where.
+type connection struct {
+	at    time.Time
+	addr  string // host:port, never the DSN (it may hold a password)
+	start pglogrepl.LSN
+	phase int
 }
 
 // confirmation is when the consumer's offset moved, for judging a gate answer against what the
@@ -47,6 +57,8 @@ type receipt struct {
 	id    int
 	end   pglogrepl.LSN // end of the commit record
 	phase int           // which failover phase the receipt belongs to
+	conn  int           // the connection (index in connections) that delivered it
+	at    time.Time
 }
 
 var testDecodingInsert = regexp.MustCompile(`^table public\.events: INSERT: id\[integer\]:(\d+)`)
@@ -87,6 +99,7 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 	if err := pglogrepl.StartReplication(ctx, conn, c.slot, start, pglogrepl.StartReplicationOptions{PluginArgs: c.pluginArgs()}); err != nil {
 		return fmt.Errorf("consumer %s: START_REPLICATION at %s: %w", c.slot, start, err)
 	}
+	c.connected(conn, start, phase)
 	var seen pglogrepl.LSN // furthest position the server reported
 	lastActivity := time.Now()
 	for {
@@ -231,10 +244,39 @@ func (c *consumer) twoPhaseMessage(data []byte, phase int) (committed, ok bool) 
 	return false, false
 }
 
+// connected records a stream that started.
+func (c *consumer) connected(conn *pgconn.PgConn, start pglogrepl.LSN, phase int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	addr := conn.Conn().RemoteAddr().String()
+	c.connections = append(c.connections, connection{at: time.Now(), addr: addr, start: start, phase: phase})
+}
+
+// trace says, for each of ids (at most ten), which connection delivered it and at which commit
+// end, then lists the connections: how a lost, repeated or unexplained change came about.
+func (c *consumer) trace(ids []int) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	want := map[int]bool{}
+	for _, id := range ids[:min(len(ids), 10)] {
+		want[id] = true
+	}
+	var out []string
+	for _, r := range c.received {
+		if want[r.id] {
+			out = append(out, fmt.Sprintf("id %d: commit end %s, phase %d, connection %d, at %s", r.id, r.end, r.phase, r.conn, r.at.Format("15:04:05.000")))
+		}
+	}
+	for i, cn := range c.connections {
+		out = append(out, fmt.Sprintf("connection %d: %s from %s, phase %d, at %s", i, cn.addr, cn.start, cn.phase, cn.at.Format("15:04:05.000")))
+	}
+	return out
+}
+
 func (c *consumer) commit(end pglogrepl.LSN, phase int) {
 	c.inTxn = false
 	for _, id := range c.pending {
-		c.received = append(c.received, receipt{id: id, end: end, phase: phase})
+		c.received = append(c.received, receipt{id: id, end: end, phase: phase, conn: len(c.connections) - 1, at: time.Now()})
 	}
 	c.pending = c.pending[:0]
 	if end > c.confirmed {

@@ -68,6 +68,9 @@ type SlotVerdict struct {
 	// even when the consumer holds no change the new primary lacks.
 	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
 	OK             bool `json:"ok"`
+	// Trace, when not OK: which of the consumer's connections delivered the changes in question
+	// (ahead, lost, repeated; ten at most), and every connection it made.
+	Trace []string `json:"trace,omitempty"`
 }
 
 // FailoverVerdict is one failover of the drill.
@@ -305,6 +308,9 @@ func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, 
 			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
 		}
 		judge(sv, c.owed(truth), durable[i], c.receivedIn(phase))
+		if !sv.OK {
+			sv.Trace = c.trace(append(append(append([]int(nil), sv.Ahead...), sv.Lost...), sv.Repeated...))
+		}
 		fv.OK = fv.OK && sv.OK
 	}
 	return fv, nil

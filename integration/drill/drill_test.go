@@ -222,3 +222,21 @@ func TestConsumerDropsACutTransaction(t *testing.T) {
 		t.Fatalf("id 229 received %d times, want once", d[229])
 	}
 }
+
+// TestConsumerTrace: a change in question is traced to the connection that delivered it, and
+// every connection is listed with its server and start.
+func TestConsumerTrace(t *testing.T) {
+	c := newConsumer("s", "test_decoding")
+	c.connections = []connection{{addr: "127.0.0.1:5001", start: 0x100, phase: 1}, {addr: "127.0.0.1:5002", start: 0x200, phase: 2}}
+	for _, m := range []string{"BEGIN 700", "table public.events: INSERT: id[integer]:109 payload[text]:'drill'", "COMMIT 700"} {
+		if _, err := c.handle(pglogrepl.XLogData{WALStart: 0x300, WALData: []byte(m)}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := strings.Join(c.trace([]int{109, 5}), "\n")
+	for _, want := range []string{"id 109: commit end 0/300, phase 2, connection 1", "connection 1: 127.0.0.1:5002 from 0/200, phase 2", "connection 0: 127.0.0.1:5001 from 0/100"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("trace lacks %q:\n%s", want, got)
+		}
+	}
+}
