@@ -175,7 +175,7 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 		if rep, err := f.eng.RunOnce(f.ctx); !errors.Is(err, ErrPrimaryInRecovery) || rep.WithoutPrimary == nil || !rep.Ready() {
 			t.Fatalf("a pass just after the demotion: want READY judged without the primary, got %v (without the primary: %+v)", err, rep.WithoutPrimary)
 		}
-		streams := waitStreaming(f, 15*time.Second)
+		streams := f.waitReceivers("streaming", true, 15*time.Second)
 		t.Logf("the standby streams from the demoted primary: %v", streams)
 		rep, err := f.eng.Inspect(f.ctx)
 		if err != nil || rep.WithoutPrimary == nil || !rep.Ready() {
@@ -186,19 +186,6 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 		}
 		f.promoteExpect("cdc", want)
 	})
-}
-
-// waitStreaming waits up to limit for the standby's WAL receiver to stream, and says whether it did.
-func waitStreaming(f *fixture, limit time.Duration) bool {
-	f.t.Helper()
-	for deadline := time.Now().Add(limit); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		var n int
-		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n))
-		if n > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // TestFaultRecordStandbyCutOff (rule 8; seen while reading the chaos drill's seed 20261214):

@@ -147,17 +147,24 @@ func TestRolesMove(t *testing.T) {
 // down).
 func waitNotStreaming(t *testing.T, f *fixture) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !f.waitReceivers("streaming", false, 30*time.Second) {
+		t.Fatal("the standby still streams from a stopped primary")
+	}
+}
+
+// waitReceivers waits up to limit until the standby has (want) or has not a WAL receiver in
+// status ("" for any), and says whether it came to that.
+func (f *fixture) waitReceivers(status string, want bool, limit time.Duration) bool {
+	f.t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
 		var n int
-		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n))
-		if n == 0 {
-			return
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*)::int FROM pg_stat_wal_receiver WHERE $1 IN ('', status)", []any{status}, &n))
+		if (n > 0) == want {
+			return true
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the standby still streams from a stopped primary")
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -212,16 +212,8 @@ func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
 
 func waitNoReceiver(t *testing.T, f *fixture) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var n int
-		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT count(*) FROM pg_stat_wal_receiver", nil, &n))
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the WAL receiver did not stop")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !f.waitReceivers("", false, 30*time.Second) {
+		t.Fatal("the WAL receiver did not stop")
 	}
 }
 
