@@ -93,7 +93,7 @@ func (wd *world) recreate(ctx context.Context, slot string) error {
 		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", slot, f.c.plugin); err != nil {
 			return err
 		}
-		f.c.restartedAfter(wd.w.next)
+		f.c.restartedAfter(wd.w.next, wd.w.open)
 		return wd.setFailover(ctx, slot)
 	})
 }
@@ -151,7 +151,7 @@ func (wd *world) recreateBehind(ctx context.Context, slot string) error {
 		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
 			return err
 		}
-		f.c.restartedAfter(0)
+		f.c.restartedAfter(0, nil)
 		return wd.setFailover(ctx, slot) // a copy does not inherit failover
 	})
 }
@@ -193,12 +193,13 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 	if err := wd.pair.Primary.QueryRow(ctx, "SELECT current_setting('max_prepared_transactions')::int", nil, &allowed); err != nil {
 		return err
 	}
-	gid := ""
+	gid, ids := "", []int(nil)
 	if allowed > 0 {
-		gid = fmt.Sprintf("chaos_%d", time.Now().UnixNano())
+		gid, ids = fmt.Sprintf("chaos_%d", time.Now().UnixNano()), wd.w.ids(3)
 		sql := fmt.Sprintf("BEGIN; INSERT INTO events SELECT g, 'prepared' FROM unnest('{%s}'::int[]) g; PREPARE TRANSACTION '%s'",
-			intList(wd.w.ids(3)), gid)
+			intList(ids), gid)
 		if err := wd.pair.Primary.ExecDB(ctx, db, sql); err != nil {
+			wd.w.ended(ids)
 			return err
 		}
 	}
@@ -212,7 +213,11 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 		}
 	}
 	if gid != "" {
-		time.AfterFunc(s.For, func() { _ = wd.pair.Primary.ExecDB(ctx, db, "COMMIT PREPARED '"+gid+"'") })
+		time.AfterFunc(s.For, func() {
+			if wd.pair.Primary.ExecDB(ctx, db, "COMMIT PREPARED '"+gid+"'") == nil {
+				wd.w.ended(ids)
+			}
+		})
 	}
 	return nil
 }
@@ -279,7 +284,9 @@ func (wd *world) longTransaction(ctx context.Context, d time.Duration) {
 		return
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	if _, err := tx.Exec(ctx, "INSERT INTO events SELECT g, 'long' FROM unnest($1::int[]) g", wd.w.ids(3)); err != nil {
+	ids := wd.w.ids(3)
+	defer wd.w.ended(ids)
+	if _, err := tx.Exec(ctx, "INSERT INTO events SELECT g, 'long' FROM unnest($1::int[]) g", ids); err != nil {
 		return
 	}
 	sleepUntil(ctx, time.Now().Add(d))

@@ -29,8 +29,10 @@ type consumer struct {
 	inTxn     bool          // a transaction's BEGIN was read, not yet its COMMIT
 	history   []confirmation
 	// floor: ids up to it were written before the slot was made again (chaos); this
-	// incarnation of the slot owes the consumer only later ones.
+	// incarnation of the slot owes the consumer only later ones. may: ids up to it whose
+	// transaction had not ended then: the new slot carries them if they committed after it.
 	floor int
+	may   map[int]bool
 	// twoPhase: a pgoutput consumer that asks for prepared transactions (protocol 3), as a
 	// subscription with two_phase does (chaos).
 	twoPhase bool
@@ -313,11 +315,23 @@ func (c *consumer) confirmedAt(t time.Time) pglogrepl.LSN {
 }
 
 // restartedAfter forgets the previous incarnation of the slot: the consumer starts over from the
-// new slot's own position, owed only the ids after floor.
-func (c *consumer) restartedAfter(floor int) {
+// new slot's own position, owed only the ids after floor, and may get those of open (ids up to
+// floor whose transaction had not ended: committed after the slot was made, it carries them).
+func (c *consumer) restartedAfter(floor int, open map[int]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.confirmed, c.received, c.pending, c.history, c.floor = 0, nil, nil, nil, floor
+	c.may = map[int]bool{}
+	for id := range open {
+		c.may[id] = true
+	}
+}
+
+// mayHave is what this incarnation of the slot may or may not carry (see restartedAfter).
+func (c *consumer) mayHave() map[int]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.may
 }
 
 // owed is the part of truth this incarnation of the slot owes the consumer.

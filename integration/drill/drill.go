@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/integration"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/sync/method/statefile"
@@ -307,7 +308,7 @@ func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, 
 			// The slot is missing or unusable on the new primary: everything since the offset is lost.
 			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
 		}
-		judge(sv, c.owed(truth), durable[i], c.receivedIn(phase))
+		judge(sv, c.owed(truth), c.mayHave(), durable[i], c.receivedIn(phase))
 		if !sv.OK {
 			sv.Trace = c.trace(append(append(append([]int(nil), sv.Ahead...), sv.Lost...), sv.Repeated...))
 		}
@@ -316,8 +317,9 @@ func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, 
 	return fv, nil
 }
 
-// judge compares what the consumer got with what the new primary holds.
-func judge(sv *SlotVerdict, truth map[int]bool, durable map[int]int, after []int) {
+// judge compares what the consumer got with what the new primary holds (truth: what the slot
+// owes the consumer; may: what it may or may not carry, neither lost nor ahead).
+func judge(sv *SlotVerdict, truth, may map[int]bool, durable map[int]int, after []int) {
 	got := map[int]int{}
 	for _, id := range after {
 		got[id]++
@@ -331,7 +333,7 @@ func judge(sv *SlotVerdict, truth map[int]bool, durable map[int]int, after []int
 		}
 	}
 	for id, n := range durable {
-		if !truth[id] {
+		if !truth[id] && !may[id] {
 			sv.Ahead = append(sv.Ahead, id)
 		}
 		if n > 1 {
@@ -412,17 +414,42 @@ func tableIDs(ctx context.Context, n *integration.Node) (map[int]bool, error) {
 type writer struct {
 	mu   stdsync.Mutex
 	next int
+	// open: ids handed out whose transaction has not ended yet. A slot made meanwhile may or may
+	// not decode them, depending on whether they commit before it.
+	open map[int]bool
 }
 
+// ids hands out n ids for one transaction; ended says when it is over.
 func (w *writer) ids(n int) []int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.open == nil {
+		w.open = map[int]bool{}
+	}
 	out := make([]int, n)
 	for i := range out {
 		w.next++
 		out[i] = w.next
+		w.open[w.next] = true
 	}
 	return out
+}
+
+// ended: the transaction of ids committed or failed.
+func (w *writer) ended(ids []int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, id := range ids {
+		delete(w.open, id)
+	}
+}
+
+// exec runs one insert of fresh ids on conn.
+func (w *writer) exec(ctx context.Context, conn *pgx.Conn, payload string) error {
+	ids := w.ids(3)
+	defer w.ended(ids)
+	_, err := conn.Exec(ctx, "INSERT INTO events SELECT g, $2 FROM unnest($1::int[]) g", ids, payload)
+	return err
 }
 
 func (w *writer) batch(ctx context.Context, n *integration.Node, txns int) error {
@@ -432,8 +459,7 @@ func (w *writer) batch(ctx context.Context, n *integration.Node, txns int) error
 	}
 	defer conn.Close(context.Background())
 	for i := 0; i < txns; i++ {
-		ids := w.ids(3)
-		if _, err := conn.Exec(ctx, "INSERT INTO events SELECT g, 'drill' FROM unnest($1::int[]) g", ids); err != nil {
+		if err := w.exec(ctx, conn, "drill"); err != nil {
 			return fmt.Errorf("drill write: %w", err)
 		}
 	}
@@ -453,7 +479,7 @@ func (w *writer) run(ctx context.Context, n *integration.Node) error {
 			return nil
 		case <-time.After(20 * time.Millisecond):
 		}
-		if _, err := conn.Exec(ctx, "INSERT INTO events SELECT g, 'drill' FROM unnest($1::int[]) g", w.ids(3)); err != nil {
+		if err := w.exec(ctx, conn, "drill"); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

@@ -31,10 +31,12 @@ func TestJudge(t *testing.T) {
 		{"lost in between", map[int]int{1: 1, 2: 1}, []int{4, 5}, false, 1, 0, 0},
 		{"repeated past the offset", map[int]int{1: 1, 2: 1}, []int{2, 3, 4, 5}, false, 0, 1, 0},
 		{"consumer ahead of the new primary", map[int]int{1: 1, 2: 1, 6: 1}, []int{3, 4, 5}, false, 0, 0, 1},
+		// 7: in flight when the slot was made again, committed after it (the new slot may carry it).
+		{"a change the new slot may carry", map[int]int{1: 1, 2: 1, 7: 1}, []int{3, 4, 5}, true, 0, 0, 0},
 	}
 	for _, c := range cases {
 		var sv SlotVerdict
-		judge(&sv, truth, c.durable, c.after)
+		judge(&sv, truth, map[int]bool{7: true}, c.durable, c.after)
 		if sv.OK != c.ok || len(sv.Lost) != c.lost || len(sv.Repeated) != c.repeated || len(sv.Ahead) != c.ahead {
 			t.Errorf("%s: %+v", c.name, sv)
 		}
