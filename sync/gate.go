@@ -409,8 +409,8 @@ func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 // switchover, before the HA manager re-points the standby) or a standby itself. It takes no
 // writes, so the primary is gone as far as the gate is concerned (rule 8), and the standby
 // streaming from it does not make a primary alive.
-var ErrPrimaryInRecovery = errors.New("the server the standby takes for its primary is in recovery: not a primary now " +
-	"(demoted, as in a switchover, or a standby itself: slotsync needs the read-write primary)")
+var ErrPrimaryInRecovery = errors.New("the server taken for the primary (--primary, or the standby's primary_conninfo) is in recovery: " +
+	"not a primary now (demoted, as in a switchover, or a standby itself: slotsync needs the read-write primary)")
 
 // primaryGone reports an observation that failed only because the primary could not be asked
 // (unreachable, shutting down, in recovery, or unknown while an HA manager re-points the
