@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
@@ -112,6 +113,11 @@ func (wd *world) askDemoted(ctx context.Context) {
 		answer := fmt.Sprintf("exit %d", a.Exit)
 		if a.WithoutPrimary {
 			answer += " without the primary"
+		}
+		for _, s := range slots {
+			if why := a.Reasons[s.name]; len(why) > 0 {
+				answer += fmt.Sprintf("; %s: %s", s.name, strings.Join(why, ","))
+			}
 		}
 		wd.switchAnswers = append(wd.switchAnswers, answer)
 		wd.log.Info("the gate with the primary demoted", "exit", a.Exit, "without_primary", a.WithoutPrimary, "cannot_tell", a.CannotTell, "error", a.Error)

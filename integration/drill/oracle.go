@@ -31,6 +31,8 @@ type GateAnswer struct {
 	Error      string            `json:"error,omitempty"`
 	Method     string            `json:"method,omitempty"`
 	Slots      map[string]Answer `json:"slots"`
+	// Reasons: why each slot is NOT READY (the gate's reason codes).
+	Reasons map[string][]string `json:"reasons,omitempty"`
 	// Without the primary: when the judged record was observed, and whether it promised that no
 	// consumer could be ahead of the standby.
 	WithoutPrimary      bool      `json:"without_primary"`
@@ -52,14 +54,16 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 			Name    string `json:"name"`
 			Gate    bool   `json:"gate"`
 			Verdict struct {
-				Ready bool `json:"ready"`
+				Ready   bool     `json:"ready"`
+				Reasons []string `json:"reasons"`
 			} `json:"verdict"`
 		} `json:"slots"`
 	}
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
 	}
-	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Method: raw.Method, Slots: map[string]Answer{}}
+	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Method: raw.Method, Slots: map[string]Answer{},
+		Reasons: map[string][]string{}}
 	if w := raw.WithoutPrimary; w != nil {
 		a.WithoutPrimary, a.ObservedAt, a.SynchronizedStandby = true, w.ObservedAt, w.SynchronizedStandby
 	}
@@ -67,7 +71,7 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 		if !s.Gate {
 			continue
 		}
-		a.Slots[s.Name] = AnswerNotReady
+		a.Slots[s.Name], a.Reasons[s.Name] = AnswerNotReady, s.Verdict.Reasons
 		if s.Verdict.Ready {
 			a.Slots[s.Name] = AnswerReady
 		}
