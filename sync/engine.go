@@ -44,6 +44,10 @@ type Engine struct {
 	role Role
 	// withoutPrimary: the last judgement was made without the primary (logged once).
 	withoutPrimary bool
+	// driving: the last pass drove the server's slot sync (--native-drive): the next one runs
+	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
+	// read before the primary slots they are judged against (rule 4).
+	driving bool
 	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
 	standbySlotsErr string
 	// lock makes this engine the state directory's only writer.
@@ -150,6 +154,14 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	if apply && e.recoverer != nil && e.recoverer.Recover(ctx) {
 		e.obs.Reset()
 	}
+	if apply && e.driving {
+		// Before the observation: the server copies each primary slot as it is now, which a
+		// primary slot read earlier in the pass may be behind (a consumer confirmed meanwhile).
+		if err := e.obs.SyncSlots(ctx); err != nil {
+			e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
+		}
+	}
+	e.driving = false
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 	snap, err := e.obs.Observe(octx)
 	cancel()
@@ -197,6 +209,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err := e.verifyMethod(&snap, method, drive); err != nil {
 		return rep, err
 	}
+	e.driving = apply && drive
 	rep.Warnings = snap.Warnings
 	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
 		e.manageStandbySlots(ctx, true, StandbySlotsInput{Setting: snap.Primary.Info.SynchronizedStandbySlots, Listed: snap.SyncedStandbySlots,
@@ -226,12 +239,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		if err := e.recordResults(actions, results, started, snap.Primary.Info.Timeline); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
-		if drive {
-			if err := e.obs.SyncSlots(ctx); err != nil {
-				e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
-			}
-		}
-		if e.anyChanged(actions, results) || drive {
+		if e.anyChanged(actions, results) {
 			if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
 				after = s
 			}

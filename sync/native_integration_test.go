@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -218,6 +219,71 @@ func TestNativeDrive(t *testing.T) {
 			t.Fatalf("the copy is not the server's synced slot: %+v", cp)
 		}
 	})
+}
+
+// TestNativeDriveWhileConsumerConfirms (rule 4, --native-drive; found reading the fault
+// explorer's seed 20298040 on 18): while a consumer confirms, the server's slot sync, run by
+// slotsync, copies the primary slot past what the pass had read of it a moment before; judged
+// against that reading, the copy looked ahead of its primary slot (copy_confirmed_flush_ahead)
+// on most passes. The sync now runs before the pass reads the nodes: with the consumer
+// confirming (only WAL the standby has) throughout, most passes are READY.
+func TestNativeDriveWhileConsumerConfirms(t *testing.T) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
+		f.eng.Close()
+		f.cfg.Native.Drive = true
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+
+		ctx, stop := context.WithCancel(f.ctx)
+		done := make(chan error, 1)
+		go func() { done <- confirmWhatStandbyHas(ctx, f.pair, "cdc") }()
+		ready, passes := 0, 30
+		var last SlotReport
+		for i := 0; i < passes; i++ {
+			last = f.pass()["cdc"]
+			if last.Verdict.Ready {
+				ready++
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		stop()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d of %d passes READY while the consumer confirmed", ready, passes)
+		if ready < passes/2 {
+			t.Fatalf("only %d of %d passes READY while the consumer confirmed WAL the standby has; the last: %+v", ready, passes, last.Verdict)
+		}
+	})
+}
+
+// confirmWhatStandbyHas writes a row, waits until the standby has it, and has the consumer of
+// slot read and confirm it, again and again until ctx ends.
+func confirmWhatStandbyHas(ctx context.Context, pair *integration.Pair, slot string) error {
+	conn, err := pair.Primary.Connect(ctx, "app")
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for id := 1_000_000; ; id++ {
+		_, err := conn.Exec(ctx, "INSERT INTO t VALUES ($1)", id)
+		if err == nil {
+			err = pair.WaitCaughtUp(ctx)
+		}
+		if err == nil {
+			_, err = conn.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", slot)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("the consumer: %w", err)
+		}
+	}
 }
 
 // TestNativeTwoPhaseFailoverSlot (gate issue, item 2c): PostgreSQL 17's slot sync does not carry

@@ -22,7 +22,10 @@ import (
 // simulated pair: the observer returns the scripted nodes, and the method carries out actions
 // on the simulated standby. Commands:
 //
-//	method sql|statefile|native [set-failover drop-stale]  the method (before the first pass), its options
+//	method sql|statefile|native [set-failover drop-stale drive]  the method (before the first pass), its options
+//	confirm-during-sync <slot>=<lsn>     the consumer confirms lsn on the primary just before the
+//	                                     server's next slot sync (--native-drive), which copies
+//	                                     the primary's failover slots onto the standby
 //	primary <slot> [restart= confirmed= xmin= plugin= db= two_phase active failover temporary invalidated sent=]
 //	standby <slot> [same keys, synced]   set a slot on a node (replacing it); "drop <node> <slot>" removes it
 //	node [replay= receive= version= not-streaming recovery=false primary-started= horizon= timeline= history=T:LSN]
@@ -87,6 +90,18 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.eng.cfg.Method, h.app.traits = m, TraitsOf(m)
 		h.eng.cfg.Native.SetFailover = d.HasArg("set-failover")
 		h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
+		h.eng.cfg.Native.Drive = d.HasArg("drive")
+		return ""
+	case "confirm-during-sync":
+		// A consumer confirms while a pass runs: the server's next slot sync copies the primary
+		// slot past what the pass read of it.
+		for _, a := range d.CmdArgs {
+			l, err := lsncheck.ParseLSN(a.Vals[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.obs.confirmAtSync = append(h.obs.confirmAtSync, confirmAt{a.Key, l})
+		}
 		return ""
 	case "primary", "standby":
 		h.setSlot(t, d)
@@ -440,6 +455,13 @@ type simObserver struct {
 	demoted bool
 	now     func() time.Time
 	history map[int]lsncheck.LSN
+	// confirmAtSync: confirmations made just before the next slot sync.
+	confirmAtSync []confirmAt
+}
+
+type confirmAt struct {
+	slot string
+	lsn  lsncheck.LSN
 }
 
 func (o *simObserver) node(name string) *NodeState {
@@ -483,7 +505,23 @@ func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
 func (o *simObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return o.history, nil
 }
-func (o *simObserver) SyncSlots(context.Context) error                       { return nil }
+
+// SyncSlots is the server's slot sync: the primary's failover slots copied as they are now.
+func (o *simObserver) SyncSlots(context.Context) error {
+	for _, c := range o.confirmAtSync {
+		s := o.snap.Primary.Slots[c.slot]
+		s.ConfirmedFlush = c.lsn
+		o.snap.Primary.Slots[c.slot] = s
+	}
+	o.confirmAtSync = nil
+	for name, s := range o.snap.Primary.Slots {
+		if s.Failover {
+			s.Synced, s.Failover = true, true
+			o.snap.Standby.Slots[name] = s
+		}
+	}
+	return nil
+}
 func (o *simObserver) SetStandbySlots(context.Context, bool, []string) error { return nil }
 func (o *simObserver) Reset()                                                {}
 func (o *simObserver) Close()                                                {}
