@@ -98,6 +98,8 @@ type Judged struct {
 	Slot   string `json:"slot"`
 	Asked  string `json:"asked"` // "with the primary" or "without the primary"
 	Answer Answer `json:"answer"`
+	// Reasons: why the gate said NOT READY (its reason codes).
+	Reasons []string `json:"reasons,omitempty"`
 	// Binding: the promotion happened at the answer's moment (without the primary: always;
 	// with it: the primary stopped cleanly, or nothing was written between the answer and the
 	// kill).
