@@ -149,7 +149,9 @@ func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ct
 // writes.
 func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	if e.started.IsZero() {
-		e.started = e.now()
+		// The first pass drives the server's sync before it knows the method for sure: --native-drive
+		// with --method native (a single pass, run --once, would otherwise never drive it).
+		e.started, e.driving = e.now(), e.cfg.Native.Drive && e.cfg.Method == topology.MethodNative
 	}
 	if apply && e.recoverer != nil && e.recoverer.Recover(ctx) {
 		e.obs.Reset()
