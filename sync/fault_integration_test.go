@@ -19,14 +19,6 @@ import (
 
 var faultMajors = []int{16, 17, 18}
 
-// copyingMethod is the method that makes copies on major: statefile before 16, sql from 16.
-func copyingMethod(major int) topology.Method {
-	if major < 16 {
-		return topology.MethodStatefile
-	}
-	return topology.MethodSQL
-}
-
 // watchCopies samples the standby's copies of names until stop is closed and fails the test if
 // any copy disappears or moves backwards (rules 1 and 3 under faults).
 func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.WaitGroup {
@@ -127,7 +119,7 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 // record at once, and the drill's promotion then lost the consumer's changes.
 func TestFaultStandbyReconnecting(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		proxy := f.primaryThroughProxy()
 		f.eng.Close()
 		f.cfg.ObserveTimeout, f.cfg.SlotTimeout = 2*time.Second, 3*time.Second
@@ -166,7 +158,7 @@ func TestFaultStandbyReconnecting(t *testing.T) {
 // misconfiguration and promoted anyway.
 func TestFaultPrimaryDemoted(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
 		want := f.insert(3)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
@@ -197,7 +189,7 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 // would hand the consumer a history without what it had.
 func TestFaultRecordStandbyCutOff(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, copyingMethod(major), integration.Options{})
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
 		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
 		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
