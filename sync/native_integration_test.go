@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,13 @@ func TestNativeDrive(t *testing.T) {
 		f.startEngine()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		// The engine's first pass, all that run --once makes, asks the server to sync: its log
+		// says so for slotsync's session (the first sync of a new slot may not persist it yet).
+		f.pass()
+		if !regexp.MustCompile(`slotsync LOG: .*replication slot "cdc"`).MatchString(f.pair.LogTails()) {
+			t.Fatalf("the first pass did not drive the server's slot sync:\n%s", f.pair.LogTails())
+		}
 		f.untilReady("cdc", func() { f.consume(p, "cdc") })
 		if cp, _ := f.slotOn(f.pair.Standby, "cdc"); !cp.Synced {
 			t.Fatalf("the copy is not the server's synced slot: %+v", cp)
