@@ -137,7 +137,12 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 	if e.cfg.ReadOnly {
 		return Report{}, &topology.ConfigError{Field: "engine", Problem: "is read-only", Fix: "give a --state-dir and run without read-only mode"}
 	}
-	return e.pass(ctx, true)
+	rep, err := e.pass(ctx, true)
+	if err != nil {
+		// The watch never outlives what the last full pass verified.
+		e.mem.forgetWatch()
+	}
+	return rep, err
 }
 
 // Inspect observes both nodes, plans and judges every slot, and changes nothing: the promotion
@@ -247,13 +252,14 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			}
 		}
 	}
+	made := madeNow(actions)
 	if apply && e.traits.OwnDecoding {
-		e.journal, _ = horizonSeen(e.journal, snap, after)
-		e.journal, _ = twoPhaseSeen(e.journal, snap, madeNow(actions))
+		e.journal, _ = horizonSeen(e.journal, snap, after, made)
+		e.journal, _ = twoPhaseSeen(e.journal, snap, made)
 	}
 	if apply && e.traits.NeedsHorizon {
 		var kept bool
-		if e.journal, kept = horizonKept(e.journal, snap); kept {
+		if e.journal, kept = horizonKept(e.journal, snap, made); kept {
 			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
 			// proof was lost would be made again.
 			if err := e.journal.Save(e.cfg.StateDir); err != nil {
@@ -265,7 +271,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
-		e.remember(actions, results, rep.Slots, after)
+		e.remember(snap, actions, results, rep.Slots, after)
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil

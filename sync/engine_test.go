@@ -23,6 +23,8 @@ import (
 type fakeObserver struct {
 	snap Observation
 	err  error
+	// watch: what Watch reads (none: Watch fails).
+	watch *WatchSample
 }
 
 func (o *fakeObserver) Observe(context.Context) (Observation, error) { return o.snap, o.err }
@@ -31,7 +33,10 @@ func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.S
 }
 func (o *fakeObserver) Close() {}
 func (o *fakeObserver) Watch(context.Context, []string) (WatchSample, error) {
-	return WatchSample{}, errors.New("no watch in these tests")
+	if o.watch == nil {
+		return WatchSample{}, errors.New("no watch in these tests")
+	}
+	return *o.watch, nil
 }
 func (o *fakeObserver) Reset() {}
 func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {

@@ -135,9 +135,10 @@ func horizonSeenAt(ent *Entry) lsncheck.LSN {
 
 // horizonSeen records, for each copy of the standby's own decoding, the first observation
 // where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
-// journal to keep (written with the next journal write) and whether anything changed.
-func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) (*Journal, bool) {
-	return markHorizon(j, snap, copies, func(string, topology.Slot) bool { return true })
+// journal to keep (written with the next journal write) and whether anything changed. Copies made
+// in this pass (made) are not judged on it: the pass observed the standby before they existed.
+func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, snap, copies, made, func(string, topology.Slot) bool { return true })
 }
 
 // horizonKept records, for each state-file copy, the first observation where the standby's
@@ -146,16 +147,19 @@ func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot) 
 // feedback, which the primary accepts even when it moves the slot's horizon back (rule 4). The
 // copies are the observation's, loaded before the physical slot and the primary's slots were
 // read (observe.go lists them in that order): from then on every feedback of the standby
-// carries the copy's catalog_xmin. It is pure: it returns the journal and whether it changed.
-func horizonKept(j *Journal, snap Observation) (*Journal, bool) {
-	return markHorizon(j, snap, snap.Standby.Slots, func(name string, cp topology.Slot) bool {
+// carries the copy's catalog_xmin. Copies made or made again in this pass (made) are not judged
+// on it: its observation is of the copy they replace, whose catalog hold proves nothing of
+// theirs. It is pure: it returns the journal and whether it changed.
+func horizonKept(j *Journal, snap Observation, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, snap, snap.Standby.Slots, made, func(name string, cp topology.Slot) bool {
 		return catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
 	})
 }
 
 // markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose
-// copy the standby's horizon covers now, where kept also holds.
-func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, kept func(string, topology.Slot) bool) (*Journal, bool) {
+// copy the standby's horizon covers now, where kept also holds, but for the copies made in this
+// pass (made).
+func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool, kept func(string, topology.Slot) bool) (*Journal, bool) {
 	horizon := snap.Physical.CatalogHorizon()
 	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
 		return j, false
@@ -163,7 +167,7 @@ func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, 
 	var next *Journal
 	for name, ent := range j.Slots {
 		cp, ok := copies[name]
-		if !ok || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
+		if !ok || made[name] || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
 			continue
 		}
 		if next == nil {
@@ -322,7 +326,9 @@ func (g GateSlot) exact() bool { return g.Copy.ConfirmedFlush >= g.Primary.Confi
 // READY then is READY now if it is still there, the same slot, valid, not moved back and its
 // WAL still on the standby; a copy NOT READY then stays NOT READY. It is pure.
 // With exact, a copy is READY only if it stood exactly at its consumer's position then.
-func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool) []SlotReport {
+// demotedEnd is the end of a demoted primary's WAL (0 when the primary was not found demoted):
+// its consumers may have received up to there, so the standby must hold it.
+func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool, demotedEnd lsncheck.LSN) []SlotReport {
 	var out []SlotReport
 	for _, name := range sortedKeys(rec.Slots) {
 		gs := rec.Slots[name]
@@ -366,6 +372,10 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		case rec.StandbyCutOff && !gs.HeldBack:
 			notReady(lsncheck.ReasonRecordStandbyCutOff, "when the primary was last observed, this standby was not streaming from it: "+
 				"what the primary took afterwards, which its consumers may have received, is not on this standby")
+		case standby.Info.WALEnd() < demotedEnd:
+			notReady(lsncheck.ReasonConsumerAheadOfStandby, fmt.Sprintf("the demoted primary has WAL up to %s; the standby up to %s only: "+
+				"its consumers may have received the %d bytes in between", demotedEnd, standby.Info.WALEnd(), lsncheck.Bytes(demotedEnd, standby.Info.WALEnd())))
+			v.ConsumerAheadBytes = lsncheck.Bytes(demotedEnd, standby.Info.WALEnd())
 		case standby.Info.WALEnd() < gs.Primary.ConfirmedFlush:
 			notReady(lsncheck.ReasonConsumerAheadOfStandby, fmt.Sprintf("the consumer had confirmed %s; the standby has WAL up to %s only",
 				gs.Primary.ConfirmedFlush, standby.Info.WALEnd()))
@@ -405,12 +415,13 @@ func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 }
 
 // ErrPrimaryInRecovery: the server slotsync takes for the primary (the standby's
-// primary_conninfo, or --primary) answers in recovery. It is not a primary now: demoted (a
-// switchover, before the HA manager re-points the standby) or a standby itself. It takes no
-// writes, so the primary is gone as far as the gate is concerned (rule 8), and the standby
-// streaming from it does not make a primary alive.
+// primary_conninfo, or --primary) answers in recovery and is the standby's demoted primary (a
+// switchover, before the HA manager re-points the standby): of this cluster, not the standby
+// itself, receiving WAL from no one but the standby (JudgeUpstream). It takes no writes, so the
+// primary is gone as far as the gate is concerned (rule 8), and the standby streaming from it
+// does not make a primary alive.
 var ErrPrimaryInRecovery = errors.New("the server taken for the primary (--primary, or the standby's primary_conninfo) is in recovery: " +
-	"not a primary now (demoted, as in a switchover, or a standby itself: slotsync needs the read-write primary)")
+	"the standby's primary, demoted (as in a switchover): it takes no writes")
 
 // primaryGone reports an observation that failed only because the primary could not be asked
 // (unreachable, shutting down, in recovery, or unknown while an HA manager re-points the
@@ -426,6 +437,8 @@ func primaryGone(err error) bool {
 func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Observation, perr error, apply bool) (Report, error) {
 	rec := e.journal.Gate
 	switch {
+	case errors.Is(perr, ErrPrimaryAlive):
+		return rep, perr // a server in recovery that follows a live primary (JudgeUpstream)
 	case e.cfg.Strict && !apply:
 		return rep, fmt.Errorf("%w (strict: the gate does not judge without the primary)", perr)
 	case rec == nil:
@@ -446,7 +459,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	rep.Major = snap.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(snap.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact)
+	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
 	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
@@ -472,14 +485,25 @@ var ErrCannotTell = errors.New("CANNOT TELL")
 // cluster (it wraps ErrCannotTell).
 var ErrPrimaryAlive error = primaryAlive{}
 
-type primaryAlive struct{}
+// primaryAlive is a CANNOT TELL that shows a primary alive: why says how it was seen (the
+// standby streaming from it by default; a server in recovery following another, upstream.go).
+type primaryAlive struct{ why string }
 
-func (primaryAlive) Error() string {
+func (p primaryAlive) Error() string {
+	if p.why != "" {
+		return p.why
+	}
 	return "CANNOT TELL: the standby still streams from its primary, which is alive (only slotsync cannot reach it): " +
 		"do not promote; fix slotsync's route or credentials to the primary"
 }
 
 func (primaryAlive) Unwrap() error { return ErrCannotTell }
+
+// Is makes every primaryAlive, whatever its why, ErrPrimaryAlive.
+func (primaryAlive) Is(target error) bool {
+	_, ok := target.(primaryAlive)
+	return ok
+}
 
 // cannotTell says why the gate cannot judge without the primary: the standby still streams
 // from it (the primary is alive, only unreachable from here: promoting now would split the
@@ -502,7 +526,7 @@ func cannotTell(standby topology.NodeInfo, perr error, age, maxAge time.Duration
 // stream from a primary: its WAL receiver streams, and not from a server found in recovery (a
 // demoted primary takes no writes and passes none on).
 func livePrimarySeen(standby topology.NodeInfo, err error) bool {
-	return standby.ReceiverStatus == "streaming" && !errors.Is(err, ErrPrimaryInRecovery)
+	return errors.Is(err, ErrPrimaryAlive) || standby.ReceiverStatus == "streaming" && !errors.Is(err, ErrPrimaryInRecovery)
 }
 
 // noteStreaming remembers when a pass last saw the standby stream from its primary. An applying
@@ -560,24 +584,33 @@ func (e *Engine) lastStreamed() time.Time {
 // wal_retrieve_retry_interval) says nothing of the primary, which may be alive and taking
 // writes that its consumers get and this standby does not. An applying pass answers CANNOT
 // TELL until then; a judgement that changes nothing (check) watches the standby until then,
-// and a receiver that streams again means the primary is alive. A primary seen in recovery
-// (perr, or a later observation) takes no writes: no need to wait. It returns the latest view
-// of the standby.
+// and a receiver that streams again means the primary is alive. The standby's primary seen
+// demoted (perr, or a later observation; JudgeUpstream) takes no writes: no need to wait, once
+// the standby holds the WAL it has (a judgement that changes nothing watches for that too). It
+// returns the latest view of the standby.
 func (e *Engine) primaryLost(ctx context.Context, snap Observation, perr error, apply bool) (Observation, error) {
 	const every = 250 * time.Millisecond
 	for i := 0; ; i++ {
+		demoted := errors.Is(perr, ErrPrimaryInRecovery)
 		since := e.lastStreamed()
 		lost := e.now().Sub(since)
-		if lost >= e.cfg.PrimaryGoneAfter || errors.Is(perr, ErrPrimaryInRecovery) {
+		last := apply || i > int(e.cfg.PrimaryGoneAfter/every)+4
+		switch {
+		case demoted && (last || snap.Standby.Info.WALEnd() >= snap.DemotedWALEnd):
+			// Demoted: gone at once, once the standby holds the demoted server's WAL (past the
+			// wait, the verdicts say what the standby lacks).
 			return snap, nil
-		}
-		if apply || i > int(e.cfg.PrimaryGoneAfter/every)+4 {
+		case !demoted && lost >= e.cfg.PrimaryGoneAfter:
+			return snap, nil
+		case last:
 			// The message names the moment, not the time since: a daemon logs it once.
 			return snap, fmt.Errorf("%w: the standby has not streamed from its primary since %s only; the gate judges without the primary once "+
 				"it has been gone for %s (--primary-gone-after): until then the standby may be reconnecting to a primary that is alive",
 				ErrCannotTell, since.UTC().Format("15:04:05.0"), e.cfg.PrimaryGoneAfter)
-		}
-		if i == 0 {
+		case i == 0 && demoted:
+			e.log.Info("the primary is demoted and the standby lacks some of its WAL: watching whether it receives it before judging",
+				"standby_wal_end", snap.Standby.Info.WALEnd().String(), "demoted_wal_end", snap.DemotedWALEnd.String())
+		case i == 0:
 			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",
 				"watch_seconds", (e.cfg.PrimaryGoneAfter - lost).Seconds())
 		}

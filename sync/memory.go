@@ -21,8 +21,15 @@ type memory struct {
 	// copies: how many times each slot was copied without becoming READY (lesson 1).
 	recopy map[string]string
 	copies map[string]int
-	// watched: the copies the watch between passes may advance (watch.go).
-	watched map[string]watched
+	// watched: the copies the watch between passes may advance (watch.go), from the primary
+	// the last full pass verified (watchFrom) only.
+	watched   map[string]watched
+	watchFrom topology.ServerID
+}
+
+// forgetWatch ends the watch until the next full pass that succeeds.
+func (m *memory) forgetWatch() {
+	m.watched, m.watchFrom = nil, topology.ServerID{}
 }
 
 func newMemory() memory {
@@ -38,7 +45,7 @@ type slotFailure struct {
 
 // remember is the one place the engine's memory changes after an applying pass: what each
 // action did (noteOutcome), the copies counted and to make again, and what the watch may move.
-func (e *Engine) remember(actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot) {
+func (e *Engine) remember(snap Observation, actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot) {
 	for i, a := range actions {
 		r := results[i]
 		if r.CountsAsCopy {
@@ -60,6 +67,7 @@ func (e *Engine) remember(actions []Action, results []result, slots []SlotReport
 		}
 	}
 	e.watchable(actions, results, after)
+	e.mem.watchFrom = topology.IDOf(snap.Primary.Info)
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).

@@ -35,6 +35,30 @@ type Observation struct {
 	// OwnStandbySlots: on a local node that is a primary (17+), the slots its own
 	// synchronized_standby_slots lists.
 	OwnStandbySlots []topology.SyncedStandbySlot
+	// DemotedWALEnd: when the primary was found demoted (ErrPrimaryInRecovery), the end of its
+	// WAL: what its consumers may have received, which the standby must hold (rule 8).
+	DemotedWALEnd lsncheck.LSN
+}
+
+// judgeUpstream reads what JudgeUpstream needs of a server in recovery reached as the primary:
+// whether the standby streams from it, and whether it streams from the standby.
+func (o *pgObserver) judgeUpstream(ctx context.Context, sconn, pconn *pgx.Conn, standby, reached topology.NodeInfo) error {
+	f := UpstreamFacts{Standby: standby, Reached: reached}
+	if name := standby.PrimarySlotName; name != "" && standby.ReceiverStatus == "streaming" {
+		phys, err := topology.ReadPhysicalSlot(ctx, pconn, name)
+		if err != nil {
+			return err
+		}
+		f.StandbyStreamsFromIt = phys.Active
+	}
+	if name := reached.PrimarySlotName; name != "" && reached.ReceiverStatus == "streaming" {
+		phys, err := topology.ReadPhysicalSlot(ctx, sconn, name)
+		if err != nil {
+			return &NodeError{"standby", err}
+		}
+		f.ItStreamsFromStandby = phys.Active
+	}
+	return JudgeUpstream(f)
 }
 
 func anyTwoPhase(slots map[string]topology.Slot) bool {
@@ -223,8 +247,16 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		return standbyOnly(err)
 	}
 	if snap.Primary.Info.InRecovery && !o.noVerify {
+		reached := snap.Primary.Info
 		snap.Primary = NodeState{}
-		return standbyOnly(ErrPrimaryInRecovery) // rule 8: it takes no writes
+		err := o.judgeUpstream(ctx, sconn, pconn, snap.Standby.Info, reached)
+		switch {
+		case errors.Is(err, ErrPrimaryInRecovery):
+			snap.DemotedWALEnd = reached.WALEnd() // rule 8: its consumers may hold up to there
+		case Classify(err) == Stop:
+			return Observation{}, err
+		}
+		return standbyOnly(err)
 	}
 	if name := snap.Standby.Info.PrimarySlotName; name != "" {
 		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
@@ -352,6 +384,10 @@ func (o *pgObserver) Watch(ctx context.Context, names []string) (WatchSample, er
 	}
 	pconn, err := o.primaryConn(ctx)
 	if err != nil {
+		return s, err
+	}
+	if s.From, err = topology.ReadServerID(ctx, pconn); err != nil {
+		o.reset(&o.pconn)
 		return s, err
 	}
 	if s.Primary, err = topology.SlotPositions(ctx, pconn, names); err != nil {

@@ -35,7 +35,11 @@ import (
 //	primary-gone / primary-partitioned / primary-demoted / primary-back
 //	                                     the primary is down (the standby stops streaming), or only
 //	                                     slotsync cannot reach it (the standby streams), or it answers
-//	                                     in recovery (the standby streams from it), or it is back
+//	                                     in recovery (the standby streams from it), or it is back;
+//	                                     primary-demoted [wal=LSN follows-other standby-from-other
+//	                                     itself other-cluster]: the server in recovery has WAL to
+//	                                     LSN, streams from another server, the standby streams from
+//	                                     another server, it is the standby, of another cluster
 //	prepared <db>=<xid>,…                the primary's prepared transactions (none: "prepared")
 //	wal <lsn>                            the primary's WAL insert position
 //	clock <duration>                     time passes
@@ -155,6 +159,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		// in recovery, and the standby streams from it (a cascade that carries nothing new).
 		h.obs.gone, h.obs.demoted = d.Cmd == "primary-gone" || d.Cmd == "primary-partitioned", d.Cmd == "primary-demoted"
 		h.obs.snap.Standby.Info.ReceiverStatus = map[bool]string{true: "", false: "streaming"}[d.Cmd == "primary-gone"]
+		if h.obs.demoted {
+			h.obs.upstream = h.upstreamOf(t, d)
+		}
 		return ""
 	case "clock":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
@@ -453,8 +460,10 @@ type simObserver struct {
 	snap    Observation
 	gone    bool
 	demoted bool
-	now     func() time.Time
-	history map[int]lsncheck.LSN
+	// upstream: what the server in recovery reached as the primary shows (primary-demoted).
+	upstream UpstreamFacts
+	now      func() time.Time
+	history  map[int]lsncheck.LSN
 	// confirmAtSync: confirmations made just before the next slot sync.
 	confirmAtSync []confirmAt
 }
@@ -471,6 +480,35 @@ func (o *simObserver) node(name string) *NodeState {
 	return &o.snap.Standby
 }
 
+// upstreamOf reads primary-demoted's arguments: by default the standby's own primary, demoted,
+// following no one, with the WAL the standby has, and the standby streaming from it.
+func (h *harness) upstreamOf(t *testing.T, d *datadriven.TestData) UpstreamFacts {
+	sb := h.obs.snap.Standby.Info
+	f := UpstreamFacts{Reached: topology.NodeInfo{SystemID: sb.SystemID, StartedAt: "demoted", InRecovery: true, ReplayLSN: sb.WALEnd(),
+		HistoryTimeline: sb.HistoryTimeline}, StandbyStreamsFromIt: true}
+	for _, a := range d.CmdArgs {
+		switch a.Key {
+		case "wal":
+			l, err := lsncheck.ParseLSN(a.Vals[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Reached.ReplayLSN = l
+		case "follows-other":
+			f.Reached.ReceiverStatus = "streaming"
+		case "standby-from-other":
+			f.StandbyStreamsFromIt = false
+		case "itself":
+			f.Reached.StartedAt = sb.StartedAt
+		case "other-cluster":
+			f.Reached.SystemID = "another"
+		default:
+			t.Fatalf("primary-demoted: unknown argument %q", a.Key)
+		}
+	}
+	return f
+}
+
 // Observe returns a copy of the nodes, as a real observation would be.
 func (o *simObserver) Observe(context.Context) (Observation, error) {
 	s := o.snap
@@ -483,7 +521,17 @@ func (o *simObserver) Observe(context.Context) (Observation, error) {
 		return Observation{Standby: s.Standby}, &NodeError{Node: "primary", Err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
 	}
 	if o.demoted {
-		return Observation{Standby: s.Standby}, &NodeError{Node: "primary", Err: ErrPrimaryInRecovery}
+		f := o.upstream
+		f.Standby = s.Standby.Info
+		err := JudgeUpstream(f)
+		out := Observation{Standby: s.Standby}
+		if errors.Is(err, ErrPrimaryInRecovery) {
+			out.DemotedWALEnd = f.Reached.WALEnd()
+		}
+		if Classify(err) == Stop {
+			return Observation{}, err
+		}
+		return out, &NodeError{Node: "primary", Err: err}
 	}
 	return s, nil
 }

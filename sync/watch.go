@@ -7,6 +7,7 @@ import (
 	"github.com/slotsync/slotsync/internal/failpoint"
 
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // The watch: between full passes, a cheap look at the primary slots' positions and the
@@ -24,12 +25,14 @@ type watched struct {
 	copyAt   lsncheck.LSN  // the copy's confirmed_flush as far as slotsync knows
 }
 
-// WatchSample is what the watch reads: the standby's replay position and the watched primary
-// slots' positions.
+// WatchSample is what the watch reads: the standby's replay position, who the server on the
+// primary link is, and the watched primary slots' positions.
 type WatchSample struct {
 	InRecovery bool
 	Replay     lsncheck.LSN
-	Primary    map[string]lsncheck.Position
+	// From is the server the primary slots were read on.
+	From    topology.ServerID
+	Primary map[string]lsncheck.Position
 }
 
 // watchUntil runs the watch until deadline (or ctx ends, then it returns false).
@@ -66,8 +69,10 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 	sample, err := e.obs.Watch(wctx, names)
 	cancel()
 	look := time.Since(start)
-	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 {
-		e.mem.watched = nil
+	// Only from the very primary the last full pass verified (rule 7): never from a server in
+	// recovery, restarted, or another one the link reaches now.
+	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 || sample.From != e.mem.watchFrom || sample.From.InRecovery {
+		e.mem.forgetWatch()
 		return look
 	}
 	for _, name := range sortedKeys(e.mem.watched) {

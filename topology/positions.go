@@ -156,3 +156,26 @@ func WALSegmentSize(ctx context.Context, conn *pgx.Conn) (uint64, error) {
 		FROM pg_settings WHERE name = 'wal_segment_size'`).Scan(&seg)
 	return uint64(seg), err
 }
+
+// ServerID tells one run of one server from every other: its cluster, its start, and whether it
+// is in recovery.
+type ServerID struct {
+	SystemID, StartedAt string
+	InRecovery          bool
+}
+
+// IDOf is the ServerID of a node as ReadNodeInfo read it.
+func IDOf(n NodeInfo) ServerID {
+	return ServerID{SystemID: n.SystemID, StartedAt: n.StartedAt, InRecovery: n.InRecovery}
+}
+
+// ReadServerID reads who the server on conn is, in the form ReadNodeInfo reads it.
+func ReadServerID(ctx context.Context, conn *pgx.Conn) (ServerID, error) {
+	var id ServerID
+	err := conn.QueryRow(ctx, `SELECT (SELECT system_identifier::text FROM pg_control_system()), pg_postmaster_start_time()::text, pg_is_in_recovery()`).
+		Scan(&id.SystemID, &id.StartedAt, &id.InRecovery)
+	if err != nil {
+		return ServerID{}, fmt.Errorf("read server identity: %w", err)
+	}
+	return id, nil
+}
