@@ -218,11 +218,14 @@ type Selection struct {
 	Patterns  []string // shell globs on the slot name (path.Match), e.g. "debezium_*"
 	Databases []string
 	Plugins   []string
+	// Ignore: shell globs on the slot name of slots left out whatever the rest selects (as
+	// Patroni's ignore_slots).
+	Ignore []string
 }
 
 // Validate rejects malformed patterns.
 func (s Selection) Validate() error {
-	for _, p := range s.Patterns {
+	for _, p := range append(append([]string(nil), s.Patterns...), s.Ignore...) {
 		if _, err := path.Match(p, ""); err != nil {
 			return &topology.ConfigError{Field: "slot pattern", Problem: fmt.Sprintf("%q is malformed", p), Fix: "use shell globs such as 'debezium_*' or 'orders?'"}
 		}
@@ -232,7 +235,24 @@ func (s Selection) Validate() error {
 
 // Matches reports whether a slot with this name, database and plugin is selected.
 func (s Selection) Matches(name, database, plugin string) bool {
-	return matchAny(s.Patterns, name, true) && matchAny(s.Databases, database, false) && matchAny(s.Plugins, plugin, false)
+	return matchAny(s.Patterns, name, true) && matchAny(s.Databases, database, false) && matchAny(s.Plugins, plugin, false) &&
+		(len(s.Ignore) == 0 || !matchAny(s.Ignore, name, true))
+}
+
+// Unselected names the primary's logical slots the selection leaves out (temporary ones, such
+// as the catalog holds, are no consumer's to protect), and counts those it selects.
+func (s Selection) Unselected(primary map[string]topology.Slot) (selected int, unselected []string) {
+	for _, name := range sortedKeys(primary) {
+		ps := primary[name]
+		switch {
+		case ps.Temporary:
+		case s.Matches(name, ps.Database, ps.Plugin):
+			selected++
+		default:
+			unselected = append(unselected, name)
+		}
+	}
+	return selected, unselected
 }
 
 func matchAny(list []string, v string, glob bool) bool {

@@ -48,6 +48,8 @@ type Engine struct {
 	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
 	// read before the primary slots they are judged against (rule 4).
 	driving bool
+	// nothingSelected: the last pass's selection matched none of the primary's slots (logged once).
+	nothingSelected bool
 	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
 	standbySlotsErr string
 	// lock makes this engine the state directory's only writer.
@@ -232,6 +234,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
+		if err := e.checkStandby(snap.Standby.Info); err != nil {
+			return rep, err // before anything is written or restarted
+		}
 		e.logWarnings(snap.Warnings)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
@@ -269,12 +274,36 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
+	rep.Selected, rep.Unselected = e.cfg.Select.Unselected(snap.Primary.Slots)
+	e.noteSelection(rep, apply)
 	if apply {
 		e.recordGate(snap, method, rep.Slots)
 		e.remember(snap, actions, results, rep.Slots, after)
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// noteSelection logs, once per change, a selection that matches none of the primary's logical
+// slots (an applying engine only: check and doctor say it in their answer).
+func (e *Engine) noteSelection(rep Report, apply bool) {
+	if !apply || rep.NothingSelected() == e.nothingSelected {
+		return
+	}
+	e.nothingSelected = rep.NothingSelected()
+	if p := topology.SelectionProblem(rep.Selected, rep.Unselected); p != nil {
+		e.log.Error(p.Issue, "fix", p.Fix)
+	} else {
+		e.log.Info("the selection matches the primary's slots again", "selected", rep.Selected)
+	}
+}
+
+// checkStandby asks the method whether what it writes outside SQL is the observed standby's.
+func (e *Engine) checkStandby(standby topology.NodeInfo) error {
+	if c, ok := e.app.(method.StandbyChecker); ok {
+		return c.CheckStandby(standby)
+	}
+	return nil
 }
 
 // verifyMethod checks what the method needs of the standby (a driven native sync needs no

@@ -30,6 +30,9 @@ type GateRecord struct {
 	// StandbyCutOff: the standby did not stream from its primary at ObservedAt, while the
 	// primary answered: what the primary took afterwards may never reach this standby.
 	StandbyCutOff bool `json:"standby_cut_off,omitempty"`
+	// Unselected names the primary's logical slots the selection left out (Report.Unselected):
+	// a selection that matched none of them is no READY without the primary either.
+	Unselected []string `json:"unselected,omitempty"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -462,6 +465,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
 	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
+	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
 	if !e.withoutPrimary {
@@ -656,6 +660,7 @@ func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) 
 // stopped or resumed streaming, otherwise every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
 func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
 	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), snap.Standby.Info, slots)
+	_, rec.Unselected = e.cfg.Select.Unselected(snap.Primary.Slots)
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return

@@ -56,6 +56,10 @@ type Report struct {
 	Standby  NodeSummary        `json:"standby"`
 	// StandbyOnly lists the standby's logical slots that slotsync neither copies nor made.
 	StandbyOnly []string `json:"standby_only_slots,omitempty"`
+	// Selected counts the primary's logical slots the selection matches; Unselected names the
+	// others (temporary slots left out of both). Without the primary: as last recorded.
+	Selected   int      `json:"selected_slots"`
+	Unselected []string `json:"unselected_slots,omitempty"`
 }
 
 // NodeSummary is a node as the report shows it.
@@ -89,9 +93,24 @@ func standbyOnly(snap Observation, standby map[string]topology.Slot, j *Journal)
 	return out
 }
 
-// Ready reports whether every gated slot is READY (never on a node that is the primary).
+// NothingSelected reports a selection that matches none of the primary's logical slots while it
+// has some: no slot is gated, and READY would protect nothing.
+func (r Report) NothingSelected() bool {
+	if len(r.Unselected) == 0 {
+		return false
+	}
+	for _, s := range r.Slots {
+		if s.Gate {
+			return false
+		}
+	}
+	return true
+}
+
+// Ready reports whether every gated slot is READY (never on a node that is the primary, nor
+// when the selection matches none of the primary's slots).
 func (r Report) Ready() bool {
-	if r.Role == RolePrimary {
+	if r.Role == RolePrimary || r.NothingSelected() {
 		return false
 	}
 	for _, s := range r.Slots {

@@ -709,7 +709,7 @@ func TestSQLMethodRefusesEarly16(t *testing.T) {
 			obs, oerr := Observe(f.ctx, f.cfg)
 			f.must(oerr)
 			var doctor topology.Check
-			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 1, 0, nil) {
+			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 1, 0, nil, nil) {
 				if c.Name == "minor_version" {
 					doctor = c
 				}

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Check is one prerequisite as `doctor` reports it.
@@ -45,12 +46,17 @@ var doctorChecks = []struct {
 	{"method", "pair", "error", ""},
 	{"ha_manager", "standby", "warning", ""},
 	{"idle_replication_slot_timeout", "standby", "warning", ""},
+	{"selection", "primary", "error", ""},
 }
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
-// with its fix. primarySlots is how many logical slots slotsync would copy.
-func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int, synced []SyncedStandbySlot) []Check {
+// with its fix. primarySlots is how many logical slots slotsync would copy; unselected names the
+// primary's logical slots the selection leaves out.
+func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int, synced []SyncedStandbySlot, unselected []string) []Check {
 	var probs []Problem
+	if p := SelectionProblem(primarySlots, unselected); p != nil {
+		probs = append(probs, *p)
+	}
 	if method == MethodNative {
 		probs = append(probs, NativeWarnings(primary, standby, synced)...)
 	}
@@ -118,4 +124,21 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		out = append(out, c)
 	}
 	return out
+}
+
+// SelectionProblem is the problem of a selection (--slots, --databases, --plugins,
+// --ignore-slots) that matches none of the primary's logical slots while it has some: the gate
+// would answer READY for nothing, and the daemon would sync nothing.
+func SelectionProblem(selected int, unselected []string) *Problem {
+	if selected > 0 || len(unselected) == 0 {
+		return nil
+	}
+	names := unselected
+	if len(names) > 10 {
+		names = append(append([]string(nil), names[:10]...), fmt.Sprintf("and %d more", len(unselected)-10))
+	}
+	return &Problem{Check: "selection", Node: "primary",
+		Issue: fmt.Sprintf("the selection matches none of the primary's %d logical slots (%s): slotsync would sync nothing, and the gate would protect none of them",
+			len(unselected), strings.Join(names, ", ")),
+		Fix: "correct --slots, --databases, --plugins or --ignore-slots (SLOTSYNC_SLOTS, ...) so that they name the slots to protect"}
 }

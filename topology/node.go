@@ -57,6 +57,8 @@ type NodeInfo struct {
 	ReceiverStatus string
 	// WAL positions: the primary's insert position; the standby's replay and flush (receive) positions.
 	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
+	// Port is the server's port setting (the one in its postmaster.pid).
+	Port int
 }
 
 // NotStreaming reports a standby known not to stream from its primary right now (starting,
@@ -130,11 +132,12 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 			ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END,
 		` + setting("idle_replication_slot_timeout") + `,
 		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT nullif(received_tli, 0) FROM pg_stat_wal_receiver),
-			(SELECT timeline_id FROM pg_control_checkpoint()), 0) ELSE 0 END`
+			(SELECT timeline_id FROM pg_control_checkpoint()), 0) ELSE 0 END,
+		current_setting('port')::int`
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

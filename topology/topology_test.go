@@ -270,7 +270,7 @@ func TestReadRealPair(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	p, s, ph := healthy()
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil) {
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil, nil) {
 		if !c.OK {
 			t.Errorf("healthy pair: %+v", c)
 		}
@@ -280,7 +280,7 @@ func TestDoctor(t *testing.T) {
 	p162, s162 := p, s
 	p162.VersionNum, s162.VersionNum = 160002, 160002
 	var minor *Check
-	for _, c := range Doctor(p162, s162, ph, MethodSQL, 1, 0, nil) {
+	for _, c := range Doctor(p162, s162, ph, MethodSQL, 1, 0, nil, nil) {
 		if c.Name == "minor_version" {
 			minor = &c
 		}
@@ -293,7 +293,7 @@ func TestDoctor(t *testing.T) {
 	p15, s15 := p, s
 	p15.VersionNum, s15.VersionNum = 150004, 150004
 	bad := map[string]Check{}
-	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0, nil) {
+	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0, nil, nil) {
 		if !c.OK {
 			bad[c.Name] = c
 		}
@@ -304,7 +304,7 @@ func TestDoctor(t *testing.T) {
 	}
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1, nil) {
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1, nil, nil) {
 		if !c.OK {
 			failed[c.Name] = c
 		}
@@ -326,7 +326,7 @@ func TestDoctor(t *testing.T) {
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
 	s.IdleSlotTimeout, s.ManagedByPatroni = "30", true
 	warned := map[string]Check{}
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil) {
+	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil, nil) {
 		if !c.OK {
 			warned[c.Name] = c
 		}

@@ -28,6 +28,8 @@ type checkResult struct {
 	PrimaryAlive bool `json:"primary_alive,omitempty"`
 	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
 	NotReady []string `json:"not_ready"`
+	// NothingSelected: the selection matches none of the primary's logical slots (not READY).
+	NothingSelected string `json:"nothing_selected,omitempty"`
 	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
 	ConsumersAhead []consumerAhead `json:"consumers_ahead"`
 	*slotsync.Report
@@ -64,7 +66,10 @@ func newCheckResult(rep *slotsync.Report, err error) checkResult {
 			r.ConsumersAhead = append(r.ConsumersAhead, consumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
 		}
 	}
-	r.Ready = len(r.NotReady) == 0
+	r.Ready = len(r.NotReady) == 0 && !rep.NothingSelected()
+	if p := topology.SelectionProblem(rep.Selected, rep.Unselected); p != nil {
+		r.NothingSelected = p.Issue + " (fix: " + p.Fix + ")"
+	}
 	if !r.Ready {
 		r.ExitCode = exitNotReady
 	}
@@ -185,6 +190,10 @@ func printCheck(w io.Writer, r checkResult) {
 	}
 	if r.Ready {
 		fmt.Fprintf(w, "READY: promoting the standby now loses nothing for any of %d slots\n", countGated(r.Slots))
+		return
+	}
+	if r.NothingSelected != "" {
+		fmt.Fprintf(w, "NOT READY: %s\n", r.NothingSelected)
 		return
 	}
 	fmt.Fprintf(w, "NOT READY: a promotion now would lose or force a resnapshot for: %s\n", strings.Join(r.NotReady, ", "))

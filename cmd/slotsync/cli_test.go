@@ -172,10 +172,11 @@ func TestCannotConnectExits2WithoutPassword(t *testing.T) {
 
 // checkJSON is the part of check's schema the tests read.
 type checkJSON struct {
-	Ready          bool     `json:"ready"`
-	ExitCode       int      `json:"exit_code"`
-	NotReady       []string `json:"not_ready"`
-	ConsumersAhead []struct {
+	Ready           bool     `json:"ready"`
+	ExitCode        int      `json:"exit_code"`
+	NotReady        []string `json:"not_ready"`
+	NothingSelected string   `json:"nothing_selected"`
+	ConsumersAhead  []struct {
 		Slot  string `json:"slot"`
 		Bytes int64  `json:"bytes"`
 	} `json:"consumers_ahead"`
@@ -313,6 +314,17 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		}
 		if c = parseCheck(t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
 			t.Fatalf("ready check: %+v", c)
+		}
+		// A selection that matches none of the primary's slots (a typo, or every slot ignored)
+		// is no READY: the gate would protect nothing (operators review round 4, finding 3).
+		for _, sel := range [][]string{{"--slots", "nomatch*"}, {"--ignore-slots", "c*"}, {"--plugins", "wal2json"}} {
+			r = slotsyncCmd(t, nil, args("check", append(sel, "--json", "--state-dir", state)...)...)
+			if c = parseCheck(t, r); r.code != exitNotReady || c.Ready || !strings.Contains(c.NothingSelected, "cdc") {
+				t.Fatalf("check %v: want NOT READY naming the unselected slot, got %d %+v", sel, r.code, c)
+			}
+			if r := slotsyncCmd(t, nil, args("doctor", sel...)...); r.code != exitNotReady || !strings.Contains(r.stdout, "selection") {
+				t.Fatalf("doctor %v: want the selection check failed, got %d\n%s", sel, r.code, r.stdout)
+			}
 		}
 		if r := slotsyncCmd(t, nil, args("status", "--state-dir", state)...); r.code != 0 || !strings.Contains(r.stdout, "cdc") || !strings.Contains(r.stdout, "RETAINED") {
 			t.Fatalf("status: %d\n%s%s", r.code, r.stdout, r.stderr)

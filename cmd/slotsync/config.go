@@ -33,6 +33,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "slots", Usage: "comma-separated globs of slot names to manage (default: all)", EnvVars: []string{"SLOTSYNC_SLOTS"}},
 		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
+		&cli.StringFlag{Name: "ignore-slots", Usage: "comma-separated globs of slot names never to manage, whatever the rest selects", EnvVars: []string{"SLOTSYNC_IGNORE_SLOTS"}},
 		&cli.BoolFlag{Name: "set-failover", Usage: "native (17+): set failover=true on primary slots that lack it, while they are idle", EnvVars: []string{"SLOTSYNC_SET_FAILOVER"}},
 		&cli.BoolFlag{Name: "drop-left-alone", Usage: "drop the copies slotsync made and no longer syncs (primary slot invalidated, or no longer selected) instead of keeping them; slots slotsync did not make are never dropped", EnvVars: []string{"SLOTSYNC_DROP_LEFT_ALONE"}},
 		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
@@ -82,7 +83,7 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	cfg.PrimaryUser, cfg.Strict, cfg.Exact = c.String("primary-user"), c.Bool("strict"), c.Bool("exact")
 	cfg.Method, cfg.ReadOnly, cfg.Logger = topology.Method(c.String("method")), readOnly, log
 	cfg.Select = slotsync.Selection{Patterns: parseList(c.String("slots")),
-		Databases: parseList(c.String("databases")), Plugins: parseList(c.String("plugins"))}
+		Databases: parseList(c.String("databases")), Plugins: parseList(c.String("plugins")), Ignore: parseList(c.String("ignore-slots"))}
 	cfg.Native = slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive"),
 		ManageStandbySlots: c.Bool("manage-synchronized-standby-slots")}
 	cfg.DropLeftAlone = c.Bool("drop-left-alone")

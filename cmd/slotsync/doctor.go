@@ -74,18 +74,14 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 		si = topology.NativeDrive(si)
 	}
 	synced, phys, pslots, sslots := snap.SyncedStandbySlots, snap.Physical, snap.Primary.Slots, snap.Standby.Slots
-	selected, standbyOnly := 0, 0
-	for _, s := range pslots {
-		if cfg.Select.Matches(s.Name, s.Database, s.Plugin) && !s.Temporary {
-			selected++
-		}
-	}
+	selected, unselected := cfg.Select.Unselected(pslots)
+	standbyOnly := 0
 	for name := range sslots {
 		if _, ok := pslots[name]; !ok {
 			standbyOnly++
 		}
 	}
-	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly, synced)}
+	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly, synced, unselected)}
 	for _, ch := range res.Checks {
 		if !ch.OK && ch.Severity == "error" {
 			res.OK, res.ExitCode = false, exitNotReady

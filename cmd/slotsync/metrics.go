@@ -27,6 +27,7 @@ type metrics struct {
 	withoutPrimary  prometheus.Gauge
 	leftAlone       *prometheus.GaugeVec
 	notReady        *prometheus.GaugeVec
+	selection       *prometheus.GaugeVec
 }
 
 // slotLabels are the labels of every per-slot series: alerts and dashboards group by database
@@ -51,12 +52,13 @@ func newMetrics() *metrics {
 	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
 	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
 	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
+	m.selection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_primary_slots", Help: "The primary's logical slots (temporary ones left out) the selection matches (selected=true) and leaves out (selected=false)."}, []string{"selected"})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, build,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -97,6 +99,10 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 				m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
 			}
 		}
+	}
+	if rep.Role == slotsync.RoleStandby {
+		m.selection.WithLabelValues("true").Set(float64(rep.Selected))
+		m.selection.WithLabelValues("false").Set(float64(len(rep.Unselected)))
 	}
 	m.leftAlone.WithLabelValues("slotsync").Set(float64(ours))
 	m.leftAlone.WithLabelValues("other").Set(float64(len(rep.StandbyOnly)))

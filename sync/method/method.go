@@ -70,6 +70,13 @@ type Preparer interface {
 	Prepare(ctx context.Context, v View)
 }
 
+// StandbyChecker checks, before a pass's actions, that what the method writes to or restarts
+// outside SQL is the observed standby's (the state-file method's data directory). An error
+// stops slotsync before anything is written (a configuration error that names the fix).
+type StandbyChecker interface {
+	CheckStandby(standby topology.NodeInfo) error
+}
+
 // Flusher carries out, at the end of a pass, the creations its sessions collected
 // (Traits.BatchesCreates). It returns the outcome of each collected slot and whether the
 // standby was restarted.

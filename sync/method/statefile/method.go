@@ -84,12 +84,13 @@ type Method struct {
 var Traits = method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
 
 var (
-	_ method.Method    = (*Method)(nil)
-	_ method.Session   = (*Session)(nil)
-	_ method.Preparer  = (*Method)(nil)
-	_ method.Flusher   = (*Method)(nil)
-	_ method.Closer    = (*Method)(nil)
-	_ method.Recoverer = recovery{}
+	_ method.Method         = (*Method)(nil)
+	_ method.Session        = (*Session)(nil)
+	_ method.Preparer       = (*Method)(nil)
+	_ method.Flusher        = (*Method)(nil)
+	_ method.StandbyChecker = (*Method)(nil)
+	_ method.Closer         = (*Method)(nil)
+	_ method.Recoverer      = recovery{}
 )
 
 // New makes the method: sql carries out advances and drops; cfg.DataDir must be the
