@@ -48,6 +48,8 @@ type Engine struct {
 	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
 	// read before the primary slots they are judged against (rule 4).
 	driving bool
+	// journalFailing: what the last journal write that failed was for ("" once one succeeds).
+	journalFailing string
 	// nothingSelected: the last pass's selection matched none of the primary's slots (logged once).
 	nothingSelected bool
 	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
@@ -263,12 +265,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		e.journal, _ = twoPhaseSeen(e.journal, snap, made)
 	}
 	if apply && e.traits.NeedsHorizon {
-		var kept bool
-		if e.journal, kept = horizonKept(e.journal, snap, made); kept {
+		if next, kept := horizonKept(e.journal, snap, made); kept {
 			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
-			// proof was lost would be made again.
-			if err := e.journal.Save(e.cfg.StateDir); err != nil {
-				e.log.Warn("could not record that the standby now keeps a copy's catalog rows; written with the next journal write", "error", err)
+			// proof was lost would be made again. A failed write keeps it in memory, for the
+			// next journal write.
+			if e.commit(next, "", "that the standby now keeps a copy's catalog rows") != nil {
+				e.journal = next
 			}
 		}
 	}

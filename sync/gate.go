@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/slotsync/slotsync/internal/failpoint"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
@@ -560,11 +559,7 @@ func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
 	}
 	next := e.journal.clone()
 	next.StandbyLostPrimaryAt = lostAt
-	if err := next.Save(e.cfg.StateDir); err != nil {
-		e.log.Warn("could not record when the standby stopped streaming from its primary", "error", err)
-		return
-	}
-	e.journal = next
+	_ = e.commit(next, "", "when the standby stopped streaming from its primary")
 }
 
 // lastStreamed is when the standby last streamed from its primary, as far as this engine can
@@ -668,15 +663,7 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	// This write also carries the reference positions advances left in memory (journal.go).
 	next := e.journal.clone()
 	next.Gate = rec
-	err := failpoint.Hit("engine.gate-record")
-	if err == nil {
-		err = next.Save(e.cfg.StateDir)
-	}
-	if err != nil {
-		e.log.Warn("could not record the gate's last observation; without the primary the gate answers from an older one", "error", err)
-		return
-	}
-	e.journal = next
+	_ = e.commit(next, "engine.gate-record", "the gate's last observation (without the primary the gate answers from an older one)")
 }
 
 // synchronizedStandby reports whether the primary's synchronized_standby_slots lists this

@@ -148,14 +148,44 @@ func (j *Journal) Save(dir string) error {
 }
 
 // clone returns a deep copy, so a failed save can be rolled back.
+// It copies the whole value first, so a field added later cannot be dropped (a hand-written
+// list once dropped StandbyLostPrimaryAt), then what the value shares: the entries and their
+// slices. A GateRecord is replaced whole, never changed in place, so it is shared.
 func (j *Journal) clone() *Journal {
-	c := &Journal{Version: j.Version, SystemID: j.SystemID, PrimaryStartedAt: j.PrimaryStartedAt, Slots: make(map[string]*Entry, len(j.Slots)),
-		Gate: j.Gate, OwnSlotsAt: j.OwnSlotsAt} // a GateRecord is replaced whole, never changed in place
+	c := *j
+	c.Slots = make(map[string]*Entry, len(j.Slots))
 	for k, v := range j.Slots {
 		e := *v
+		e.TwoPhasePending = append([]lsncheck.XID(nil), v.TwoPhasePending...)
 		c.Slots[k] = &e
 	}
-	return c
+	return &c
+}
+
+// commit is the one way a new journal becomes the engine's: the failpoint (when named), the
+// durable write, then the assignment. A failed write changes nothing in memory; it is logged
+// once while writes keep failing (and once when they succeed again), and returned.
+func (e *Engine) commit(next *Journal, point, what string) error {
+	var err error
+	if point != "" {
+		err = failpoint.Hit(point)
+	}
+	if err == nil {
+		err = next.Save(e.cfg.StateDir)
+	}
+	if err != nil {
+		if e.journalFailing == "" {
+			e.log.Warn("could not write the journal: "+what, "error", err, "state_dir", e.cfg.StateDir)
+		}
+		e.journalFailing = what
+		return err
+	}
+	if e.journalFailing != "" {
+		e.log.Info("the journal is written again", "after", e.journalFailing)
+		e.journalFailing = ""
+	}
+	e.journal = next
+	return nil
 }
 
 func (e *Engine) checkJournalCluster(systemID string) error {
@@ -200,10 +230,9 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 	}
 	// The gate record is written ahead too: a copy about to be made is NOT READY in it (rule 8).
 	next.Gate = next.Gate.beingMade(making)
-	if err := next.Save(e.cfg.StateDir); err != nil {
+	if err := e.commit(next, "", "the copies about to be made"); err != nil {
 		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
 	}
-	e.journal = next
 	return nil
 }
 
@@ -263,12 +292,8 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		}
 	}
 	if !changed {
-		e.journal = next
+		e.journal = next // in memory only: new reference positions, written with the next write
 		return nil
 	}
-	if err := next.Save(e.cfg.StateDir); err != nil {
-		return err
-	}
-	e.journal = next
-	return nil
+	return e.commit(next, "", "the pass's results")
 }

@@ -57,10 +57,9 @@ func (e *Engine) asPrimary(ctx context.Context, rep Report, snap Observation, ap
 			next.Gate, next.StandbyLostPrimaryAt, changed = nil, time.Time{}, true
 		}
 		if changed {
-			if err := next.Save(e.cfg.StateDir); err != nil {
+			if err := e.commit(next, "", "the node's own slots (it is the primary)"); err != nil {
 				return rep, err
 			}
-			e.journal = next
 		}
 	}
 	rep.Duration = e.now().Sub(rep.Started)

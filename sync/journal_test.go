@@ -1,0 +1,91 @@
+package sync
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// TestJournalCloneKeepsEveryField: clone copies every field of the journal and of its entries,
+// and shares nothing that can change in place. The sample sets every field (checked by
+// reflection), so a field added later without a value here fails the test instead of being
+// dropped by a clone (as StandbyLostPrimaryAt once was).
+func TestJournalCloneKeepsEveryField(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pos := lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}
+	ent := &Entry{Incarnation: "ab", Identity: lsncheck.Identity{Name: "s", Database: "d", Plugin: "p", TwoPhase: true}, FirstSeen: pos, Primary: pos,
+		WALVerified: true, HorizonSeenAt: 4, Timeline: 5, TwoPhaseFrom: 6, TwoPhasePending: []lsncheck.XID{7}, TwoPhaseSeen: true,
+		TwoPhaseSettledAt: 8, DecodeError: "e", ScratchAt: 9, Method: "sql", CreatedAt: now, UpdatedAt: now}
+	j := &Journal{Version: journalVersion, SystemID: "42", PrimaryStartedAt: "t", Slots: map[string]*Entry{"s": ent},
+		Gate: &GateRecord{ObservedAt: now}, OwnSlotsAt: now, StandbyLostPrimaryAt: now}
+	for _, v := range []reflect.Value{reflect.ValueOf(*j), reflect.ValueOf(*ent)} {
+		for i := 0; i < v.NumField(); i++ {
+			if v.Field(i).IsZero() {
+				t.Fatalf("the sample leaves %s.%s zero: give it a value", v.Type().Name(), v.Type().Field(i).Name)
+			}
+		}
+	}
+	c := j.clone()
+	if !reflect.DeepEqual(c, j) {
+		t.Fatalf("clone differs:\n%+v\n%+v", c, j)
+	}
+	c.Slots["s"].TwoPhasePending[0], c.Slots["s"].HorizonSeenAt = 70, 40
+	c.Slots["t"] = &Entry{}
+	if ent.TwoPhasePending[0] != 7 || ent.HorizonSeenAt != 4 || len(j.Slots) != 1 {
+		t.Fatal("the clone shares entries with the journal it was made from")
+	}
+}
+
+// TestStandbyLostPrimaryAtSurvives: while the standby is cut off from a primary that answers,
+// the moment it stopped streaming is written once, and stays on disk after the gate record's
+// writes (a daemon restarted during the cut-off keeps it, so the gate does not wait
+// --primary-gone-after again). Before, every gate-record write dropped it and every pass wrote
+// the journal again.
+func TestStandbyLostPrimaryAtSurvives(t *testing.T) {
+	obs := &fakeObserver{snap: twoNodeSnapshot()}
+	obs.snap.Standby.Info.InRecovery, obs.snap.Standby.Info.ReceiverStatus = true, "streaming"
+	app := &fakeApplier{}
+	e := testEngine(t, obs, app)
+	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	e.now = func() time.Time { return clock }
+	ctx := context.Background()
+	if _, err := e.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	obs.snap.Standby.Info.ReceiverStatus = "" // cut off; the primary still answers
+	writes := 0
+	inode := journalInode(t, e.cfg.StateDir)
+	for i := 0; i < 6; i++ {
+		clock = clock.Add(time.Second)
+		if _, err := e.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := journalInode(t, e.cfg.StateDir); n != inode {
+			writes, inode = writes+1, n
+		}
+	}
+	j, _, err := LoadJournal(e.cfg.StateDir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.StandbyLostPrimaryAt.IsZero() {
+		t.Fatal("the moment the standby stopped streaming is not on disk after the passes")
+	}
+	if writes > 2 {
+		t.Fatalf("the journal was written %d times in 6 passes of one cut-off: want once per change", writes)
+	}
+}
+
+func journalInode(t *testing.T, dir string) uint64 {
+	t.Helper()
+	st, err := os.Stat(dir + "/" + JournalFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Ino
+}
