@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
