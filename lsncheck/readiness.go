@@ -2,6 +2,7 @@ package lsncheck
 
 import (
 	"fmt"
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"strings"
 )
 
@@ -140,6 +141,9 @@ func Readiness(in ReadinessInput) Verdict {
 	var v Verdict
 	var details []string
 	add := func(r Reason, format string, args ...any) {
+		if failpoint.Mutant("readiness:" + string(r)) {
+			return // a mutant of the fault explorer's matrix: this reason switched off (test builds only)
+		}
 		v.Reasons = append(v.Reasons, r)
 		details = append(details, fmt.Sprintf(format, args...))
 	}

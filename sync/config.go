@@ -149,6 +149,12 @@ func (c *Config) Validate() error {
 	if err := orDefault("advance step", &c.AdvanceStep, d.AdvanceStep); err != nil {
 		return err
 	}
+	if c.MaxRecordAge >= c.Native.StandbyGoneAfter {
+		// Rule 10: a record's "held back" outlives the standby's entry in
+		// synchronized_standby_slots, which any node's sidecar takes out after --standby-gone-after.
+		return &topology.ConfigError{Field: "max record age", Problem: fmt.Sprintf("(%s) is not below --standby-gone-after (%s)", c.MaxRecordAge, c.Native.StandbyGoneAfter),
+			Fix: "give --max-record-age a value below --standby-gone-after (the same --standby-gone-after on every node)"}
+	}
 	if c.WatchInterval == 0 {
 		c.WatchInterval = d.WatchInterval
 	}

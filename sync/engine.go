@@ -84,6 +84,9 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if failpoint.Mutant("primary-gone-after-1ms") {
+		cfg.PrimaryGoneAfter = time.Millisecond // the fault explorer's mutant (test builds only)
+	}
 	primary, standby, err := cfg.Endpoints()
 	if err != nil {
 		return nil, err
@@ -142,7 +145,7 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 		return Report{}, &topology.ConfigError{Field: "engine", Problem: "is read-only", Fix: "give a --state-dir and run without read-only mode"}
 	}
 	rep, err := e.pass(ctx, true)
-	if err != nil {
+	if err != nil && !failpoint.Mutant("watch-unbound") {
 		// The watch never outlives what the last full pass verified.
 		e.mem.forgetWatch()
 	}

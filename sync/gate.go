@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
@@ -28,6 +29,11 @@ type GateRecord struct {
 	// StandbyCutOff: the standby did not stream from its primary at ObservedAt, while the
 	// primary answered: what the primary took afterwards may never reach this standby.
 	StandbyCutOff bool `json:"standby_cut_off,omitempty"`
+	// HeldBackUntil: the latest moment the primary's synchronized_standby_slots may still list
+	// this standby (rule 10): when the record was made while the standby was cut off, its entry
+	// may be taken out --standby-gone-after after its physical slot lost its walsender, by any
+	// node's sidecar. A slot's HeldBack is not honoured past it. Zero: no limit recorded.
+	HeldBackUntil time.Time `json:"held_back_until,omitzero"`
 	// Unselected names the primary's logical slots the selection left out (Report.Unselected):
 	// a selection that matched none of them is no READY without the primary either.
 	Unselected []string `json:"unselected,omitempty"`
@@ -168,7 +174,7 @@ func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, 
 	var next *Journal
 	for name, ent := range j.Slots {
 		cp, ok := copies[name]
-		if !ok || made[name] || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
+		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
 			continue
 		}
 		if next == nil {
@@ -351,6 +357,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			}
 		}
 		notReady := func(r lsncheck.Reason, detail string) {
+			if failpoint.Mutant("without:" + string(r)) {
+				return // a mutant of the fault explorer's matrix (test builds only)
+			}
 			v.Ready, v.Reasons, v.Detail = false, []lsncheck.Reason{r}, detail
 		}
 		switch {
@@ -460,7 +469,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	rep.Major = snap.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(snap.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec, snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
+	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
 	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
@@ -655,6 +664,9 @@ func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) 
 func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
 	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), snap.Standby.Info, slots)
 	_, rec.Unselected = e.cfg.Select.Unselected(snap.Primary.Slots)
+	if rec.StandbyCutOff {
+		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(snap))
+	}
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
@@ -663,6 +675,32 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	next := e.journal.clone()
 	next.Gate = rec
 	_ = e.commit(next, "engine.gate-record", "the gate's last observation (without the primary the gate answers from an older one)")
+}
+
+// ownSlotInactiveFor is how long the standby's physical slot, listed in the primary's
+// synchronized_standby_slots, had had no walsender (0 when active or not listed).
+func ownSlotInactiveFor(snap Observation) time.Duration {
+	for _, s := range snap.SyncedStandbySlots {
+		if s.Name == snap.Standby.Info.PrimarySlotName && !s.Active {
+			return s.InactiveFor
+		}
+	}
+	return 0
+}
+
+// heldBackAt is the record as it can be trusted at now: past HeldBackUntil, the standby may have
+// been taken out of synchronized_standby_slots, so no slot is held back any more (rule 10).
+func (r *GateRecord) heldBackAt(now time.Time) *GateRecord {
+	if r.HeldBackUntil.IsZero() || now.Before(r.HeldBackUntil) {
+		return r
+	}
+	c := *r
+	c.Slots = make(map[string]GateSlot, len(r.Slots))
+	for name, gs := range r.Slots {
+		gs.HeldBack = false
+		c.Slots[name] = gs
+	}
+	return &c
 }
 
 // synchronizedStandby reports whether the primary's synchronized_standby_slots lists this

@@ -49,9 +49,16 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		{"another timeline", onTimeline(rec(true), 2), withTimeline(standby(nil), 3), false, lsncheck.ReasonRecordOtherTimeline},
 		{"same timeline", onTimeline(rec(true), 3), withTimeline(standby(nil), 3), true, ""},
 		{"standby WAL below the consumer", rec(true), func() NodeState { n := standby(nil); n.Info.ReplayLSN = 0x2000000; return n }(), false, lsncheck.ReasonConsumerAheadOfStandby},
+		{"below the demoted primary's WAL end", rec(true), standby(nil), false, lsncheck.ReasonConsumerAheadOfStandby},
+		{"cut off, held back (rule 10)", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(399, 0)), standby(nil), true, ""},
+		{"cut off, held back past its entry's end", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(400, 0)), standby(nil), false, lsncheck.ReasonRecordStandbyCutOff},
 	}
 	for _, c := range cases {
-		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false, 0)
+		var demotedEnd lsncheck.LSN
+		if strings.Contains(c.name, "demoted") {
+			demotedEnd = 0x9000100
+		}
+		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false, demotedEnd)
 		if len(got) != 1 || got[0].Name != "a" || !got[0].Gate || got[0].Verdict.Ready != c.ready {
 			t.Errorf("%s: %+v", c.name, got)
 			continue
@@ -181,5 +188,29 @@ func TestTheGateJudgesWithTheDaemonsMethod(t *testing.T) {
 	e = newEngine(Config{ReadOnly: true, Method: topology.MethodAuto}, nil, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
 	if m, _ := e.chooseMethod(standby, false); m != topology.MethodSQL {
 		t.Fatalf("without a journal, auto on 16 is sql, got %s", m)
+	}
+}
+
+// heldBack makes a record made while the standby was cut off, its slot held back by
+// synchronized_standby_slots until until (rule 10).
+func heldBack(r *GateRecord, until time.Time) *GateRecord {
+	r.StandbyCutOff, r.HeldBackUntil = true, until
+	for name, gs := range r.Slots {
+		gs.HeldBack = true
+		r.Slots[name] = gs
+	}
+	return r
+}
+
+// TestMaxRecordAgeBelowStandbyGoneAfter: a record older than --standby-gone-after could claim a
+// slot held back after any node's sidecar took the standby out of synchronized_standby_slots.
+func TestMaxRecordAgeBelowStandbyGoneAfter(t *testing.T) {
+	cfg := Config{StandbyDSN: "x", ReadOnly: true, MaxRecordAge: 5 * time.Minute, Native: NativeConfig{StandbyGoneAfter: time.Minute}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "standby-gone-after") {
+		t.Fatalf("want a configuration error naming --standby-gone-after, got %v", err)
+	}
+	cfg.MaxRecordAge = 30 * time.Second
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -40,6 +41,8 @@ type UpstreamFacts struct {
 func JudgeUpstream(f UpstreamFacts) error {
 	s, r := f.Standby, f.Reached
 	switch {
+	case failpoint.Mutant("upstream-unchecked"):
+		return ErrPrimaryInRecovery // the fault explorer's mutant: the review's finding 1 (test builds only)
 	case r.SystemID != s.SystemID:
 		return &topology.PrereqError{Problems: []topology.Problem{{Check: "system_identifier", Node: "primary",
 			Issue: fmt.Sprintf("the server taken for the primary is in recovery and of another cluster (system identifier %s, the standby's %s)", r.SystemID, s.SystemID),

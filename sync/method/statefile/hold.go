@@ -69,7 +69,7 @@ const keepalives = "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 
 func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby string, ps topology.Slot, major int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.held[ps.Name]; ok || major < 12 {
+	if _, ok := h.held[ps.Name]; ok || major < 12 || failpoint.Mutant("catalog-hold-off") {
 		return
 	}
 	conn, err := h.conn(ctx, ep, ps.Database)

@@ -1,0 +1,51 @@
+package drill
+
+import "github.com/slotsync/slotsync/lsncheck"
+
+// Mutant is one safety check of the gate switched off in a failpoint build of slotsync
+// (SLOTSYNC_MUTANT=Name, internal/failpoint.Mutant): the fault explorer's mutation matrix runs
+// each and must catch the gate lying (a READY while loss, or a problem) within Seeds seeds.
+type Mutant struct {
+	Name string
+	// Majors: the majors whose copying method reaches the check (nil: every one).
+	Majors []int
+	// Why: what switching it off lets through.
+	Why string
+}
+
+// reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
+// without it (JudgeWithoutPrimary) dropped in turn.
+var reasonMutants = []lsncheck.Reason{
+	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonPrimaryUnknown, lsncheck.ReasonPrimaryInvalidated,
+	lsncheck.ReasonCopyUnknown, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing, lsncheck.ReasonCopyConfirmedAhead,
+	lsncheck.ReasonCopyRestartAhead, lsncheck.ReasonCopyCatalogXminAhead, lsncheck.ReasonNotSynced, lsncheck.ReasonTemporary,
+	lsncheck.ReasonConsumerAheadOfStandby, lsncheck.ReasonCopyBehind, lsncheck.ReasonCopyWALUnverified, lsncheck.ReasonCatalogUnprotected,
+	lsncheck.ReasonCopySnapshotMissing, lsncheck.ReasonCopySnapshotUnknown, lsncheck.ReasonTwoPhaseNotSynced, lsncheck.ReasonTwoPhasePreparing,
+	lsncheck.ReasonCopyCannotDecode,
+}
+
+// withoutMutants: the reasons JudgeWithoutPrimary gives of its own.
+var withoutMutants = []lsncheck.Reason{
+	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing,
+	lsncheck.ReasonTemporary, lsncheck.ReasonRecordOtherTimeline, lsncheck.ReasonRecordStandbyCutOff, lsncheck.ReasonConsumerAheadOfStandby,
+	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced,
+}
+
+// Mutants is the mutation matrix: each reason dropped with and without the primary, and the
+// checks that are not a reason.
+func Mutants() []Mutant {
+	var out []Mutant
+	for _, r := range reasonMutants {
+		out = append(out, Mutant{Name: "readiness:" + string(r), Why: "the gate with the primary never says " + string(r)})
+	}
+	for _, r := range withoutMutants {
+		out = append(out, Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)})
+	}
+	return append(out,
+		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
+		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
+		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
+		Mutant{Name: "watch-unbound", Majors: []int{16, 17, 18}, Why: "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)"},
+		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
+	)
+}

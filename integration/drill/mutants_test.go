@@ -1,0 +1,132 @@
+package drill
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// mutantSample is the part of the mutation matrix CI runs: a mutant, the major it runs on, and
+// the first seed of the plans it is run with (docs/RELIABILITY.md has the whole matrix).
+var mutantSample = []struct {
+	name  string
+	major int
+	seed  int64
+}{}
+
+// TestMutationMatrix runs the fault explorer against slotsync builds with one safety check of
+// the gate switched off (Mutants), each on consecutive seeds until a plan catches it (a READY
+// while loss, or a problem) or SLOTSYNC_MUTANT_SEEDS plans (default 4) have passed. Without
+// SLOTSYNC_MUTANTS it runs mutantSample, and each must be caught; SLOTSYNC_MUTANTS=all (or a
+// comma-separated list) runs those on every requested major and reports what caught each, or
+// that nothing did (SLOTSYNC_MUTANT_REPORT=path appends a JSON line per run).
+func TestMutationMatrix(t *testing.T) {
+	seeds := int64(4)
+	if s := os.Getenv("SLOTSYNC_MUTANT_SEEDS"); s != "" {
+		seeds, _ = strconv.ParseInt(s, 10, 64)
+	}
+	first := int64(7100)
+	if s := os.Getenv("SLOTSYNC_CHAOS_SEED"); s != "" {
+		first, _ = strconv.ParseInt(s, 10, 64)
+	}
+	want := os.Getenv("SLOTSYNC_MUTANTS")
+	type run struct {
+		name string
+		seed int64
+	}
+	runsOn := func(major int) []run {
+		var out []run
+		for _, m := range Mutants() {
+			if (want == "all" || slices.Contains(strings.Split(want, ","), m.Name)) && (m.Majors == nil || slices.Contains(m.Majors, major)) {
+				out = append(out, run{m.Name, first})
+			}
+		}
+		for _, s := range mutantSample {
+			if want == "" && s.major == major {
+				out = append(out, run{s.name, s.seed})
+			}
+		}
+		return out
+	}
+	var majors []int
+	if want == "" {
+		for _, s := range mutantSample {
+			majors = append(majors, s.major)
+		}
+		if len(majors) == 0 {
+			t.Skip("no mutant in the sample")
+		}
+	}
+	pgtest.ForEachMajor(t, majors, func(t *testing.T, major int) {
+		bin := failpointSlotsync(t)
+		for _, r := range runsOn(major) {
+			t.Run(r.name, func(t *testing.T) {
+				t.Setenv("SLOTSYNC_MUTANT", r.name)
+				killedBy := ""
+				for seed := r.seed; seed < r.seed+seeds && killedBy == ""; seed++ {
+					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+					rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: 1, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+						NewPair: func(ctx context.Context) (*integration.Pair, error) {
+							return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
+						}})
+					cancel()
+					if err != nil {
+						t.Fatal(err)
+					}
+					it := rep.Iterations[0]
+					t.Logf("seed %d: %s\n  ok %v, answers %s, problems %q", seed, it.Plan, it.OK, answers(it), it.Problems)
+					if !it.OK {
+						killedBy = fmt.Sprintf("seed %d (%d seeds): %s", seed, seed-r.seed+1, killReason(it))
+					}
+				}
+				t.Logf("MUTANT %s pg%d: killed=%v %s", r.name, major, killedBy != "", killedBy)
+				if killedBy == "" && want == "" {
+					t.Errorf("mutant %s on %d was not caught in %d plans from seed %d", r.name, major, seeds, r.seed)
+				}
+			})
+		}
+	})
+}
+
+// killReason says what caught a mutant: the lies and problems of the iteration.
+func killReason(it ChaosIteration) string {
+	var why []string
+	for _, j := range it.Judged {
+		if j.Lie {
+			why = append(why, fmt.Sprintf("%s %s: %s", j.Slot, j.Asked, j.Why))
+		}
+	}
+	return strings.Join(append(why, it.Problems...), "; ")
+}
+
+// TestMutantsAreTheCodes: every NOT READY reason is in the matrix, and every named mutant is one
+// the code can switch off.
+func TestMutantsAreTheCodes(t *testing.T) {
+	src := ""
+	for _, f := range []string{"../../lsncheck/readiness.go"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src += string(data)
+	}
+	for _, m := range regexp.MustCompile(`Reason[A-Za-z]+ +Reason = "([a-z_]+)"`).FindAllStringSubmatch(src, -1) {
+		r := lsncheck.Reason(m[1])
+		if r == lsncheck.ReasonNotInRecord || r == lsncheck.ReasonCopyBeingMade || r == lsncheck.ReasonRecordOtherTimeline || r == lsncheck.ReasonRecordStandbyCutOff {
+			continue // reasons of the gate without the primary only
+		}
+		if !slices.Contains(reasonMutants, r) {
+			t.Errorf("reason %s has no mutant in the matrix", r)
+		}
+	}
+}
