@@ -54,6 +54,9 @@ type GateSlot struct {
 	// and the primary's synchronized_standby_slots lists this standby (17+), so its walsender
 	// waits for the standby.
 	HeldBack bool `json:"held_back,omitempty"`
+	// CopyTwoPhase: the copy's two_phase when recorded (Identity is the primary slot's). Nil in
+	// records of older versions, whose Identity.TwoPhase was the copy's.
+	CopyTwoPhase *bool `json:"copy_two_phase,omitempty"`
 }
 
 // WithoutPrimary says that a report was judged without the primary, from what and how old.
@@ -125,7 +128,7 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				TwoPhaseAtUnsynced:  ps.Failover && ps.TwoPhase && snap.Primary.Info.Major() == 17,
 				TwoPhasePending:     twoPhasePending(ent, ps),
 			})
-			sr.requireSynced, sr.copyTwoPhase = ps.Failover, cp.TwoPhase
+			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
 		}
 		out = append(out, sr)
 	}
@@ -278,7 +281,9 @@ func newGateRecord(at time.Time, method topology.Method, synced bool, standby to
 			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced}
 		if s.Copy != nil {
 			gs.Copy = *s.Copy
-			gs.Identity.TwoPhase = s.copyTwoPhase
+			gs.Identity.TwoPhase = s.primaryTwoPhase
+			copyTwoPhase := s.copyTwoPhase
+			gs.CopyTwoPhase = &copyTwoPhase
 		}
 		r.Slots[s.Name] = gs
 	}
@@ -367,7 +372,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			v.Detail = "not ready at the last observation with the primary: " + gs.Detail
 		case !hasCopy:
 			notReady(lsncheck.ReasonMissing, "the copy is gone from the standby since the last observation")
-		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin || cp.TwoPhase != gs.Identity.TwoPhase:
+		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin || cp.TwoPhase != gs.Identity.TwoPhase ||
+			gs.CopyTwoPhase != nil && cp.TwoPhase != *gs.CopyTwoPhase:
 			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the standby slot of this name (database %q, plugin %q, two_phase %v) is not the copy last judged",
 				cp.Database, cp.Plugin, cp.TwoPhase))
 		case cp.Invalidated:
@@ -376,7 +382,7 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case cp.Temporary:
 			notReady(lsncheck.ReasonTemporary, "the copy is temporary")
-		case rec.Timeline != 0 && standby.Info.HistoryTimeline != 0 && rec.Timeline != standby.Info.HistoryTimeline:
+		case otherTimeline(rec.Timeline, standby.Info):
 			notReady(lsncheck.ReasonRecordOtherTimeline, fmt.Sprintf("the record was made on timeline %d; the standby is on timeline %d now",
 				rec.Timeline, standby.Info.HistoryTimeline))
 		case rec.StandbyCutOff && !gs.HeldBack:
@@ -407,6 +413,17 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		out = append(out, sr)
 	}
 	return out
+}
+
+// otherTimeline says whether the standby is known to be on another timeline than the record's
+// (recorded): the one its WAL receiver receives, or a higher one in its history. Without a
+// receiver the history's timeline is its last restartpoint's, which may lag a recent switch: a
+// lower value is no evidence (a standby's timeline only grows).
+func otherTimeline(recorded int, standby topology.NodeInfo) bool {
+	if recorded == 0 {
+		return false
+	}
+	return standby.Timeline != 0 && standby.Timeline != recorded || standby.HistoryTimeline > recorded
 }
 
 // withoutPrimaryMeaning says what a verdict without the primary promises.
@@ -537,7 +554,7 @@ func cannotTell(standby topology.NodeInfo, perr error, age, maxAge time.Duration
 // stream from a primary: its WAL receiver streams, and not from a server found in recovery (a
 // demoted primary takes no writes and passes none on).
 func livePrimarySeen(standby topology.NodeInfo, err error) bool {
-	return errors.Is(err, ErrPrimaryAlive) || standby.ReceiverStatus == "streaming" && !errors.Is(err, ErrPrimaryInRecovery)
+	return errors.Is(err, ErrPrimaryAlive) || standby.StreamsLive() && !errors.Is(err, ErrPrimaryInRecovery)
 }
 
 // noteStreaming remembers when a pass last saw the standby stream from its primary. An applying

@@ -48,8 +48,17 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		{"being made when recorded", rec(true).beingMade([]string{"a"}), standby(nil), false, lsncheck.ReasonCopyBeingMade},
 		{"another timeline", onTimeline(rec(true), 2), withTimeline(standby(nil), 3), false, lsncheck.ReasonRecordOtherTimeline},
 		{"same timeline", onTimeline(rec(true), 3), withTimeline(standby(nil), 3), true, ""},
+		{"a restartpoint's older timeline, no receiver (review round 4, finding 7)", onTimeline(rec(true), 3), withTimeline(standby(nil), 2), true, ""},
+		{"the receiver's timeline differs", onTimeline(rec(true), 3), func() NodeState { n := withTimeline(standby(nil), 3); n.Info.Timeline = 4; return n }(), false, lsncheck.ReasonRecordOtherTimeline},
 		{"standby WAL below the consumer", rec(true), func() NodeState { n := standby(nil); n.Info.ReplayLSN = 0x2000000; return n }(), false, lsncheck.ReasonConsumerAheadOfStandby},
 		{"below the demoted primary's WAL end", rec(true), standby(nil), false, lsncheck.ReasonConsumerAheadOfStandby},
+		{"the primary slot's two_phase is not the copy's (finding 9)", func() *GateRecord {
+			r, f := rec(true), false
+			gs := r.Slots["a"]
+			gs.Identity.TwoPhase, gs.CopyTwoPhase = true, &f
+			r.Slots["a"] = gs
+			return r
+		}(), standby(nil), false, lsncheck.ReasonIdentityMismatch},
 		{"cut off, held back (rule 10)", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(399, 0)), standby(nil), true, ""},
 		{"cut off, held back past its entry's end", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(400, 0)), standby(nil), false, lsncheck.ReasonRecordStandbyCutOff},
 	}

@@ -33,7 +33,7 @@ type SlotReport struct {
 	Verdict lsncheck.Verdict `json:"verdict"`
 
 	// For the gate record: the copy must stay server-synced (native), and its two_phase.
-	requireSynced, copyTwoPhase bool
+	requireSynced, copyTwoPhase, primaryTwoPhase bool
 }
 
 // Report is the outcome of one pass.

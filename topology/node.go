@@ -59,6 +59,26 @@ type NodeInfo struct {
 	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
 	// Port is the server's port setting (the one in its postmaster.pid).
 	Port int
+	// ReceiverSilentFor: on a standby, how long since its WAL receiver last heard from the
+	// primary (last_msg_receipt_time); ReceiverTimeout: its wal_receiver_timeout (0: none).
+	ReceiverSilentFor, ReceiverTimeout time.Duration
+}
+
+// SilentReceiverBound is how long a standby whose wal_receiver_timeout is 0 may hear nothing from
+// its primary and still be taken to stream from a live one: a primary sends keepalives at least
+// every wal_sender_timeout / 2 (30 s by default).
+const SilentReceiverBound = time.Minute
+
+// StreamsLive reports a standby whose WAL receiver streams and has heard from its primary within
+// wal_receiver_timeout (SilentReceiverBound when that is 0): a receiver on a connection that died
+// silently (a host lost its power, packets dropped) keeps the status "streaming" until then, and
+// says nothing of the primary after it.
+func (n NodeInfo) StreamsLive() bool {
+	bound := n.ReceiverTimeout
+	if bound <= 0 {
+		bound = SilentReceiverBound
+	}
+	return n.ReceiverStatus == "streaming" && n.ReceiverSilentFor < bound
 }
 
 // NotStreaming reports a standby known not to stream from its primary right now (starting,
@@ -133,14 +153,18 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		` + setting("idle_replication_slot_timeout") + `,
 		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT nullif(received_tli, 0) FROM pg_stat_wal_receiver),
 			(SELECT timeline_id FROM pg_control_checkpoint()), 0) ELSE 0 END,
-		current_setting('port')::int`
+		current_setting('port')::int,
+		coalesce((SELECT (extract(epoch FROM now() - last_msg_receipt_time) * 1000)::bigint FROM pg_stat_wal_receiver), 0),
+		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0)`
+	var silentMs, timeoutMs int64
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}
+	n.ReceiverSilentFor, n.ReceiverTimeout = time.Duration(silentMs)*time.Millisecond, time.Duration(timeoutMs)*time.Millisecond
 	return n, nil
 }
 

@@ -30,16 +30,44 @@ func TestPromotionReadyIsNeverStale(t *testing.T) {
 	if code := get("/promotion-ready"); code != http.StatusOK {
 		t.Fatalf("a fresh READY: %d", code)
 	}
+	// A slow pass: its READY, recorded now, was observed 4 s ago (bound 5 s), then 6 s ago.
 	now = now.Add(4 * time.Second)
+	d.record(ready, nil)
 	if code := get("/promotion-ready"); code != http.StatusOK {
 		t.Fatalf("a READY 4 s old (bound 5 s): %d", code)
 	}
 	now = now.Add(2 * time.Second)
+	d.record(ready, nil)
 	if code := get("/promotion-ready"); code != http.StatusServiceUnavailable {
 		t.Fatalf("a READY 6 s old: %d, want 503", code)
 	}
 	if code := get("/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz is about the loop (stuck only past %s): %d", d.staleAfter, code)
+	}
+}
+
+// TestPromotionReadyNotServedWhileAPassHangs (correctness review round 4, finding 8): the pass
+// after a READY hangs connecting to a primary that vanished; once it is overdue (interval,
+// connect bound, a second) the last READY is no longer served. Before, it was served for 5 s.
+func TestPromotionReadyNotServedWhileAPassHangs(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := newDaemon(hclog.NewNullLogger(), slotsync.Config{Interval: time.Second, PrimaryConnectTimeout: 2 * time.Second,
+		MaxBackoff: 30 * time.Second, SlotTimeout: 30 * time.Second, ObserveTimeout: 10 * time.Second})
+	d.now = func() time.Time { return now }
+	d.record(slotsync.Report{Started: now, Role: slotsync.RoleStandby, Slots: []slotsync.SlotReport{
+		{Name: "cdc", Gate: true, Verdict: lsncheck.Verdict{Ready: true}}}}, nil)
+	get := func() int {
+		rec := httptest.NewRecorder()
+		d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/promotion-ready", nil))
+		return rec.Code
+	}
+	now = now.Add(3900 * time.Millisecond)
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("the next pass is not overdue yet: %d", code)
+	}
+	now = now.Add(200 * time.Millisecond)
+	if code := get(); code != http.StatusServiceUnavailable {
+		t.Fatalf("the next pass is overdue (stuck connecting): %d, want 503", code)
 	}
 }
 

@@ -174,7 +174,8 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 // newDaemon makes what the endpoints answer from, for the engine's configuration.
 func newDaemon(log hclog.Logger, cfg slotsync.Config) *daemon {
 	return &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout,
-		gateStaleAfter: max(5*cfg.Interval, 5*time.Second), strict: cfg.Strict, now: time.Now}
+		gateStaleAfter: max(5*cfg.Interval, 5*time.Second), nextPassWithin: cfg.Interval + cfg.PrimaryConnectTimeout + time.Second,
+		strict: cfg.Strict, now: time.Now}
 }
 
 // daemon holds what the health endpoints answer from.
@@ -186,6 +187,10 @@ type daemon struct {
 	// gateStaleAfter: /promotion-ready answers from an observation at most this old (a few
 	// passes); past it readiness is unknown, since rule 5 can change within a second.
 	gateStaleAfter time.Duration
+	// nextPassWithin: a READY with the primary is served only until the next pass is overdue
+	// (an interval, plus the bound on connecting to the primary, plus a second): a pass stuck
+	// connecting to a primary that vanished must not leave the last READY up meanwhile.
+	nextPassWithin time.Duration
 	now            func() time.Time
 
 	mu          stdsync.Mutex
@@ -324,10 +329,11 @@ func (d *daemon) handler() http.Handler {
 		switch {
 		case d.degraded != nil && !d.strict && d.now().Sub(d.degraded.Started) <= d.gateStaleAfter:
 			res = newCheckResult(d.degraded, d.lastErr)
-		case d.last == nil || d.lastErr != nil || d.now().Sub(d.last.Started) > d.gateStaleAfter:
+		case d.last == nil || d.lastErr != nil || d.now().Sub(d.last.Started) > d.gateStaleAfter || d.now().Sub(d.lastAttempt) > d.nextPassWithin:
 			err := d.lastErr
 			if err == nil || d.degraded != nil {
-				err = fmt.Errorf("no observation in the last %s (a pass is slow, or the loop is stuck): readiness unknown", d.gateStaleAfter)
+				err = fmt.Errorf("no observation in the last %s, or no pass ended in the last %s (a pass is slow or stuck connecting, or the loop is stuck): readiness unknown",
+					d.gateStaleAfter, d.nextPassWithin)
 			}
 			res = newCheckResult(nil, err)
 		default:
