@@ -272,7 +272,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
 			// proof was lost would be made again. A failed write keeps it in memory, for the
 			// next journal write.
-			if e.commit(next, "", "that the standby now keeps a copy's catalog rows") != nil {
+			if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
 				e.journal = next
 			}
 		}

@@ -584,7 +584,7 @@ func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
 	}
 	next := e.journal.clone()
 	next.StandbyLostPrimaryAt = lostAt
-	_ = e.commit(next, "", "when the standby stopped streaming from its primary")
+	_ = e.commit(next, nil, "when the standby stopped streaming from its primary")
 }
 
 // lastStreamed is when the standby last streamed from its primary, as far as this engine can
@@ -691,7 +691,7 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	// This write also carries the reference positions advances left in memory (journal.go).
 	next := e.journal.clone()
 	next.Gate = rec
-	_ = e.commit(next, "engine.gate-record", "the gate's last observation (without the primary the gate answers from an older one)")
+	_ = e.commit(next, failpoint.Hit("engine.gate-record"), "the gate's last observation (without the primary the gate answers from an older one)")
 }
 
 // ownSlotInactiveFor is how long the standby's physical slot, listed in the primary's

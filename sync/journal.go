@@ -162,14 +162,12 @@ func (j *Journal) clone() *Journal {
 	return &c
 }
 
-// commit is the one way a new journal becomes the engine's: the failpoint (when named), the
+// commit is the one way a new journal becomes the engine's: the failpoint (its Hit's error,
+// evaluated by the caller so that the step keeps its name in the code; nil for none), the
 // durable write, then the assignment. A failed write changes nothing in memory; it is logged
 // once while writes keep failing (and once when they succeed again), and returned.
-func (e *Engine) commit(next *Journal, point, what string) error {
-	var err error
-	if point != "" {
-		err = failpoint.Hit(point)
-	}
+func (e *Engine) commit(next *Journal, fp error, what string) error {
+	err := fp
 	if err == nil {
 		err = next.Save(e.cfg.StateDir)
 	}
@@ -230,7 +228,7 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 	}
 	// The gate record is written ahead too: a copy about to be made is NOT READY in it (rule 8).
 	next.Gate = next.Gate.beingMade(making)
-	if err := e.commit(next, "", "the copies about to be made"); err != nil {
+	if err := e.commit(next, nil, "the copies about to be made"); err != nil {
 		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
 	}
 	return nil
@@ -295,5 +293,5 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		e.journal = next // in memory only: new reference positions, written with the next write
 		return nil
 	}
-	return e.commit(next, "", "the pass's results")
+	return e.commit(next, nil, "the pass's results")
 }

@@ -57,7 +57,7 @@ func (e *Engine) asPrimary(ctx context.Context, rep Report, snap Observation, ap
 			next.Gate, next.StandbyLostPrimaryAt, changed = nil, time.Time{}, true
 		}
 		if changed {
-			if err := e.commit(next, "", "the node's own slots (it is the primary)"); err != nil {
+			if err := e.commit(next, nil, "the node's own slots (it is the primary)"); err != nil {
 				return rep, err
 			}
 		}
