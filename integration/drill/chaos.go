@@ -181,6 +181,9 @@ type world struct {
 	switched       int
 	switchProblems []string
 	switchAnswers  []string
+	// recv: whether the standby streamed, sampled through the iteration (the oracle's ground
+	// truth for answers judged without a live primary).
+	recv *receiverLog
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.
@@ -217,7 +220,9 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err != nil {
 		return nil, err
 	}
-	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second}
+	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
+		recv: &receiverLog{}}
+	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
 	}

@@ -24,6 +24,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	holdCtx, stopHolds := context.WithCancel(ctx)
 	defer stopHolds()
 	go wd.holds.run(holdCtx)
+	go wd.recv.run(holdCtx)
 	wd.startWrites(ctx, wd.pair.Primary)
 	defer wd.pauseWrites()
 	for i := range wd.feeds {
@@ -195,6 +196,12 @@ func (wd *world) sidecarProblems(it *ChaosIteration) []string {
 	return out
 }
 
+// askedWithPrimary: the answer asked before the primary's end, while it was alive.
+const askedWithPrimary = "asked with the primary"
+
+// gateGoneAfter is the gate's --primary-gone-after (the drill gives it the default).
+const gateGoneAfter = 10 * time.Second
+
 // judgeAnswers sets each answer on each slot against what the slot's consumer got.
 func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, binding bool) []Judged {
 	var out []Judged
@@ -206,14 +213,24 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 			asked   string
 			binding bool
 		}{
-			{with, "asked with the primary", binding},
+			{with, askedWithPrimary, binding},
 			{without, "asked without the primary", true},
 		} {
 			// What the answer promises depends on how the gate judged: an answer asked while
 			// the primary ran may still be judged without it (its route cut).
 			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.SynchronizedStandby
+			alive := a.asked == askedWithPrimary
+			var streamedAgo time.Duration
 			if a.answer.WithoutPrimary {
 				observed = a.answer.ObservedAt
+				if last := wd.recv.lastStreamed(a.answer.Asked); alive && !last.IsZero() {
+					// Judged without a primary that was alive: the gate may do so only once the
+					// standby has not streamed for --primary-gone-after; before that, it promised
+					// what a judgement with the primary promises (rule 8). A second of margin
+					// for the sampling.
+					streamedAgo = a.answer.Asked.Sub(last)
+					promised = promised || streamedAgo < gateGoneAfter-time.Second
+				}
 			}
 			allowed := f.c.confirmedAt(observed)
 			early := 0
@@ -224,7 +241,8 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 			}
 			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Reasons: a.answer.Reasons[f.c.slot], Binding: a.binding,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
-				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised}.Assess())
+				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
+				StreamedAgo: streamedAgo}.Assess())
 		}
 	}
 	return out

@@ -95,6 +95,7 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 		}
 		wd.log.Info("the rebuilt standby's start failed, and it came up anyway", "error", err)
 	}
+	wd.recv.node.Store(wd.pair.Standby)
 	return true, nil
 }
 

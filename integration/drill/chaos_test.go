@@ -97,6 +97,9 @@ func TestParseCheck(t *testing.T) {
 	if !a.WithoutPrimary || !a.SynchronizedStandby || a.ObservedAt.IsZero() || a.Method != "sql" {
 		t.Fatalf("without the primary: %+v", a)
 	}
+	if e, err := parseCheck([]byte(`{"ready":false,"exit_code":3,"error":"bad flag"}`), 3, time.Now()); err != nil || e.For("a") != AnswerError {
+		t.Fatalf("an error is not a NOT READY: %+v %v", e, err)
+	}
 	tell, err := parseCheck([]byte(`{"ready":false,"exit_code":2,"cannot_tell":true,"primary_alive":true,"error":"x"}`), 2, time.Now())
 	if err != nil || tell.For("a") != AnswerCannotTell {
 		t.Fatalf("cannot tell: %+v %v", tell, err)
@@ -112,7 +115,7 @@ func TestParseCheck(t *testing.T) {
 func TestTally(t *testing.T) {
 	its := []ChaosIteration{
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultSidecarKill, FaultSidecarKill, FaultPrimaryRoute},
-			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2}}},
+			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2, Binding: true}}},
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultPrimaryRoute},
 			Judged:   []Judged{{Answer: AnswerReady, Binding: true, Lost: 1, Lie: true}, {Answer: AnswerCannotTell}},
 			Failover: FailoverVerdict{Slots: []SlotVerdict{{Repeated: []int{7}}}}, Problems: []string{"x"}},
@@ -128,6 +131,11 @@ func TestTally(t *testing.T) {
 	}
 	if kill := tl.Rows[1]; kill.Failovers != 1 {
 		t.Fatalf("a fault twice in a failover counts once: %+v", kill)
+	}
+	// Binding answers: the READY and the NOT READY of the first, the lying READY of the second;
+	// a gate always saying READY would have been caught on the NOT READY (2 lost) and the lie.
+	if tl.Total.Binding != 3 || tl.Total.AlwaysReadyCaught != 2 {
+		t.Fatalf("always-READY measure: %+v", tl.Total)
 	}
 	var b bytes.Buffer
 	tl.Markdown(&b)

@@ -21,6 +21,9 @@ const (
 	AnswerNotReady   Answer = "NOT READY"
 	AnswerCannotTell Answer = "CANNOT TELL"
 	AnswerNotAsked   Answer = "not asked"
+	// AnswerError: the gate could not answer (exit 2 without CANNOT TELL, 3, a node that is the
+	// primary): neither READY nor a NOT READY it judged.
+	AnswerError Answer = "error"
 )
 
 // GateAnswer is one `slotsync check --json` answer, as an HA hook reads it.
@@ -86,6 +89,8 @@ func (a GateAnswer) For(slot string) Answer {
 		return AnswerNotAsked
 	case a.CannotTell:
 		return AnswerCannotTell
+	case a.Error != "":
+		return AnswerError
 	}
 	if w, ok := a.Slots[slot]; ok {
 		return w
@@ -111,10 +116,14 @@ type Judged struct {
 	RepeatedEarly int `json:"repeated_early"`
 	Ahead         int `json:"ahead"`
 	// AheadOfStandby: the consumer's offset was beyond the standby's WAL at the promotion.
-	AheadOfStandby bool   `json:"ahead_of_standby_wal,omitempty"`
-	AheadPromised  bool   `json:"ahead_promised"` // the answer said no consumer could be ahead
-	Lie            bool   `json:"ready_while_loss"`
-	Why            string `json:"why,omitempty"`
+	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
+	AheadPromised  bool `json:"ahead_promised"` // the answer said no consumer could be ahead
+	// PrimaryAlive: judged without the primary while it was alive (its route cut); StreamedAgo:
+	// how long before the question the standby had last been seen streaming (0: never seen).
+	PrimaryAlive bool          `json:"judged_without_a_live_primary,omitempty"`
+	StreamedAgo  time.Duration `json:"standby_streamed_ago_ns,omitempty"`
+	Lie          bool          `json:"ready_while_loss"`
+	Why          string        `json:"why,omitempty"`
 }
 
 // Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the

@@ -35,13 +35,30 @@ type TallyRow struct {
 	NotReadyLoss int `json:"not_ready_then_loss"`
 	Redelivered  int `json:"redelivered"` // changes received twice, over all slots
 	Problems     int `json:"problems"`
+	// Errors: answers the gate could not give (counted apart from NOT READY).
+	Errors int `json:"errors"`
+	// Binding: the answers the oracle checks (whatever the gate said); AlwaysReadyCaught: how
+	// many of them a gate that always said READY would have been caught lying on, the measure
+	// of what the run could catch.
+	Binding           int `json:"binding"`
+	AlwaysReadyCaught int `json:"always_ready_caught"`
 }
 
 func (r *TallyRow) add(it ChaosIteration) {
 	r.Failovers++
 	r.Problems += len(it.Problems)
 	for _, j := range it.Judged {
+		if j.Binding {
+			r.Binding++
+			liar := j
+			liar.Answer = AnswerReady
+			if liar.Assess().Lie {
+				r.AlwaysReadyCaught++
+			}
+		}
 		switch {
+		case j.Answer == AnswerError:
+			r.Errors++
 		case j.Answer == AnswerReady && j.Binding:
 			r.Ready++
 			if j.IsAhead() && !j.AheadPromised {
@@ -93,15 +110,15 @@ func TallyOf(its []ChaosIteration) Tally {
 
 // Markdown writes the tally as the table docs/RELIABILITY.md carries.
 func (t Tally) Markdown(w io.Writer) {
-	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | READY, consumer ahead (not ruled out) | NOT READY | NOT READY, then loss | CANNOT TELL | redelivered | problems |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | READY, consumer ahead (not ruled out) | NOT READY | NOT READY, then loss | CANNOT TELL | error | redelivered | problems | binding answers | an always-READY gate caught on |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range append(t.Rows, t.Total) {
 		major := fmt.Sprint(r.Major)
 		if r.Major == 0 {
 			major = "all"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
-			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Redelivered, r.Problems)
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
+			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Errors, r.Redelivered, r.Problems, r.Binding, r.AlwaysReadyCaught)
 	}
 }
 

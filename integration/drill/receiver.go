@@ -1,0 +1,85 @@
+package drill
+
+import (
+	"context"
+	stdsync "sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/integration"
+)
+
+// receiverLog is the ground truth of whether the standby streamed from its primary: its WAL
+// receiver's status, read every receiverEvery through the iteration. The oracle judges an answer
+// made without a primary that was alive against it: the gate may judge without the primary only
+// once the standby has not streamed for --primary-gone-after (rule 8).
+type receiverLog struct {
+	node    atomic.Pointer[integration.Node] // the standby now (a switchover changes it)
+	mu      stdsync.Mutex
+	samples []receiverSample
+}
+
+type receiverSample struct {
+	at        time.Time
+	streaming bool
+}
+
+const receiverEvery = 100 * time.Millisecond
+
+// run samples until ctx ends; a failed read (the standby restarting) is a sample of not streaming.
+func (r *receiverLog) run(ctx context.Context) {
+	var conn *pgx.Conn
+	var on *integration.Node
+	defer func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	}()
+	for ctx.Err() == nil {
+		n := r.node.Load()
+		if n != on && conn != nil {
+			conn.Close(context.Background())
+			conn = nil
+		}
+		on = n
+		streaming := false
+		if conn == nil && n != nil {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			conn, _ = n.Connect(cctx, "postgres")
+			cancel()
+		}
+		if conn != nil {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := conn.QueryRow(qctx, "SELECT EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming')").Scan(&streaming)
+			cancel()
+			if err != nil {
+				conn.Close(context.Background())
+				conn, streaming = nil, false
+			}
+		}
+		r.mu.Lock()
+		r.samples = append(r.samples, receiverSample{at: time.Now(), streaming: streaming})
+		r.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(receiverEvery):
+		}
+	}
+}
+
+// lastStreamed is the last sample at or before t that saw the standby streaming (zero: none).
+func (r *receiverLog) lastStreamed(t time.Time) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var last time.Time
+	for _, s := range r.samples {
+		if s.at.After(t) {
+			break
+		}
+		if s.streaming {
+			last = s.at
+		}
+	}
+	return last
+}
