@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -15,66 +14,11 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// checkResult is the JSON answer of `check` and of /promotion-ready (schema: docs/CLI.md).
-type checkResult struct {
-	Ready     bool      `json:"ready"`
-	ExitCode  int       `json:"exit_code"`
-	CheckedAt time.Time `json:"checked_at"`
-	Error     string    `json:"error,omitempty"`
-	// CannotTell: the gate could not judge without the primary (exit 2); PrimaryAlive: because
-	// the standby still streams from it, so a promotion now would split the cluster (a hook
-	// blocks then, whatever its policy).
-	CannotTell   bool `json:"cannot_tell,omitempty"`
-	PrimaryAlive bool `json:"primary_alive,omitempty"`
-	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
-	NotReady []string `json:"not_ready"`
-	// NothingSelected: the selection matches none of the primary's logical slots (not READY).
-	NothingSelected string `json:"nothing_selected,omitempty"`
-	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
-	ConsumersAhead []consumerAhead `json:"consumers_ahead"`
-	*slotsync.Report
-}
+// checkResult is the JSON answer of `check` and of /promotion-ready: the gate's one answer type.
+type checkResult = slotsync.Answer
 
-type consumerAhead struct {
-	Slot  string `json:"slot"`
-	Bytes int64  `json:"bytes"`
-}
-
-// newCheckResult is the gate's answer from a pass. A pass that failed only because the primary
-// is gone still answers when it carries a verdict judged without the primary (rule 8).
-func newCheckResult(rep *slotsync.Report, err error) checkResult {
-	r := checkResult{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []consumerAhead{}}
-	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
-		r.ExitCode, r.Error = exitCodeOf(err), err.Error()
-		r.CannotTell, r.PrimaryAlive = errors.Is(err, slotsync.ErrCannotTell), errors.Is(err, slotsync.ErrPrimaryAlive)
-		return r
-	}
-	r.Report = rep
-	if rep.Role == slotsync.RolePrimary {
-		r.ExitCode = exitNotReady
-		r.Error = "this node is the primary (not in recovery): there is nothing to promote and slotsync syncs nothing here"
-		return r
-	}
-	for _, s := range rep.Slots {
-		if !s.Gate {
-			continue
-		}
-		if !s.Verdict.Ready {
-			r.NotReady = append(r.NotReady, s.Name)
-		}
-		if s.Verdict.ConsumerAheadBytes > 0 {
-			r.ConsumersAhead = append(r.ConsumersAhead, consumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
-		}
-	}
-	r.Ready = len(r.NotReady) == 0 && !rep.NothingSelected()
-	if p := topology.SelectionProblem(rep.Selected, rep.Unselected); p != nil {
-		r.NothingSelected = p.Issue + " (fix: " + p.Fix + ")"
-	}
-	if !r.Ready {
-		r.ExitCode = exitNotReady
-	}
-	return r
-}
+// newCheckResult is the gate's answer from a pass (slotsync.AnswerOf).
+func newCheckResult(rep *slotsync.Report, err error) checkResult { return slotsync.AnswerOf(rep, err) }
 
 // failJSON answers a command that could not start judging: with --json the error is printed as
 // JSON on stdout as well (exit code and message as without it), so machines always get JSON.

@@ -169,13 +169,4 @@ func classifyExit(err error) error {
 }
 
 // exitCodeOf returns the code classifyExit would give.
-func exitCodeOf(err error) int {
-	if err == nil {
-		return exitOK
-	}
-	var ec cli.ExitCoder
-	if errors.As(classifyExit(err), &ec) {
-		return ec.ExitCode()
-	}
-	return exitConnect
-}
+func exitCodeOf(err error) int { return slotsync.ExitCodeOf(err) }

@@ -9,15 +9,16 @@ import (
 	"os"
 	"strings"
 
+	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/urfave/cli/v2"
 )
 
 // Exit codes shared by the commands that judge a pair.
 const (
-	exitOK       = 0
-	exitNotReady = 1
-	exitConnect  = 2
-	exitUsage    = 3
+	exitOK       = slotsync.ExitReady
+	exitNotReady = slotsync.ExitNotReady
+	exitConnect  = slotsync.ExitCannotTell
+	exitUsage    = slotsync.ExitUsage
 )
 
 func newApp(stdout, stderr io.Writer) *cli.App {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	slotsync "github.com/slotsync/slotsync/sync"
 )
 
 // The oracle: what the gate answered for a slot at a promotion, against what that slot's
@@ -43,30 +45,17 @@ type GateAnswer struct {
 	SynchronizedStandby bool      `json:"synchronized_standby,omitempty"`
 }
 
-// parseCheck reads the JSON `check --json` printed (any exit code).
+// parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type.
 func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
-	var raw struct {
-		CannotTell     bool   `json:"cannot_tell"`
-		Error          string `json:"error"`
-		Method         string `json:"method"`
-		WithoutPrimary *struct {
-			ObservedAt          time.Time `json:"observed_at"`
-			SynchronizedStandby bool      `json:"synchronized_standby"`
-		} `json:"without_primary"`
-		Slots []struct {
-			Name    string `json:"name"`
-			Gate    bool   `json:"gate"`
-			Verdict struct {
-				Ready   bool     `json:"ready"`
-				Reasons []string `json:"reasons"`
-			} `json:"verdict"`
-		} `json:"slots"`
-	}
+	var raw slotsync.Answer
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
 	}
-	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Method: raw.Method, Slots: map[string]Answer{},
-		Reasons: map[string][]string{}}
+	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Slots: map[string]Answer{}, Reasons: map[string][]string{}}
+	if raw.Report == nil {
+		return a, nil
+	}
+	a.Method = string(raw.Method)
 	if w := raw.WithoutPrimary; w != nil {
 		a.WithoutPrimary, a.ObservedAt, a.SynchronizedStandby = true, w.ObservedAt, w.SynchronizedStandby
 	}
@@ -74,7 +63,10 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 		if !s.Gate {
 			continue
 		}
-		a.Slots[s.Name], a.Reasons[s.Name] = AnswerNotReady, s.Verdict.Reasons
+		a.Slots[s.Name] = AnswerNotReady
+		for _, r := range s.Verdict.Reasons {
+			a.Reasons[s.Name] = append(a.Reasons[s.Name], string(r))
+		}
 		if s.Verdict.Ready {
 			a.Slots[s.Name] = AnswerReady
 		}

@@ -1,0 +1,100 @@
+package sync
+
+import (
+	"errors"
+	"time"
+
+	"github.com/slotsync/slotsync/topology"
+)
+
+// The exit codes of the gate's answer (check, /promotion-ready's exit_code, run --once --json).
+const (
+	ExitReady      = 0 // every selected slot is READY
+	ExitNotReady   = 1 // some slot is not (named, with why), or there is nothing to promote
+	ExitCannotTell = 2 // a node cannot be reached, or the gate cannot judge without the primary
+	ExitUsage      = 3 // a usage or configuration error: a human must act
+)
+
+// ExitCodeOf is the exit code an error gives (0 for none): an error that carries its own
+// (ExitCode() int, as a command line's usage errors do) keeps it; otherwise it is sorted by its
+// cause.
+func ExitCodeOf(err error) int {
+	var coded interface{ ExitCode() int }
+	switch {
+	case err == nil:
+		return ExitReady
+	case errors.As(err, &coded):
+		return coded.ExitCode()
+	}
+	switch CauseOf(err) {
+	case CauseHuman:
+		return ExitUsage
+	case CausePromoted:
+		return ExitNotReady
+	}
+	return ExitCannotTell
+}
+
+// Answer is the gate's answer, the one type `check --json`, /promotion-ready and `run --once
+// --json` print and every reader (HA hooks' tests, the fault explorer) decodes (docs/CLI.md).
+type Answer struct {
+	Ready     bool      `json:"ready"`
+	ExitCode  int       `json:"exit_code"`
+	CheckedAt time.Time `json:"checked_at"`
+	Error     string    `json:"error,omitempty"`
+	// CannotTell: the gate could not judge without the primary (exit 2); PrimaryAlive: because
+	// a primary is seen alive, so a promotion now would split the cluster (a hook blocks then,
+	// whatever its policy).
+	CannotTell   bool `json:"cannot_tell,omitempty"`
+	PrimaryAlive bool `json:"primary_alive,omitempty"`
+	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
+	NotReady []string `json:"not_ready"`
+	// NothingSelected: the selection matches none of the primary's logical slots (not READY).
+	NothingSelected string `json:"nothing_selected,omitempty"`
+	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
+	ConsumersAhead []ConsumerAhead `json:"consumers_ahead"`
+	*Report
+}
+
+// ConsumerAhead is a consumer that confirmed beyond the standby's WAL, and by how much.
+type ConsumerAhead struct {
+	Slot  string `json:"slot"`
+	Bytes int64  `json:"bytes"`
+}
+
+// AnswerOf is the gate's answer from a pass (rep, nil when there was none) and its error. A pass
+// that failed only because the primary is gone still answers when it carries a verdict judged
+// without the primary (rule 8).
+func AnswerOf(rep *Report, err error) Answer {
+	r := Answer{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []ConsumerAhead{}}
+	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
+		r.ExitCode, r.Error = ExitCodeOf(err), err.Error()
+		r.CannotTell, r.PrimaryAlive = errors.Is(err, ErrCannotTell), errors.Is(err, ErrPrimaryAlive)
+		return r
+	}
+	r.Report = rep
+	if rep.Role == RolePrimary {
+		r.ExitCode = ExitNotReady
+		r.Error = "this node is the primary (not in recovery): there is nothing to promote and slotsync syncs nothing here"
+		return r
+	}
+	for _, s := range rep.Slots {
+		if !s.Gate {
+			continue
+		}
+		if !s.Verdict.Ready {
+			r.NotReady = append(r.NotReady, s.Name)
+		}
+		if s.Verdict.ConsumerAheadBytes > 0 {
+			r.ConsumersAhead = append(r.ConsumersAhead, ConsumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
+		}
+	}
+	r.Ready = len(r.NotReady) == 0 && !rep.NothingSelected()
+	if p := topology.SelectionProblem(rep.Selected, rep.Unselected); p != nil {
+		r.NothingSelected = p.Issue + " (fix: " + p.Fix + ")"
+	}
+	if !r.Ready {
+		r.ExitCode = ExitNotReady
+	}
+	return r
+}
