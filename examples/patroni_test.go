@@ -221,8 +221,18 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	return c
 }
 
+// restartMember is the absolute path of the example's restart script.
+func restartMember(t *testing.T) string {
+	p, err := filepath.Abs("patroni/restart-member.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // env is what Patroni's service and the sidecar get on node n (examples/patroni/slotsync.env).
-// Read from the example with its paths, socket and node name replaced (the socket's port added).
+// Read from the example with its paths and socket replaced (the socket's port added): the same
+// file on every node, as shipped.
 func (c *patroniCluster) env(n *patroniNode) []string {
 	raw, err := os.ReadFile("patroni/slotsync.env")
 	if err != nil {
@@ -230,7 +240,7 @@ func (c *patroniCluster) env(n *patroniNode) []string {
 	}
 	replace := strings.NewReplacer("host=/var/run/postgresql", fmt.Sprintf("host=%s port=%d", c.dir, n.pgPort),
 		"/etc/slotsync/password", filepath.Join(c.dir, "password"), "/var/lib/slotsync", n.stateDir,
-		"/var/lib/postgresql/15/main", n.dataDir, "/etc/patroni/patroni.yml", n.config, " node1", " "+n.name,
+		"/var/lib/postgresql/15/main", n.dataDir, "/etc/patroni/patroni.yml", n.config, "/etc/slotsync/restart-member.sh", restartMember(c.t),
 		"PATH=/usr/local/bin", "PATH="+filepath.Join(c.dir, "bin")+":/usr/local/bin")
 	var env []string
 	for _, line := range strings.Split(replace.Replace(string(raw)), "\n") {
