@@ -51,6 +51,9 @@ const (
 	ReasonTwoPhasePreparing Reason = "two_phase_prepared_pending"
 	// ReasonCopyCannotDecode: the copy's last advance failed with a decoding error.
 	ReasonCopyCannotDecode Reason = "copy_cannot_decode"
+	// ReasonCopyNotOurs: slotsync did not make this copy (its journal has no entry for it: lost,
+	// corrupt, or another tool's slot), so it neither advances nor vouches for it.
+	ReasonCopyNotOurs Reason = "copy_not_ours"
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.
@@ -65,6 +68,8 @@ type ReadinessInput struct {
 	CopyTemporary    bool
 	CopySynced       bool
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
+	// CopyNotOurs: the copy is not one slotsync made (no journal entry) nor the server's own.
+	CopyNotOurs bool
 
 	// RequireHorizon (state-file method): the primary must keep, through the standby's physical
 	// slot, the catalog rows the copy needs: StandbyHorizon (the physical slot's oldest xmin or
@@ -161,6 +166,10 @@ func Readiness(in ReadinessInput) Verdict {
 		return finish(v, details)
 	}
 	c := in.Copy
+	if in.CopyNotOurs {
+		add(ReasonCopyNotOurs, "slotsync did not make this copy (no entry in its journal: the journal was lost or corrupt, or another tool made the slot): "+
+			"slotsync neither advances nor vouches for it; run slotsync with --adopt-copies to make it again as its own, or drop it on the standby")
+	}
 	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase != p.TwoPhase {
 		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)",
 			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase)

@@ -65,6 +65,10 @@ type Config struct {
 	// DropLeftAlone drops the copies slotsync made and no longer syncs (their primary slot is
 	// invalidated, or they are no longer selected); by default they are reported and kept.
 	DropLeftAlone bool
+	// AdoptCopies: make again, as slotsync's own, the idle standby copies it has no journal
+	// entry for whose database and plugin are their primary slot's (after a lost or corrupt
+	// journal; each is NOT READY copy_not_ours until then).
+	AdoptCopies bool
 	// Statefile configures the state-file method.
 	Statefile statefile.Config
 	// AdvanceStep bounds how far one advance moves a copy (default 256 MiB): a copy far behind

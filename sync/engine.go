@@ -232,7 +232,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 
 	started := snap.Primary.Info.StartedAt
 	actions := Plan(PlanInput{History: e.history(ctx, snap.Primary.Info.Timeline), Prepared: snap.Prepared, Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
-		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdvanceStep: e.cfg.AdvanceStep,
+		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdoptCopies: e.cfg.AdoptCopies, AdvanceStep: e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
 			lsncheck.RestartLSNMayRegress(snap.Primary.Info.VersionNum),
 		Failing: e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})

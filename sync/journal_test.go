@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,4 +89,23 @@ func journalInode(t *testing.T, dir string) uint64 {
 		t.Fatal(err)
 	}
 	return st.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestNewerJournalStops: a journal written by a newer slotsync (a binary rolled back) stops
+// slotsync with a configuration error that names the fix, and stays where it is: moved aside, it
+// would orphan every copy (operators review round 4, finding 4).
+func TestNewerJournalStops(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/"+JournalFile, []byte(`{"version": 99, "slots": {}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{false, true} {
+		_, _, err := LoadJournal(dir, readOnly)
+		if err == nil || Classify(err) != Stop || !strings.Contains(err.Error(), "newer slotsync") {
+			t.Fatalf("read-only %v: want a configuration error naming a newer slotsync, got %v", readOnly, err)
+		}
+	}
+	if _, err := os.Stat(dir + "/" + JournalFile); err != nil {
+		t.Fatalf("the newer journal was moved: %v", err)
+	}
 }

@@ -49,6 +49,7 @@ const (
 	CodeNotTheCopy          Code = "standby_slot_not_the_copy" // forget: the standby slot is another slot
 	CodeCopyInUse           Code = "copy_in_use"               // skip: in use on the standby
 	CodeNotOurs             Code = "copy_not_made_by_slotsync" // skip: never touched (lesson 4)
+	CodeAdopted             Code = "adopted"                   // recreate: --adopt-copies, a copy with no journal entry
 	CodePrimaryTemporary    Code = "primary_temporary"         // skip
 	CodePrimaryInvalidated  Code = "primary_invalidated"       // skip: the consumer must resnapshot
 	CodePrimaryUnknown      Code = "primary_positions_unknown" // skip: still being created
@@ -121,6 +122,9 @@ type PlanInput struct {
 	// invalidated, or they are no longer selected) instead of leaving them to pin the
 	// standby's WAL and catalog rows. Slots slotsync did not make are never dropped.
 	DropLeftAlone bool
+	// AdoptCopies makes again, as slotsync's own, the idle standby copies with no journal entry
+	// whose database and plugin are their primary slot's (a journal lost or corrupt).
+	AdoptCopies bool
 	// Prepared are the primary's prepared transactions by database (read when a slot has
 	// two_phase).
 	Prepared map[string][]lsncheck.XID
@@ -231,6 +235,8 @@ func plan(in PlanInput) []Action {
 			act(KindSkip, CodePrimaryUnknown, "the primary slot has no positions yet (still being created)")
 		case hasCopy && cp.Synced:
 			act(KindSkip, CodeServerSynced, "the standby copy is kept by the server's own slot sync (synced=true)")
+		case hasCopy && !owned && in.AdoptCopies && cp.Database == ps.Database && cp.Plugin == ps.Plugin && !cp.Active:
+			act(KindRecreate, CodeAdopted, "a copy of this slot that slotsync has no record of (its journal was lost or corrupt): making it again as slotsync's own (--adopt-copies)")
 		case hasCopy && !owned:
 			act(KindSkip, CodeNotOurs, "the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy")
 		case !hasCopy && owned:

@@ -22,7 +22,7 @@ import (
 // simulated pair: the observer returns the scripted nodes, and the method carries out actions
 // on the simulated standby. Commands:
 //
-//	method sql|statefile|native [set-failover drop-stale drive]  the method (before the first pass), its options
+//	method sql|statefile|native [set-failover drop-stale drive adopt-copies]  the method (before the first pass), its options
 //	confirm-during-sync <slot>=<lsn>     the consumer confirms lsn on the primary just before the
 //	                                     server's next slot sync (--native-drive), which copies
 //	                                     the primary's failover slots onto the standby
@@ -95,6 +95,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.eng.cfg.Native.SetFailover = d.HasArg("set-failover")
 		h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
 		h.eng.cfg.Native.Drive = d.HasArg("drive")
+		h.eng.cfg.AdoptCopies = d.HasArg("adopt-copies")
 		return ""
 	case "confirm-during-sync":
 		// A consumer confirms while a pass runs: the server's next slot sync copies the primary

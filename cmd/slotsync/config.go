@@ -35,6 +35,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},
 		&cli.StringFlag{Name: "ignore-slots", Usage: "comma-separated globs of slot names never to manage, whatever the rest selects", EnvVars: []string{"SLOTSYNC_IGNORE_SLOTS"}},
 		&cli.BoolFlag{Name: "set-failover", Usage: "native (17+): set failover=true on primary slots that lack it, while they are idle", EnvVars: []string{"SLOTSYNC_SET_FAILOVER"}},
+		&cli.BoolFlag{Name: "adopt-copies", Usage: "after a lost or corrupt journal: make again, as slotsync's own, the idle standby slots it has no record of whose name, database and plugin match a primary slot (each is NOT READY, copy_not_ours, until then)", EnvVars: []string{"SLOTSYNC_ADOPT_COPIES"}},
 		&cli.BoolFlag{Name: "drop-left-alone", Usage: "drop the copies slotsync made and no longer syncs (primary slot invalidated, or no longer selected) instead of keeping them; slots slotsync did not make are never dropped", EnvVars: []string{"SLOTSYNC_DROP_LEFT_ALONE"}},
 		&cli.BoolFlag{Name: "drop-stale", Usage: "native (17+): drop inactive same-name slots with synced=false on the standby that block the server's slot sync", EnvVars: []string{"SLOTSYNC_DROP_STALE"}},
 		&cli.BoolFlag{Name: "native-drive", Usage: "native (17+): call pg_sync_replication_slots() every pass instead of requiring sync_replication_slots = on", EnvVars: []string{"SLOTSYNC_NATIVE_DRIVE"}},
@@ -87,6 +88,7 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	cfg.Native = slotsync.NativeConfig{SetFailover: c.Bool("set-failover"), DropStale: c.Bool("drop-stale"), Drive: c.Bool("native-drive"),
 		ManageStandbySlots: c.Bool("manage-synchronized-standby-slots")}
 	cfg.DropLeftAlone = c.Bool("drop-left-alone")
+	cfg.AdoptCopies = c.Bool("adopt-copies")
 	var err error
 	if cfg.PrimaryConnectTimeout, err = positive(c, "primary-connect-timeout"); err != nil {
 		return cfg, err

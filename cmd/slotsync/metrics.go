@@ -28,6 +28,7 @@ type metrics struct {
 	leftAlone       *prometheus.GaugeVec
 	notReady        *prometheus.GaugeVec
 	selection       *prometheus.GaugeVec
+	notOurs         prometheus.Gauge
 }
 
 // slotLabels are the labels of every per-slot series: alerts and dashboards group by database
@@ -53,12 +54,13 @@ func newMetrics() *metrics {
 	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
 	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
 	m.selection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_primary_slots", Help: "The primary's logical slots (temporary ones left out) the selection matches (selected=true) and leaves out (selected=false)."}, []string{"selected"})
+	m.notOurs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_copies_not_ours", Help: "Standby slots of a selected primary slot's name that slotsync has no record of making (a lost or corrupt journal, or another tool's): NOT READY, copy_not_ours; --adopt-copies makes them again."})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, build,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -104,6 +106,13 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		m.selection.WithLabelValues("true").Set(float64(rep.Selected))
 		m.selection.WithLabelValues("false").Set(float64(len(rep.Unselected)))
 	}
+	notOurs := 0
+	for _, s := range rep.Slots {
+		if s.Code == slotsync.CodeNotOurs {
+			notOurs++
+		}
+	}
+	m.notOurs.Set(float64(notOurs))
 	m.leftAlone.WithLabelValues("slotsync").Set(float64(ours))
 	m.leftAlone.WithLabelValues("other").Set(float64(len(rep.StandbyOnly)))
 	for _, s := range rep.Slots {
