@@ -396,13 +396,14 @@ func TestSystemdStatefileDropIn(t *testing.T) {
 
 // TestSystemdUnitHardened: a configuration error (exit 3) does not restart the unit forever;
 // the unit runs as the slotsync user, not postgres, with the hardening systemd-analyze security
-// asks for (exposure at most 3.0), and its env file logs in as the slotsync role.
+// asks for (exposure at most 3.0), and its env file logs in as the slotsync role. Its state
+// directory is readable by the group Patroni's hook runs as (postgres), by no one else.
 func TestSystemdUnitHardened(t *testing.T) {
 	unit, err := os.ReadFile("systemd/slotsync.service")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"RestartPreventExitStatus=3", "User=slotsync", "UMask=0077"} {
+	for _, want := range []string{"RestartPreventExitStatus=3", "User=slotsync", "Group=postgres", "UMask=0027", "StateDirectoryMode=0750"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(unit) {
 			t.Errorf("slotsync.service lacks %s", want)
 		}

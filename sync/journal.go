@@ -110,6 +110,10 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, nil, nil
 	}
+	if errors.Is(err, fs.ErrPermission) {
+		return nil, nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s cannot be read by this user: %v", p, err),
+			Fix: "run this command as the daemon's user or as a member of the state directory's group (examples/systemd: Group=postgres, so that Patroni's hook reads it), or give the user read access"}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read journal: %w", err)
 	}

@@ -21,7 +21,7 @@ type stateLock struct{ f *os.File }
 
 // lockStateDir takes the lock on dir, or says who holds it.
 func lockStateDir(dir string) (*stateLock, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s cannot be made: %v", dir, err),
 			Fix: "give a --state-dir this user may write"}
 	}

@@ -5,13 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/slotsync/slotsync/internal/atomicfile"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	stdsync "sync"
 	"syscall"
@@ -782,4 +785,62 @@ func TestStatefileCommandLine(t *testing.T) {
 			t.Fatalf("run --once with --restart pg_ctl and no log file: %v (timed out: %v)\n%s", err, rctx.Err() != nil, out)
 		}
 	})
+}
+
+// TestHookUserReadsTheStateDirectory (operators review round 4, finding 5): the daemon's state
+// directory, written by one user with the group of another (the systemd example's Group=postgres,
+// the user Patroni runs its pre_promote hook as), can be read by check run as that other user.
+// Before, the journal was 0600 and check as the hook's user exited 2 on "permission denied",
+// which the example's hook took for "cannot tell" and promoted anyway.
+func TestHookUserReadsTheStateDirectory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the daemon and the hook run as two users")
+	}
+	hookUser, err := integration.RunUser()
+	if err != nil || hookUser == "" {
+		t.Skipf("no unprivileged user to run the hook as: %v", err)
+	}
+	u, err := user.Lookup(hookUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gid, _ := strconv.Atoi(u.Gid)
+	base, err := os.MkdirTemp("", "slotsync-hook-") // beside the clusters, where their user may go
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(base, "state")
+	// The daemon (root here, standing for slotsync) under systemd's UMask=0027, its directory
+	// given to the hook user's group as StateDirectory= with Group= does.
+	old := syscall.Umask(0o027)
+	err = atomicfile.Write(state, "journal.json", []byte(`{"version": 1, "system_identifier": "1", "slots": {}}`))
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{state, filepath.Join(state, "journal.json")} {
+		if err := os.Chown(p, 0, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix, err := integration.ShellPrefix()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(base, "slotsync")
+	if data, err := os.ReadFile(binary); err != nil || os.WriteFile(bin, data, 0o755) != nil {
+		t.Fatalf("copy the binary where the hook user may run it: %v", err)
+	}
+	words := append(strings.Fields(prefix), bin, "check", "--json", "--standby", "host=127.0.0.1 port=1 connect_timeout=1", "--state-dir", state)
+	out, _ := exec.Command(words[0], words[1:]...).CombinedOutput()
+	if !strings.Contains(string(out), `"exit_code"`) {
+		t.Fatalf("check as %s did not answer:\n%s", hookUser, out)
+	}
+	if strings.Contains(string(out), "permission denied") {
+		t.Fatalf("check as %s cannot read the daemon's state directory:\n%s", hookUser, out)
+	}
 }

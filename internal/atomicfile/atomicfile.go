@@ -8,10 +8,15 @@ import (
 	"path/filepath"
 )
 
+// Mode is the mode of the files Write makes: readable by their group too, so that a gate run as
+// another user of that group (an HA manager's hook) can read the state a daemon writes; never
+// by others. The directory Write makes is 0750, less the process's umask.
+const Mode = 0o640
+
 // Write puts data in dir/name atomically: a temporary file, fsync, rename over the old one,
 // fsync the directory (made if missing). On error the old file is intact.
 func Write(dir, name string, data []byte) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	tmp, err := os.CreateTemp(dir, name+".tmp-*")
@@ -19,6 +24,10 @@ func Write(dir, name string, data []byte) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(Mode); err != nil {
+		tmp.Close()
+		return err
+	}
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
 		return err
