@@ -181,6 +181,15 @@ func TestReadiness(t *testing.T) {
 		{"installed copy: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
 			in.Copy.RestartLSN, in.Copy.CatalogXmin = 0x1800, 705
 		}), []Reason{ReasonCopyRestartAhead, ReasonCopyCatalogXminAhead}},
+		// Once the standby's own decoding has advanced a state-file copy, with its decoding
+		// snapshot at the new restart_lsn, ahead of the primary's is what an own-decoding copy
+		// is (the Patroni switchover back that promoted "anyway" on 752 bytes).
+		{"installed copy advanced here, its snapshot there: restart_lsn and catalog_xmin ahead", mod(func(in *ReadinessInput) {
+			in.Copy.RestartLSN, in.Copy.CatalogXmin, in.CopyAdvancedHere, in.RequireSnapshot, in.CopySnapshot = 0x1800, 705, true, true, true
+		}), nil},
+		{"installed copy advanced here, no snapshot at its restart_lsn", mod(func(in *ReadinessInput) {
+			in.Copy.RestartLSN, in.Copy.CatalogXmin, in.CopyAdvancedHere, in.RequireSnapshot = 0x1800, 705, true, true
+		}), []Reason{ReasonCopyRestartAhead, ReasonCopySnapshotMissing, ReasonCopyCatalogXminAhead}},
 		{"own decoding: confirmed_flush ahead closes the gate", mod(func(in *ReadinessInput) {
 			in.OwnDecoding, in.Copy.ConfirmedFlush = true, 0x2100
 		}), []Reason{ReasonCopyConfirmedAhead}},

@@ -70,6 +70,9 @@ type ReadinessInput struct {
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
 	// CopyNotOurs: the copy is not one slotsync made (no journal entry) nor the server's own.
 	CopyNotOurs bool
+	// CopyAdvancedHere: a state-file copy the standby's own decoding has advanced since it was
+	// installed (its restart_lsn and catalog_xmin are then the standby's decoding's).
+	CopyAdvancedHere bool
 
 	// RequireHorizon (state-file method): the primary must keep, through the standby's physical
 	// slot, the catalog rows the copy needs: StandbyHorizon (the physical slot's oldest xmin or
@@ -214,7 +217,13 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCatalogUnprotected, "the copy's catalog_xmin %d is older than the primary slot's %d, and the standby's physical slot has not yet been seen holding it (horizon %d) at a position the standby has replayed",
 			c.CatalogXmin, p.CatalogXmin, in.StandbyHorizon)
 	}
-	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !in.OwnDecoding {
+	// A state-file copy carries the primary's restart_lsn and catalog_xmin when installed; once
+	// the standby's own decoding has advanced it (CopyAdvancedHere), they move by the same rules
+	// as the primary slot's would, from the same WAL, and the snapshot at the new restart_lsn is
+	// the standby's, checked below (RequireSnapshot): ahead of the primary's is then what an
+	// own-decoding copy is, no risk (docs/RULES.md rule 4; correctness review round 4).
+	ownOrder := in.OwnDecoding || in.CopyAdvancedHere && in.RequireSnapshot && in.CopySnapshot
+	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !ownOrder {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
 			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
 	}
@@ -223,9 +232,15 @@ func Readiness(in ReadinessInput) Verdict {
 			add(ReasonCopyWALUnverified, "the WAL from the copy's restart_lsn %s has not been read on the standby yet", c.RestartLSN)
 		}
 		switch {
-		case in.StandbyHorizon == 0 || XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
-			add(ReasonCatalogUnprotected, "the primary keeps catalog rows for the standby from xid %d, not from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby streaming through its slot?)",
-				in.StandbyHorizon, c.CatalogXmin)
+		case in.StandbyHorizon == 0:
+			add(ReasonCatalogUnprotected, "the standby's physical slot keeps no catalog rows on the primary, not those from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby streaming through its slot?)",
+				c.CatalogXmin)
+		case XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
+			// PostgreSQL moves a physical slot's catalog_xmin only forward (or from none:
+			// walsender.c, PhysicalReplicationSlotNewXmin): feedback older than it is ignored.
+			add(ReasonCatalogUnprotected, "the standby's physical slot keeps catalog rows from xid %d, newer than the copy's catalog_xmin %d, and the primary never moves it back: "+
+				"the copy is covered only once its consumer moves it past xid %d (its catalog hold keeps the rows until then, for --catalog-hold-timeout; an idle consumer's copy is made again after it)",
+				in.StandbyHorizon, c.CatalogXmin, in.StandbyHorizon)
 		case in.HorizonSeenAt == 0:
 			add(ReasonCatalogUnprotected, "the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept those rows: a VACUUM may have removed them (the copy is made again)",
 				c.CatalogXmin)
@@ -238,7 +253,7 @@ func Readiness(in ReadinessInput) Verdict {
 			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a transaction open across it", c.RestartLSN)
 		}
 	}
-	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !in.OwnDecoding {
+	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !ownOrder {
 		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %s newer than the primary's %d",
 			c.CatalogXmin, plural(XIDDistance(c.CatalogXmin, p.CatalogXmin), "transaction"), p.CatalogXmin)
 	}

@@ -845,3 +845,34 @@ func TestStatefileStopThatTimesOut(t *testing.T) {
 		}
 	})
 }
+
+// TestStatefileCopyAheadAfterItsOwnAdvance (correctness review round 4, open item; issue: the
+// Patroni switchover back promoted "anyway" on a copy 752 bytes ahead): once READY, a state-file
+// copy that the standby's own decoding advances may stand ahead of the primary slot's restart_lsn
+// and catalog_xmin (the consumer's decoding on the primary has not passed the same running-xacts
+// record yet). With its decoding snapshot at the new restart_lsn checked, that is no risk: the
+// copy stays READY while its consumer confirms.
+func TestStatefileCopyAheadAfterItsOwnAdvance(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.readyCopy()
+		ahead, notReady := 0, []string{}
+		for i := 0; i < 30; i++ {
+			f.insert(2)
+			f.must(f.pair.Primary.Exec(f.ctx, "CHECKPOINT"))
+			f.consume(f.pair.Primary, "cdc")
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r := f.pass()["cdc"]
+			if r.Copy != nil && r.Primary != nil && (r.Copy.RestartLSN > r.Primary.RestartLSN || lsncheck.XIDPrecedes(r.Primary.CatalogXmin, r.Copy.CatalogXmin)) {
+				ahead++
+			}
+			if !r.Verdict.Ready {
+				notReady = append(notReady, fmt.Sprint(r.Verdict.Reasons))
+			}
+		}
+		t.Logf("30 passes: the copy stood ahead of the primary slot in %d", ahead)
+		if len(notReady) > 0 {
+			t.Fatalf("a READY copy advanced on the standby turned NOT READY: %v", notReady)
+		}
+	})
+}
