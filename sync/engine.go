@@ -48,8 +48,10 @@ type Engine struct {
 	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
 	// read before the primary slots they are judged against (rule 4).
 	driving bool
-	// journalFailing: what the last journal write that failed was for ("" once one succeeds).
+	// journalFailing: what the last journal write that failed was for ("" once one succeeds);
+	// journalErrors: how many writes failed since the engine started.
 	journalFailing string
+	journalErrors  int
 	// nothingSelected: the last pass's selection matched none of the primary's slots (logged once).
 	nothingSelected bool
 	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
@@ -145,6 +147,7 @@ func (e *Engine) RunOnce(ctx context.Context) (Report, error) {
 		return Report{}, &topology.ConfigError{Field: "engine", Problem: "is read-only", Fix: "give a --state-dir and run without read-only mode"}
 	}
 	rep, err := e.pass(ctx, true)
+	rep.Journal = e.journalHealth()
 	if err != nil && !failpoint.Mutant("watch-unbound") {
 		// The watch never outlives what the last full pass verified.
 		e.mem.forgetWatch()

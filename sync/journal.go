@@ -182,6 +182,7 @@ func (e *Engine) commit(next *Journal, fp error, what string) error {
 		err = next.Save(e.cfg.StateDir)
 	}
 	if err != nil {
+		e.journalErrors++
 		if e.journalFailing == "" {
 			e.log.Warn("could not write the journal: "+what, "error", err, "state_dir", e.cfg.StateDir)
 		}
@@ -304,4 +305,13 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 		return nil
 	}
 	return e.commit(next, nil, "the pass's results")
+}
+
+// journalHealth is how the engine's journal writes fare (Report.Journal).
+func (e *Engine) journalHealth() *JournalHealth {
+	h := &JournalHealth{WriteErrors: e.journalErrors, Failing: e.journalFailing}
+	if e.journal != nil && e.journal.Gate != nil {
+		h.GateRecordAt = e.journal.Gate.ObservedAt
+	}
+	return h
 }

@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"reflect"
 	"strings"
@@ -107,5 +109,37 @@ func TestNewerJournalStops(t *testing.T) {
 	}
 	if _, err := os.Stat(dir + "/" + JournalFile); err != nil {
 		t.Fatalf("the newer journal was moved: %v", err)
+	}
+}
+
+// TestJournalWriteFailureIsVisible: a journal that cannot be written is counted and named in
+// the pass's report (the daemon's /readyz and metrics read it), and logged once while it lasts,
+// not once per pass (operators review round 4, finding 7).
+func TestJournalWriteFailureIsVisible(t *testing.T) {
+	obs := &fakeObserver{snap: twoNodeSnapshot()}
+	obs.snap.Standby.Info.InRecovery, obs.snap.Standby.Info.ReceiverStatus = true, "streaming"
+	e := testEngine(t, obs, &fakeApplier{})
+	var logs strings.Builder
+	e.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
+	ctx := context.Background()
+	if rep, err := e.RunOnce(ctx); err != nil || rep.Journal == nil || rep.Journal.WriteErrors != 0 {
+		t.Fatalf("a healthy pass: %v %+v", err, rep.Journal)
+	}
+	// The state directory is gone, a file in its place: every write fails.
+	if err := os.RemoveAll(e.cfg.StateDir); err != nil || os.WriteFile(e.cfg.StateDir, nil, 0o600) != nil {
+		t.Fatal("cannot replace the state directory")
+	}
+	clock := time.Now()
+	e.now = func() time.Time { clock = clock.Add(20 * time.Second); return clock } // a gate record due every pass
+	var last *JournalHealth
+	for i := 0; i < 3; i++ {
+		rep, _ := e.RunOnce(ctx)
+		last = rep.Journal
+	}
+	if last == nil || last.WriteErrors < 3 || last.Failing == "" {
+		t.Fatalf("three passes that cannot write the journal: %+v", last)
+	}
+	if n := strings.Count(logs.String(), "could not write the journal"); n != 1 {
+		t.Fatalf("logged %d times, want once:\n%s", n, logs.String())
 	}
 }

@@ -60,6 +60,17 @@ type Report struct {
 	// others (temporary slots left out of both). Without the primary: as last recorded.
 	Selected   int      `json:"selected_slots"`
 	Unselected []string `json:"unselected_slots,omitempty"`
+	// Journal: how the daemon's writes of its journal fare (applying passes only).
+	Journal *JournalHealth `json:"journal,omitempty"`
+}
+
+// JournalHealth is what an applying engine knows of its journal writes: how many failed since it
+// started, what the last failing one was for while writes keep failing, and when the gate
+// record (what the gate judges from without the primary) was last written.
+type JournalHealth struct {
+	WriteErrors  int       `json:"write_errors"`
+	Failing      string    `json:"failing,omitempty"`
+	GateRecordAt time.Time `json:"gate_record_at,omitzero"`
 }
 
 // NodeSummary is a node as the report shows it.

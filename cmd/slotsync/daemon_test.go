@@ -3,6 +3,7 @@ package main
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,29 @@ func TestEndpointsAnswerGetOnly(t *testing.T) {
 		d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodHead, path, nil))
 		if rec.Code == http.StatusMethodNotAllowed {
 			t.Errorf("HEAD %s: 405", path)
+		}
+	}
+}
+
+// TestReadyzFailsWhileTheJournalCannotBeWritten: a sidecar that cannot write its journal is not
+// ready (the gate without the primary would judge from an ever older record), and the failures
+// are counted in slotsync_journal_write_errors_total.
+func TestReadyzFailsWhileTheJournalCannotBeWritten(t *testing.T) {
+	d := newDaemon(hclog.NewNullLogger(), slotsync.Config{Interval: time.Second, MaxBackoff: 30 * time.Second,
+		SlotTimeout: 30 * time.Second, ObserveTimeout: 10 * time.Second})
+	rep := slotsync.Report{Started: time.Now(), Role: slotsync.RoleStandby,
+		Journal: &slotsync.JournalHealth{WriteErrors: 2, Failing: "the pass's results", GateRecordAt: time.Now().Add(-time.Minute)}}
+	d.record(rep, nil)
+	rec := httptest.NewRecorder()
+	d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "journal") {
+		t.Fatalf("/readyz while the journal cannot be written: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	d.handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{"slotsync_journal_write_errors_total 2", "slotsync_gate_record_age_seconds 6"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %q", want)
 		}
 	}
 }

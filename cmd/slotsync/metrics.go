@@ -29,6 +29,9 @@ type metrics struct {
 	notReady        *prometheus.GaugeVec
 	selection       *prometheus.GaugeVec
 	notOurs         prometheus.Gauge
+	journalErrs     prometheus.Counter
+	journalErrsSeen int
+	recordAge       prometheus.Gauge
 }
 
 // slotLabels are the labels of every per-slot series: alerts and dashboards group by database
@@ -55,12 +58,14 @@ func newMetrics() *metrics {
 	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
 	m.selection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_primary_slots", Help: "The primary's logical slots (temporary ones left out) the selection matches (selected=true) and leaves out (selected=false)."}, []string{"selected"})
 	m.notOurs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_copies_not_ours", Help: "Standby slots of a selected primary slot's name that slotsync has no record of making (a lost or corrupt journal, or another tool's): NOT READY, copy_not_ours; --adopt-copies makes them again."})
+	m.journalErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_journal_write_errors_total", Help: "Journal writes that failed (the state directory full, read-only, or gone)."})
+	m.recordAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_record_age_seconds", Help: "Age of the gate record, the observation of the primary the gate judges from without it (rule 8): past --max-record-age it cannot."})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, build,
+		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -73,6 +78,15 @@ func newMetrics() *metrics {
 // observe records one pass.
 func (m *metrics) observe(rep slotsync.Report, err error) {
 	m.runs.Inc()
+	if j := rep.Journal; j != nil {
+		if j.WriteErrors > m.journalErrsSeen {
+			m.journalErrs.Add(float64(j.WriteErrors - m.journalErrsSeen))
+			m.journalErrsSeen = j.WriteErrors
+		}
+		if !j.GateRecordAt.IsZero() {
+			m.recordAge.Set(time.Since(j.GateRecordAt).Seconds())
+		}
+	}
 	if err != nil {
 		m.errs.WithLabelValues(slotsync.Classify(err).String()).Inc()
 		var ne *slotsync.NodeError

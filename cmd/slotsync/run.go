@@ -201,6 +201,8 @@ type daemon struct {
 	// degraded is the latest pass's verdict judged without the primary (rule 8), if it had one.
 	degraded *slotsync.Report
 	stopped  string // why syncing stopped (an error that needs a human)
+	// journalFailing: the journal could not be written at the last pass (what for).
+	journalFailing string
 }
 
 // runOnce makes one pass. With --json every outcome, a failure to connect included, is printed
@@ -258,6 +260,10 @@ func (d *daemon) record(rep slotsync.Report, err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.lastErr, d.lastAttempt, d.degraded = err, d.now(), nil
+	d.journalFailing = ""
+	if rep.Journal != nil {
+		d.journalFailing = rep.Journal.Failing
+	}
 	if err == nil {
 		r := rep
 		d.last, d.lastSuccess, d.stopped = &r, d.now(), ""
@@ -317,6 +323,8 @@ func (d *daemon) handler() http.Handler {
 			http.Error(w, "no pass has run yet", http.StatusServiceUnavailable)
 		case d.now().Sub(d.lastAttempt) > d.staleAfter:
 			http.Error(w, fmt.Sprintf("no pass for %s: the loop is stuck", d.now().Sub(d.lastAttempt).Round(time.Second)), http.StatusServiceUnavailable)
+		case d.journalFailing != "":
+			http.Error(w, "the journal cannot be written (last: "+d.journalFailing+"): see the log; without the primary the gate judges from an older record, then cannot", http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")
 		}
