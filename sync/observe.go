@@ -239,6 +239,9 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		snap.PrimaryUser = ep.User()
 	}
 	pconn, err := o.primaryConn(ctx)
+	if errors.Is(err, errNoPrimary) && !snap.Standby.Info.CanReadAllSettings {
+		err = topology.ErrPrimaryConninfoUnreadable // "empty" may only be unreadable
+	}
 	if err != nil {
 		return standbyOnly(err)
 	}

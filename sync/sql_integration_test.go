@@ -952,3 +952,37 @@ func TestTwoPhaseTurnedOnWhilePrepared(t *testing.T) {
 		}
 	})
 }
+
+// TestDoctorWithoutReadAllStats (operators review round 4, finding 6): a role without
+// pg_read_all_stats passed doctor, yet every unplanned failover then answered CANNOT TELL and
+// rule 5 could not see what walsenders sent. doctor now fails read_all_stats on both nodes, and
+// passes once the role has pg_monitor (docs/PRIVILEGES.md).
+func TestDoctorWithoutReadAllStats(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+		f.must(f.pair.Primary.Exec(f.ctx, "CREATE ROLE nomon LOGIN REPLICATION"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		cfg := f.cfg
+		cfg.PrimaryDSN = strings.Replace(f.pair.Primary.DSN("postgres"), "user="+integration.Superuser, "user=nomon", 1)
+		cfg.StandbyDSN = strings.Replace(f.pair.Standby.DSN("postgres"), "user="+integration.Superuser, "user=nomon", 1)
+		failed := func() []string {
+			obs, err := Observe(f.ctx, cfg)
+			f.must(err)
+			var out []string
+			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 0, 0, nil, nil) {
+				if c.Name == "read_all_stats" && !c.OK {
+					out = append(out, c.Node)
+				}
+			}
+			return out
+		}
+		if got := failed(); len(got) != 2 {
+			t.Fatalf("a role without pg_read_all_stats: read_all_stats failed on %v, want primary and standby", got)
+		}
+		f.must(f.pair.Primary.Exec(f.ctx, "GRANT pg_monitor TO nomon"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if got := failed(); len(got) != 0 {
+			t.Fatalf("with pg_monitor: read_all_stats failed on %v", got)
+		}
+	})
+}

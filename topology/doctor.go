@@ -47,6 +47,8 @@ var doctorChecks = []struct {
 	{"ha_manager", "standby", "warning", ""},
 	{"idle_replication_slot_timeout", "standby", "warning", ""},
 	{"selection", "primary", "error", ""},
+	{"read_all_stats", "standby", "error", ""},
+	{"read_all_stats", "primary", "error", ""},
 }
 
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
@@ -102,6 +104,16 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 		probs = append(probs, Problem{Check: "idle_replication_slot_timeout", Node: "standby",
 			Issue: fmt.Sprintf("idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot", t),
 			Fix:   "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then SELECT pg_reload_conf()"})
+	}
+	if !standby.CanReadAllStats {
+		probs = append(probs, Problem{Check: "read_all_stats", Node: "standby",
+			Issue: "the role may not see the standby's WAL receiver: without the primary (every unplanned failover) the gate cannot tell whether a primary is alive, and answers CANNOT TELL",
+			Fix:   "GRANT pg_read_all_stats TO <slotsync role> (on the primary; the standby replays it)"})
+	}
+	if !primary.CanReadAllStats && primary.VersionNum != 0 {
+		probs = append(probs, Problem{Check: "read_all_stats", Node: "primary",
+			Issue: "the role may not see what the walsenders sent to consumers: rule 5 then counts only what they confirmed, and a consumer holding more than the standby goes unseen",
+			Fix:   "GRANT pg_read_all_stats TO <slotsync role>"})
 	}
 	if standby.ManagedByPatroni {
 		probs = append(probs, Problem{Check: "ha_manager", Node: "standby",

@@ -59,6 +59,10 @@ type NodeInfo struct {
 	CurrentLSN, ReplayLSN, ReceiveLSN lsncheck.LSN
 	// Port is the server's port setting (the one in its postmaster.pid).
 	Port int
+	// CanReadAllStats: superuser or pg_read_all_stats (the WAL receiver's status on a standby,
+	// what walsenders sent on a primary); CanReadAllSettings: superuser or pg_read_all_settings
+	// (a standby's primary_conninfo).
+	CanReadAllStats, CanReadAllSettings bool
 	// ReceiverSilentFor: on a standby, how long since its WAL receiver last heard from the
 	// primary (last_msg_receipt_time); ReceiverTimeout: its wal_receiver_timeout (0: none).
 	ReceiverSilentFor, ReceiverTimeout time.Duration
@@ -155,12 +159,14 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 			(SELECT timeline_id FROM pg_control_checkpoint()), 0) ELSE 0 END,
 		current_setting('port')::int,
 		coalesce((SELECT (extract(epoch FROM now() - last_msg_receipt_time) * 1000)::bigint FROM pg_stat_wal_receiver), 0),
-		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0)`
+		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0),
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER')`
 	var silentMs, timeoutMs int64
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

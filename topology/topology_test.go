@@ -13,8 +13,9 @@ import (
 )
 
 func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
-	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical"}
-	s := NodeInfo{SystemID: "7", VersionNum: 160004, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true}
+	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical", CanReadAllStats: true}
+	s := NodeInfo{SystemID: "7", VersionNum: 160004, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true,
+		CanReadAllStats: true}
 	return p, s, PhysicalSlot{Exists: true, Active: true}
 }
 
