@@ -16,8 +16,10 @@ type Config struct {
 	// again on every pass, so the engine follows an HA manager that re-points the standby.
 	PrimaryDSN string
 	StandbyDSN string
-	// Passwords read from secret files; they override the DSNs' own.
-	PrimaryPassword, StandbyPassword string
+	// Passwords read from secret files; they override the DSNs' own. The files, when named, are
+	// read again at every connection attempt (a rotated secret).
+	PrimaryPassword, StandbyPassword         string
+	PrimaryPasswordFile, StandbyPasswordFile string
 	// PrimaryUser logs in to the primary as this role instead of the DSN's (primary_conninfo
 	// names the standby's replication role, which may not be allowed to read slot state).
 	PrimaryUser string
@@ -208,10 +210,12 @@ func (c *Config) Endpoints() (primary, standby *topology.Endpoint, err error) {
 			return nil, nil, err
 		}
 		primary.SetUser(c.PrimaryUser, c.PrimaryPassword)
+		primary.SetPasswordFile(c.PrimaryPasswordFile)
 	}
 	if standby, err = topology.ParseEndpoint("standby", c.StandbyDSN, c.StandbyPassword); err != nil {
 		return nil, nil, err
 	}
+	standby.SetPasswordFile(c.StandbyPasswordFile)
 	return primary, standby, nil
 }
 
@@ -220,7 +224,7 @@ func (c *Config) primaryLink(pinned *topology.Endpoint) *primaryLink {
 	if pinned != nil {
 		return pinnedPrimary(pinned)
 	}
-	return discoveredPrimary(c.PrimaryUser, c.PrimaryPassword)
+	return discoveredPrimary(c.PrimaryUser, c.PrimaryPassword, c.PrimaryPasswordFile)
 }
 
 // Selection picks the slots slotsync manages. Empty lists select everything.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	stdsync "sync"
@@ -410,5 +411,34 @@ func TestPrimaryCrashTakesConfirmedBack(t *testing.T) {
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.pass()
 		f.promoteExpect("cdc", want)
+	})
+}
+
+// TestRotatedPasswordFileIsReadAgain (operators review round 4, Day 2): the primary's password
+// file is read again at every connection attempt, as libpq re-reads its passfile: a secret
+// rotated in place (a Kubernetes Secret) is taken at the next pass, without a restart. Before,
+// the file was read once at start and the sidecar stayed stopped on the old password.
+func TestRotatedPasswordFileIsReadAgain(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.must(f.pair.Primary.Exec(f.ctx, "CREATE ROLE rot SUPERUSER LOGIN PASSWORD 's3cret'"))
+		hba := filepath.Join(f.pair.Primary.DataDir, "pg_hba.conf")
+		old, err := os.ReadFile(hba)
+		f.must(err)
+		f.must(os.WriteFile(hba, append([]byte("host all rot 127.0.0.1/32 scram-sha-256\n"), old...), 0o600))
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		pwFile := filepath.Join(t.TempDir(), "password")
+		f.must(os.WriteFile(pwFile, []byte("wrong\n"), 0o600))
+		f.eng.Close()
+		f.cfg.PrimaryDSN = strings.Replace(f.pair.Primary.DSN("postgres"), "user="+integration.Superuser, "user=rot", 1)
+		f.cfg.PrimaryPassword, f.cfg.PrimaryPasswordFile = "wrong", pwFile
+		f.startEngine()
+		if _, err := f.eng.RunOnce(f.ctx); err == nil || !strings.Contains(err.Error(), "--primary-password-file") || !strings.Contains(err.Error(), "pg_hba.conf") {
+			t.Fatalf("with the wrong password: want an error naming the password file and pg_hba.conf, got %v", err)
+		}
+		f.must(os.WriteFile(pwFile, []byte("s3cret\n"), 0o600))
+		if _, err := f.eng.RunOnce(f.ctx); err != nil {
+			t.Fatalf("after the password file was rotated: %v", err)
+		}
 	})
 }

@@ -18,12 +18,14 @@ type primaryLink struct {
 	// user and password replace the discovered conninfo's role (--primary-user): primary_conninfo
 	// names the standby's replication role, which may not read slot state.
 	user, password string
+	// passwordFile: the password file, read again at every connection (with user only).
+	passwordFile string
 }
 
 func pinnedPrimary(ep *topology.Endpoint) *primaryLink { return &primaryLink{pinned: true, ep: ep} }
 
-func discoveredPrimary(user, password string) *primaryLink {
-	return &primaryLink{user: user, password: password}
+func discoveredPrimary(user, password, passwordFile string) *primaryLink {
+	return &primaryLink{user: user, password: password, passwordFile: passwordFile}
 }
 
 // Endpoint is the current primary, or nil when none is known yet.
@@ -52,6 +54,9 @@ func (l *primaryLink) follow(conninfo string) (changed bool, err error) {
 	// primary_conninfo often has no dbname: use postgres rather than the user's name.
 	ep.DefaultDatabase("postgres")
 	ep.SetUser(l.user, l.password)
+	if l.user != "" {
+		ep.SetPasswordFile(l.passwordFile)
+	}
 	l.ep, l.conninfo = ep, conninfo
 	return true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -17,6 +18,41 @@ import (
 type Endpoint struct {
 	Role string // "primary" or "standby", for messages
 	cfg  *pgx.ConnConfig
+	// passwordFile, when set, is read again at every connection attempt (a rotated secret, a
+	// Kubernetes Secret updated in place), as libpq re-reads its passfile.
+	passwordFile string
+}
+
+// SetPasswordFile makes every connection read its password from path (a failed read keeps the
+// password read last).
+func (e *Endpoint) SetPasswordFile(path string) {
+	if path != "" {
+		e.passwordFile = path
+	}
+}
+
+// ReadPasswordFile reads a password file: its content less a trailing line end.
+func ReadPasswordFile(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+// connConfig is a copy of the endpoint's configuration for one connection to database db ("":
+// the DSN's), with the password file read again.
+func (e *Endpoint) connConfig(db string) *pgx.ConnConfig {
+	cfg := e.cfg.Copy()
+	if db != "" {
+		cfg.Database = db
+	}
+	if e.passwordFile != "" {
+		if pw, err := ReadPasswordFile(e.passwordFile); err == nil {
+			cfg.Password = pw
+		}
+	}
+	return cfg
 }
 
 // ParseEndpoint parses dsn for the node in role; a non-empty password (read from a secret file)
@@ -183,10 +219,7 @@ func (e *Endpoint) DefaultDatabase(db string) {
 // ConnectReplication opens a logical replication connection (replication=database) to
 // database db, for replication commands such as ALTER_REPLICATION_SLOT.
 func (e *Endpoint) ConnectReplication(ctx context.Context, db string) (*pgconn.PgConn, error) {
-	cfg := e.cfg.Copy()
-	if db != "" {
-		cfg.Database = db
-	}
+	cfg := e.connConfig(db)
 	cfg.RuntimeParams["replication"] = "database"
 	conn, err := pgconn.ConnectConfig(ctx, &cfg.Config)
 	if err != nil {
@@ -200,10 +233,7 @@ func (e *Endpoint) Database() string { return e.cfg.Database }
 
 // Connect opens a connection to database db of this node ("" = the DSN's database).
 func (e *Endpoint) Connect(ctx context.Context, db string) (*pgx.Conn, error) {
-	cfg := e.cfg.Copy()
-	if db != "" {
-		cfg.Database = db
-	}
+	cfg := e.connConfig(db)
 	// Every session resolves names in pg_catalog alone: a database owner's objects in public (an
 	// operator =(text,text), say) must not change what slotsync's statements mean.
 	cfg.AfterConnect = func(ctx context.Context, c *pgconn.PgConn) error {
@@ -233,7 +263,13 @@ func (e *ConnError) Error() string {
 	if e.Database != "" {
 		where += fmt.Sprintf(" (database %q)", e.Database)
 	}
-	return fmt.Sprintf("connect to %s: %s", where, oneLine(e.Err.Error()))
+	msg := fmt.Sprintf("connect to %s: %s", where, oneLine(e.Err.Error()))
+	var pgErr *pgconn.PgError
+	if errors.As(e.Err, &pgErr) && strings.HasPrefix(pgErr.Code, "28") {
+		msg += fmt.Sprintf(" (fix: check the %s's password: --%s-password-file, the DSN's password or passfile, PGPASSWORD; "+
+			"and that the server's pg_hba.conf lets this role in from this host)", e.Role, e.Role)
+	}
+	return msg
 }
 
 // oneLine folds pgconn's message, one line per host and TLS attempt (sslmode=prefer tries TLS,

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
 
@@ -68,11 +67,11 @@ func readSecret(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(path)
+	pw, err := topology.ReadPasswordFile(path)
 	if err != nil {
 		return "", configError("read password file: %v", err)
 	}
-	return strings.TrimRight(string(data), "\r\n"), nil
+	return pw, nil
 }
 
 // buildConfig turns the flags every pair command shares into a sync.Config, from the defaults
@@ -108,6 +107,7 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	if cfg.PrimaryPassword, err = readSecret(c.String("primary-password-file")); err != nil {
 		return cfg, err
 	}
+	cfg.PrimaryPasswordFile, cfg.StandbyPasswordFile = c.String("primary-password-file"), c.String("standby-password-file")
 	if cfg.StandbyPassword, err = readSecret(c.String("standby-password-file")); err != nil {
 		return cfg, err
 	}
