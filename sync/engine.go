@@ -440,21 +440,32 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 				}
 			}
 			return err
+		case primaryGone(err):
+			// The primary cannot be asked: keep the rhythm of passes, without backoff. The standby
+			// may be re-pointed to a new primary at any moment (followed within a pass), and the
+			// gate without the primary answers from these passes (/promotion-ready).
+			wait = e.cfg.Interval
+			e.noteFailure(err, &lastErr, &failingSince, &loggedAt, wait)
 		default:
 			wait = min(max(2*wait, e.cfg.Interval), e.cfg.MaxBackoff)
-			switch msg := err.Error(); {
-			case msg != lastErr:
-				if lastErr == "" {
-					failingSince = e.now()
-				}
-				lastErr, loggedAt = msg, e.now()
-				e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
-			case e.now().Sub(loggedAt) >= e.stillFailingEvery:
-				// The same error, again at a steady rhythm: a persistent problem stays visible.
-				loggedAt = e.now()
-				e.log.Warn(fmt.Sprintf("still failing after %s", e.now().Sub(failingSince).Round(time.Second)), "error", msg)
-			}
+			e.noteFailure(err, &lastErr, &failingSince, &loggedAt, wait)
 		}
+	}
+}
+
+// noteFailure logs a failed pass: each distinct error once, the same one again at a steady
+// rhythm (a persistent problem stays visible).
+func (e *Engine) noteFailure(err error, lastErr *string, failingSince, loggedAt *time.Time, wait time.Duration) {
+	switch msg := err.Error(); {
+	case msg != *lastErr:
+		if *lastErr == "" {
+			*failingSince = e.now()
+		}
+		*lastErr, *loggedAt = msg, e.now()
+		e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
+	case e.now().Sub(*loggedAt) >= e.stillFailingEvery:
+		*loggedAt = e.now()
+		e.log.Warn(fmt.Sprintf("still failing after %s", e.now().Sub(*failingSince).Round(time.Second)), "error", msg)
 	}
 }
 

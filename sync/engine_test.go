@@ -427,3 +427,26 @@ func TestPersistentErrorIsLoggedAgain(t *testing.T) {
 		t.Fatalf("no steady reminder:\n%s", out)
 	}
 }
+
+// TestRunKeepsItsRhythmWithoutThePrimary (operators review round 4, Day 2): while the primary
+// cannot be asked, passes go on every interval, without backoff: a standby re-pointed to a new
+// primary is followed within a pass (not after up to 30 s), and the gate without the primary
+// answers from fresh passes. Other failures still back off.
+func TestRunKeepsItsRhythmWithoutThePrimary(t *testing.T) {
+	count := func(err error) int {
+		snap := twoNodeSnapshot()
+		snap.Standby.Info.InRecovery = true
+		e := testEngine(t, &fakeObserver{snap: snap, err: err}, &fakeApplier{})
+		e.cfg.Interval, e.cfg.MaxBackoff = 20*time.Millisecond, 30*time.Second
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+		defer cancel()
+		passes := 0
+		_ = e.Run(ctx, func(Report, error) { passes++ })
+		return passes
+	}
+	gone := count(&NodeError{Node: "primary", Err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}})
+	other := count(&NodeError{Node: "standby", Err: errors.New("standby restarting")})
+	if gone < 15 || other > 8 {
+		t.Fatalf("passes in 600 ms at a 20 ms interval: %d with the primary gone (want a steady rhythm), %d for a standby failure (want backoff)", gone, other)
+	}
+}
