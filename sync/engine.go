@@ -436,7 +436,7 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 				if errors.Is(err, topology.ErrPromoted) {
 					e.log.Warn(msg)
 				} else {
-					e.log.Error("stopping: this needs a human", "error", msg)
+					e.log.Error("syncing paused until a human acts (checked again every --recheck)", "error", msg)
 				}
 			}
 			return err

@@ -402,7 +402,7 @@ func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
 			t.Fatal("Run did not stop")
 		}
 	}
-	if n := strings.Count(logs.String(), "this needs a human"); n != 1 {
+	if n := strings.Count(logs.String(), "syncing paused until a human acts"); n != 1 {
 		t.Fatalf("logged %d times:\n%s", n, logs.String())
 	}
 }

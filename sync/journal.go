@@ -110,6 +110,10 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 	if errors.Is(err, fs.ErrNotExist) {
 		return empty, nil, nil
 	}
+	if st, serr := os.Stat(p); serr == nil && st.IsDir() {
+		return nil, nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s is a directory", p),
+			Fix: "remove or move that directory: slotsync keeps its journal in a file of that name"}
+	}
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s cannot be read by this user: %v", p, err),
 			Fix: "run this command as the daemon's user or as a member of the state directory's group (examples/systemd: Group=postgres, so that Patroni's hook reads it), or give the user read access"}

@@ -143,3 +143,15 @@ func TestJournalWriteFailureIsVisible(t *testing.T) {
 		t.Fatalf("logged %d times, want once:\n%s", n, logs.String())
 	}
 }
+
+// TestJournalThatIsADirectory: a journal.json that is a directory is a configuration error
+// (exit 3) that names the fix, not a connection failure (exit 2).
+func TestJournalThatIsADirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(dir+"/"+JournalFile, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LoadJournal(dir, true); err == nil || ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("want a configuration error, got %v", err)
+	}
+}

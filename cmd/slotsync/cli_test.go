@@ -95,7 +95,10 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"version", "extra"}, `"extra": version takes flags only`},
 		{[]string{"chekc"}, `unknown command "chekc"`},
 		// Input is refused, not replaced by a default.
-		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--workers", "0"}, "--workers 0: give at least 1"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--workers", "0"}, "--workers 0: give 1 to 64"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--workers", "100000"}, "--workers 100000: give 1 to 64"},
+		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--advance-step", "1"}, "give a size from 1MB to 64GB"},
+		{[]string{"check", "--standby", "host=x", "--timeout", "1ns"}, "--timeout 1ns: give a duration between"},
 		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--interval", "-1s"}, "--interval -1s: give a positive duration"},
 		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--slot-timeout", "0s"}, "--slot-timeout 0s"},
 		{[]string{"run", "--standby", "host=x", "--state-dir", "/tmp", "--advance-step", "0MB"}, "--advance-step"},
@@ -264,6 +267,10 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 
 		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != 0 || !strings.Contains(r.stdout, "OK: nothing blocks") {
 			t.Fatalf("doctor on a healthy pair: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// The same flags on every node: beside the primary, doctor has nothing to check (exit 0).
+		if r := slotsyncCmd(t, nil, "doctor", "--standby", pair.Primary.DSN("postgres")); r.code != 0 || !strings.Contains(r.stdout, "this node is the primary") {
+			t.Fatalf("doctor beside the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 
 		// No copy yet: not ready, the slot named with the reason.

@@ -95,6 +95,16 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	if cfg.ObserveTimeout, err = positive(c, "timeout"); err != nil {
 		return cfg, err
 	}
+	for _, b := range []struct {
+		name     string
+		v        time.Duration
+		min, max time.Duration
+	}{{"timeout", cfg.ObserveTimeout, 100 * time.Millisecond, 10 * time.Minute},
+		{"primary-connect-timeout", cfg.PrimaryConnectTimeout, 100 * time.Millisecond, 10 * time.Minute}} {
+		if b.v < b.min || b.v > b.max {
+			return cfg, configError("--%s %s: give a duration between %s and %s", b.name, b.v, b.min, b.max)
+		}
+	}
 	if cfg.MaxRecordAge, err = positive(c, "max-record-age"); err != nil {
 		return cfg, err
 	}

@@ -17,7 +17,9 @@ type doctorResult struct {
 	ExitCode int              `json:"exit_code"`
 	Method   topology.Method  `json:"method,omitempty"`
 	Error    string           `json:"error,omitempty"`
-	Checks   []topology.Check `json:"checks"`
+	// Primary: doctor ran beside the node that is the primary now (exit 0).
+	Primary string           `json:"primary,omitempty"`
+	Checks  []topology.Check `json:"checks"`
 }
 
 func doctorCommand() *cli.Command {
@@ -60,7 +62,9 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 	}
 	snap, err := slotsync.Observe(ctx, cfg)
 	if err == nil && !snap.Standby.Info.InRecovery {
-		err = topology.ErrPromoted
+		// The same flags on every node (roles move): beside the primary there is nothing to check.
+		return doctorResult{OK: true, Primary: "this node is the primary: nothing to check here (slotsync syncs to standbys; run doctor beside one)",
+			Checks: []topology.Check{}}
 	}
 	if err != nil {
 		return fail(err)
@@ -93,6 +97,10 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 func printDoctor(w io.Writer, r doctorResult) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "CANNOT CHECK: %s\n", r.Error)
+		return
+	}
+	if r.Primary != "" {
+		fmt.Fprintf(w, "PRIMARY: %s\n", r.Primary)
 		return
 	}
 	fmt.Fprintf(w, "method: %s\n", r.Method)

@@ -153,11 +153,11 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 			return err
 		}
 	}
-	if cfg.Workers = c.Int("workers"); cfg.Workers < 1 {
-		return configError("--workers %d: give at least 1", cfg.Workers)
+	if cfg.Workers = c.Int("workers"); cfg.Workers < 1 || cfg.Workers > 64 {
+		return configError("--workers %d: give 1 to 64 (each is a connection to the standby)", cfg.Workers)
 	}
-	if cfg.AdvanceStep, err = parseSize(c.String("advance-step")); err != nil || cfg.AdvanceStep <= 0 {
-		return configError("--advance-step %q: give a positive size such as 256MB (%v)", c.String("advance-step"), err)
+	if cfg.AdvanceStep, err = parseSize(c.String("advance-step")); err != nil || cfg.AdvanceStep < 1<<20 || cfg.AdvanceStep > 64<<30 {
+		return configError("--advance-step %q: give a size from 1MB to 64GB, such as 256MB (%v)", c.String("advance-step"), err)
 	}
 	switch cfg.WatchInterval = c.Duration("watch-interval"); {
 	case cfg.WatchInterval < 0:
