@@ -13,10 +13,10 @@ import (
 
 // doctorResult is doctor's JSON answer.
 type doctorResult struct {
-	OK       bool             `json:"ok"`
-	ExitCode int              `json:"exit_code"`
-	Method   topology.Method  `json:"method,omitempty"`
-	Error    string           `json:"error,omitempty"`
+	OK       bool            `json:"ok"`
+	ExitCode int             `json:"exit_code"`
+	Method   topology.Method `json:"method,omitempty"`
+	Error    string          `json:"error,omitempty"`
 	// Primary: doctor ran beside the node that is the primary now (exit 0).
 	Primary string           `json:"primary,omitempty"`
 	Checks  []topology.Check `json:"checks"`
