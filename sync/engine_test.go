@@ -450,3 +450,47 @@ func TestRunKeepsItsRhythmWithoutThePrimary(t *testing.T) {
 		t.Fatalf("passes in 600 ms at a 20 ms interval: %d with the primary gone (want a steady rhythm), %d for a standby failure (want backoff)", gone, other)
 	}
 }
+
+// TestCheckWithoutTheJournalSaysSo: a judgement without the daemon's journal (no --state-dir)
+// says so in every NOT READY verdict, instead of sending the reader after a catalog hold or a
+// WAL read (operators review round 4, finding 8).
+func TestCheckWithoutTheJournalSaysSo(t *testing.T) {
+	snap := twoNodeSnapshot()
+	snap.Standby.Info.InRecovery, snap.Standby.Info.ReceiveLSN = true, 0x9000000
+	cfg := Config{PrimaryDSN: "x", StandbyDSN: "y", ReadOnly: true, Method: topology.MethodSQL}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(cfg, &fakeObserver{snap: snap}, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
+	rep, err := e.Inspect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rep.Slots {
+		if s.Gate && !s.Verdict.Ready && !strings.Contains(s.Verdict.Detail, "without the daemon's journal") {
+			t.Fatalf("%s: %s", s.Name, s.Verdict.Detail)
+		}
+	}
+	if rep.Ready() || len(rep.Slots) == 0 {
+		t.Fatalf("the sample must hold a NOT READY slot: %+v", rep.Slots)
+	}
+}
+
+// TestReadinessChangesAreLoggedOnce: each slot's change of readiness, and the gate's, is logged
+// once: what an incident's timeline is read from (operators review round 4, finding 15).
+func TestReadinessChangesAreLoggedOnce(t *testing.T) {
+	e := testEngine(t, &fakeObserver{}, &fakeApplier{})
+	var logs strings.Builder
+	e.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
+	rep := func(ready bool) Report {
+		return Report{Role: RoleStandby, Selected: 1, Slots: []SlotReport{{Name: "cdc", Gate: true, Verdict: lsncheck.Verdict{Ready: ready}}}}
+	}
+	for _, ready := range []bool{false, false, true, true, false, false, true} {
+		e.noteReadiness(rep(ready))
+	}
+	for want, n := range map[string]int{"slot copy READY": 2, "slot copy NOT READY": 1, "promotion gate open": 2, "promotion gate closed": 2} {
+		if got := strings.Count(logs.String(), want); got != n {
+			t.Errorf("%q logged %d times, want %d:\n%s", want, got, n, logs.String())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -25,6 +26,10 @@ type memory struct {
 	// the last full pass verified (watchFrom) only.
 	watched   map[string]watched
 	watchFrom topology.ServerID
+	// ready: each gated slot's last verdict, and the gate's as a whole ("" before the first),
+	// so that each change is logged once (an incident's timeline).
+	ready    map[string]bool
+	gateOpen string
 }
 
 // forgetWatch ends the watch until the next full pass that succeeds.
@@ -34,7 +39,50 @@ func (m *memory) forgetWatch() {
 
 func newMemory() memory {
 	return memory{failures: map[string]*slotFailure{}, lastReason: map[string]string{}, progressAt: map[string]time.Time{},
-		recopy: map[string]string{}, copies: map[string]int{}}
+		recopy: map[string]string{}, copies: map[string]int{}, ready: map[string]bool{}}
+}
+
+// noteReadiness logs each slot's readiness when it changes, and the gate's (every selected slot
+// READY, or not), once per change.
+func (e *Engine) noteReadiness(rep Report) {
+	seen := map[string]bool{}
+	for _, s := range rep.Slots {
+		if !s.Gate {
+			continue
+		}
+		seen[s.Name] = true
+		if was, ok := e.mem.ready[s.Name]; !ok || was != s.Verdict.Ready {
+			if s.Verdict.Ready {
+				e.log.Info("slot copy READY", "slot", s.Name)
+			} else if ok {
+				e.log.Info("slot copy NOT READY", "slot", s.Name, "reasons", fmt.Sprint(s.Verdict.Reasons), "detail", s.Verdict.Detail)
+			}
+			e.mem.ready[s.Name] = s.Verdict.Ready
+		}
+	}
+	for name := range e.mem.ready {
+		if !seen[name] {
+			delete(e.mem.ready, name)
+		}
+	}
+	gate := "closed"
+	if rep.Ready() {
+		gate = "open"
+	}
+	if gate != e.mem.gateOpen {
+		e.log.Info("promotion gate "+gate, "selected", rep.Selected, "not_ready", len(rep.Slots)-countReady(rep.Slots))
+		e.mem.gateOpen = gate
+	}
+}
+
+func countReady(slots []SlotReport) int {
+	n := 0
+	for _, s := range slots {
+		if !s.Gate || s.Verdict.Ready {
+			n++
+		}
+	}
+	return n
 }
 
 type slotFailure struct {

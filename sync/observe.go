@@ -22,8 +22,8 @@ type Observation struct {
 	Taken time.Time
 	// PrimaryChanged: the standby's primary_conninfo points elsewhere than at the last pass.
 	PrimaryChanged bool
-	// PrimaryUser is the role slotsync logs in to the primary as.
-	PrimaryUser      string
+	// PrimaryUser is the role slotsync logs in to the primary as, at PrimaryAddr.
+	PrimaryUser, PrimaryAddr string
 	Primary, Standby NodeState
 	Physical         topology.PhysicalSlot
 	// Warnings are conditions that do not stop the pass (see topology.Warnings).
@@ -236,7 +236,7 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		snap.PrimaryChanged = true
 	}
 	if ep := o.primary.Endpoint(); ep != nil {
-		snap.PrimaryUser = ep.User()
+		snap.PrimaryUser, snap.PrimaryAddr = ep.User(), ep.Addr()
 	}
 	pconn, err := o.primaryConn(ctx)
 	if errors.Is(err, errNoPrimary) && !snap.Standby.Info.CanReadAllSettings {

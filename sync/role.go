@@ -20,7 +20,8 @@ func (e *Engine) noteRole(r Role) {
 	if e.role == r {
 		return
 	}
-	if e.role != "" || r == RolePrimary {
+	if (e.role != "" || r == RolePrimary) && !e.cfg.ReadOnly {
+		// Read-only commands (check, status) say it in their answer; only the daemon logs it.
 		switch r {
 		case RolePrimary:
 			e.log.Warn("this node is the primary now (not in recovery): syncing nothing until it is a standby again; its slots are recorded as slotsync's to manage")

@@ -198,6 +198,9 @@ func honourHostaddr(cfg *pgx.ConnConfig) *ConfigError {
 // User is the role this endpoint logs in as.
 func (e *Endpoint) User() string { return e.cfg.User }
 
+// Addr is the host and port the endpoint connects to (for logs; never the password).
+func (e *Endpoint) Addr() string { return fmt.Sprintf("%s:%d", e.cfg.Host, e.cfg.Port) }
+
 // SetUser makes the endpoint log in as user (with password, when not empty) instead of the
 // DSN's own: a primary found from primary_conninfo would otherwise log in as the standby's
 // replication role.
