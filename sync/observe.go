@@ -24,8 +24,8 @@ type Observation struct {
 	PrimaryChanged bool
 	// PrimaryUser is the role slotsync logs in to the primary as, at PrimaryAddr.
 	PrimaryUser, PrimaryAddr string
-	Primary, Standby NodeState
-	Physical         topology.PhysicalSlot
+	Primary, Standby         NodeState
+	Physical                 topology.PhysicalSlot
 	// Warnings are conditions that do not stop the pass (see topology.Warnings).
 	Warnings []topology.Problem
 	// Prepared: the primary's prepared transactions by database, read when a slot has two_phase.
