@@ -42,6 +42,7 @@ func drillCommand() *cli.Command {
 			&cli.BoolFlag{Name: "local", Usage: "drill on throwaway local pairs", EnvVars: []string{"SLOTSYNC_DRILL_LOCAL"}},
 			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major for --local (default: the newest installed)", EnvVars: []string{"SLOTSYNC_DRILL_MAJOR"}},
 			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9), both, random (--local: each iteration draws kill or clean, one or two failovers and the live phase's length from --seed), or chaos (--local: each iteration fails over at a random moment under faults drawn from --seed, asks the gate with and without the primary, and says whether it was right)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
+			&cli.StringFlag{Name: "plan", Usage: "with --mode chaos: replay the plans in this file (JSON lines: a chaos report's iterations, or plans), whatever draw made them", EnvVars: []string{"SLOTSYNC_DRILL_PLAN"}},
 			&cli.Int64Flag{Name: "seed", Usage: "seed for --mode random or chaos (default: from the clock; printed; chaos iteration i uses seed+i)", EnvVars: []string{"SLOTSYNC_DRILL_SEED"}},
 			&cli.BoolFlag{Name: "switch-back", Usage: "fail over twice: the old primary rejoins as a standby and the consumers survive a switch back (--local)", EnvVars: []string{"SLOTSYNC_DRILL_SWITCH_BACK"}},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "repeat the drill this many times (--local)", EnvVars: []string{"SLOTSYNC_DRILL_ITERATIONS"}},

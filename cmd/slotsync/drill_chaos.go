@@ -20,8 +20,14 @@ func drillChaos(ctx context.Context, c *cli.Context, p drillPlan, stateDir strin
 	if err != nil {
 		return cli.Exit("chaos drill: find this binary: "+err.Error(), exitConnect)
 	}
-	log.Info("chaos drill", "seed", p.seed, "iterations", p.iterations, "major", p.major)
-	rep, err := drill.Chaos(ctx, drill.ChaosOptions{Seed: p.seed, Iterations: p.iterations, Slotsync: self, StateDir: stateDir,
+	var plans []drill.Plan
+	if path := c.String("plan"); path != "" {
+		if plans, err = drill.ReadPlans(path); err != nil {
+			return configError("--plan %s: %v", path, err)
+		}
+	}
+	log.Info("chaos drill", "seed", p.seed, "iterations", p.iterations, "major", p.major, "plans", len(plans))
+	rep, err := drill.Chaos(ctx, drill.ChaosOptions{Seed: p.seed, Iterations: p.iterations, Slotsync: self, StateDir: stateDir, Plans: plans,
 		Logger: log.Named("chaos"), NewPair: func(ctx context.Context) (*integration.Pair, error) {
 			return integration.NewPair(ctx, integration.Options{Major: p.major, Conf: drill.ChaosConf})
 		}})
@@ -59,6 +65,6 @@ func printChaos(w io.Writer, rep drill.ChaosReport) {
 	}
 	rep.Tally.Markdown(w)
 	t := rep.Tally.Total
-	fmt.Fprintf(w, "seed %d (replay an iteration with --seed <its seed> --iterations 1): %d failovers, %d READY answers checked, %d READY while loss, %d problems, %s\n",
-		rep.Seed, rep.Tally.Failovers, t.Ready, t.Lies, t.Problems, map[bool]string{true: "PASS", false: "FAIL"}[rep.OK])
+	fmt.Fprintf(w, "seed %d, draw %d (replay an iteration with --seed <its seed> --iterations 1 under the same draw, or --plan with its JSON line): %d failovers, %d READY answers checked, %d READY while loss, %d problems, %s\n",
+		rep.Seed, drill.DrawVersion, rep.Tally.Failovers, t.Ready, t.Lies, t.Problems, map[bool]string{true: "PASS", false: "FAIL"}[rep.OK])
 }

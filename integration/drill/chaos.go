@@ -34,6 +34,9 @@ type ChaosOptions struct {
 	// Each, if set, is given every iteration as soon as it is judged (a long run keeps what
 	// it found even if stopped before its end).
 	Each func(ChaosIteration)
+	// Plans, if set, are run instead of plans drawn from Seed (a replay from a report's plan, or
+	// the mutation matrix's plans written for a rule).
+	Plans []Plan
 }
 
 // HoldTimeout is the catalog hold timeout the chaos drill gives slotsync: short, so that a hold
@@ -42,9 +45,11 @@ const HoldTimeout = 5 * time.Second
 
 // ChaosIteration is one faulted failover and what the oracle made of it.
 type ChaosIteration struct {
-	Number   int             `json:"number"`
-	Seed     int64           `json:"seed"`
-	Plan     string          `json:"plan"`
+	Number int    `json:"number"`
+	Seed   int64  `json:"seed"`
+	Plan   string `json:"plan"`
+	// Drawn is the plan itself, with its draw version: replayed whole by drill --plan FILE.
+	Drawn    Plan            `json:"plan_drawn"`
 	Faults   []Fault         `json:"faults"`
 	Major    int             `json:"major"`
 	Method   string          `json:"method"`
@@ -82,8 +87,16 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 	}
 	rep := ChaosReport{Seed: opts.Seed, OK: true}
 	opts.Logger.Info("chaos drill", "seed", opts.Seed, "iterations", opts.Iterations, "failpoints", opts.Arm != nil)
-	for i := 0; i < opts.Iterations && ctx.Err() == nil; i++ {
-		it, err := chaosIteration(ctx, opts, i+1, opts.Seed+int64(i))
+	n := opts.Iterations
+	if len(opts.Plans) > 0 {
+		n = len(opts.Plans)
+	}
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		plan := DrawPlan(opts.Seed+int64(i), opts.Arm != nil)
+		if len(opts.Plans) > 0 {
+			plan = opts.Plans[i]
+		}
+		it, err := chaosIteration(ctx, opts, i+1, plan)
 		if err != nil {
 			return rep, err
 		}
@@ -104,9 +117,8 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 }
 
 // chaosIteration runs one plan on a new pair. An error means the pair could not be made.
-func chaosIteration(ctx context.Context, opts ChaosOptions, n int, seed int64) (ChaosIteration, error) {
-	plan := DrawPlan(seed, opts.Arm != nil)
-	it := ChaosIteration{Number: n, Seed: seed, Plan: plan.String(), Faults: plan.Faults()}
+func chaosIteration(ctx context.Context, opts ChaosOptions, n int, plan Plan) (ChaosIteration, error) {
+	it := ChaosIteration{Number: n, Seed: plan.Seed, Plan: plan.String(), Faults: plan.Faults(), Drawn: plan}
 	log := opts.Logger.With("iteration", n)
 	log.Info("plan", "plan", it.Plan)
 	pair, err := newChaosPair(ctx, opts, log)

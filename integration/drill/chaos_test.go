@@ -152,7 +152,8 @@ func TestTally(t *testing.T) {
 // (default: the clock; printed) replay or lengthen it; with SLOTSYNC_CHAOS_ITERATIONS set it
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
 // SLOTSYNC_CHAOS_REPORT=path appends each iteration to path.pgN.jsonl as it is judged; SLOTSYNC_CHAOS_STATE_DIR
-// keeps slotsync's logs and journals there.
+// keeps slotsync's logs and journals there; SLOTSYNC_CHAOS_PLANS=matrix runs the plans written
+// for the rules (MatrixPlans) instead of drawn ones.
 func TestChaos(t *testing.T) {
 	n, majors := 6, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
@@ -173,7 +174,11 @@ func TestChaos(t *testing.T) {
 			state = filepath.Join(dir, fmt.Sprint(major)) // kept: slotsync's logs and journals, to read after a failure
 		}
 		report := os.Getenv("SLOTSYNC_CHAOS_REPORT")
-		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Slotsync: bin, Arm: crashAt, StateDir: state,
+		var plans []Plan
+		if os.Getenv("SLOTSYNC_CHAOS_PLANS") == "matrix" {
+			plans = MatrixPlans() // the plans written for the rules (mutants.go)
+		}
+		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Plans: plans, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
@@ -189,7 +194,7 @@ func TestChaos(t *testing.T) {
 		var table bytes.Buffer
 		rep.Tally.Markdown(&table)
 		t.Logf("seed %d (replay: SLOTSYNC_CHAOS_SEED=%d)\n%s", seed, seed, table.String())
-		if err != nil || !rep.OK || len(rep.Iterations) != n {
+		if err != nil || !rep.OK || len(rep.Iterations) != max(n, len(plans)) {
 			t.Fatalf("chaos: %v\n%s", err, logs.String())
 		}
 	})
@@ -343,5 +348,27 @@ func TestReadIterations(t *testing.T) {
 	got, err = ReadIterations(&b)
 	if err == nil || !strings.Contains(err.Error(), "line 3") || len(got) != 2 {
 		t.Fatalf("a line cut short: %d iterations, %v", len(got), err)
+	}
+}
+
+// TestReadPlans: a report's iteration replays its recorded plan, whatever the draw is now, and so
+// does a plan written by hand.
+func TestReadPlans(t *testing.T) {
+	drawn := DrawPlan(7101, true)
+	it, _ := json.Marshal(ChaosIteration{Number: 1, Seed: 7101, Drawn: drawn})
+	hand, _ := json.Marshal(Plan{Name: "fresh slot", Live: 3 * time.Second, Steps: []Step{{At: 2700 * time.Millisecond, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}})
+	path := filepath.Join(t.TempDir(), "plans.jsonl")
+	if err := os.WriteFile(path, []byte(string(it)+"\n"+string(hand)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plans, err := ReadPlans(path)
+	if err != nil || len(plans) != 2 || plans[0].String() != drawn.String() || plans[1].Name != "fresh slot" || plans[0].Draw != DrawVersion {
+		t.Fatalf("read back: %+v %v", plans, err)
+	}
+	if err := os.WriteFile(path, []byte(`{"seed": 1}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlans(path); err == nil {
+		t.Fatal("a line without a plan was taken")
 	}
 }

@@ -2,8 +2,11 @@ package drill
 
 import (
 	"cmp"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -53,9 +56,18 @@ type Step struct {
 	For   time.Duration // how long it lasts (a blackhole, a long transaction)
 }
 
-// Plan is one iteration of the chaos drill, drawn from its seed: what happens and when.
+// DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
+// under the same version (a plan recorded in a report replays under any, from the report).
+const DrawVersion = 2
+
+// Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
+// happens and when.
 type Plan struct {
 	Seed int64
+	// Draw: the DrawVersion the plan was drawn with (0: written by hand).
+	Draw int `json:"draw,omitempty"`
+	// Name: a plan written by hand says what it is for.
+	Name string        `json:"name,omitempty"`
 	Live time.Duration // the live phase before the failover
 	// Failpoint arms slotsync's first process to crash at this step (name@hit).
 	Failpoint string
@@ -71,7 +83,7 @@ type Plan struct {
 // process may also be armed to crash at a step.
 func DrawPlan(seed int64, failpoints bool) Plan {
 	rng := rand.New(rand.NewSource(seed))
-	p := Plan{Seed: seed, Live: time.Duration(3000+rng.Intn(5000)) * time.Millisecond, Kill: rng.Intn(2) == 0}
+	p := Plan{Seed: seed, Draw: DrawVersion, Live: time.Duration(3000+rng.Intn(5000)) * time.Millisecond, Kill: rng.Intn(2) == 0}
 	if failpoints && rng.Intn(2) == 0 {
 		p.Failpoint = fmt.Sprintf("%s@%d", FailpointSteps[rng.Intn(len(FailpointSteps))], 1+rng.Intn(3))
 	}
@@ -118,7 +130,11 @@ func (p Plan) Faults() []Fault {
 // String is the plan in one line, enough to tell what a seed replays.
 func (p Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: live %s", p.Seed, p.Live)
+	if p.Name != "" {
+		fmt.Fprintf(&b, "plan %s: live %s", p.Name, p.Live)
+	} else {
+		fmt.Fprintf(&b, "seed %d (draw %d): live %s", p.Seed, p.Draw, p.Live)
+	}
 	if p.Failpoint != "" {
 		fmt.Fprintf(&b, "; slotsync crashes at %s", p.Failpoint)
 	}
@@ -140,4 +156,36 @@ func (p Plan) String() string {
 		b.WriteString("; failover: clean stop")
 	}
 	return b.String()
+}
+
+// ReadPlans reads the plans in a file of JSON lines: each a chaos report's iteration (its
+// plan_drawn) or a plan itself.
+func ReadPlans(path string) ([]Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []Plan
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var it struct {
+			Drawn *Plan `json:"plan_drawn"`
+		}
+		var p Plan
+		if err := json.Unmarshal([]byte(line), &it); err == nil && it.Drawn != nil {
+			p = *it.Drawn
+		} else if err := json.Unmarshal([]byte(line), &p); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if p.Live <= 0 {
+			return nil, fmt.Errorf("line %d: no plan (no live phase)", i+1)
+		}
+		out = append(out, p)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no plan in the file")
+	}
+	return out, nil
 }

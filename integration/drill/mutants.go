@@ -1,6 +1,10 @@
 package drill
 
-import "github.com/slotsync/slotsync/lsncheck"
+import (
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+)
 
 // Mutant is one safety check of the gate switched off in a failpoint build of slotsync
 // (SLOTSYNC_MUTANT=Name, internal/failpoint.Mutant): the fault explorer's mutation matrix runs
@@ -48,4 +52,27 @@ func Mutants() []Mutant {
 		Mutant{Name: "watch-unbound", Majors: []int{16, 17, 18}, Why: "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)"},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 	)
+}
+
+// MatrixPlans are plans written for the rules the drawn plans seldom reach at the cutover: each
+// puts the failover right where a rule decides (the mutation matrix runs them before drawn
+// seeds; drill --plan replays them).
+func MatrixPlans() []Plan {
+	ms := time.Millisecond
+	return []Plan{
+		// A slot made again just before a clean stop, the writes going on: its copy is missing,
+		// being made, or ahead of its consumer when the gate is asked.
+		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Steps: []Step{{At: 2600 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
+		// The same, the primary killed -9.
+		{Name: "fresh-slot-then-kill", Live: 3000 * ms, Kill: true, Steps: []Step{{At: 2500 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"}}},
+		// The standby's WAL receiver cut just before a kill -9, the writes going on: consumers
+		// hold what the standby never received.
+		{Name: "receiver-cut-then-kill", Live: 4000 * ms, Kill: true, Steps: []Step{{At: 3200 * ms, Fault: FaultWALReceiver}}},
+		// The primary crashes and restarts while slotsync's route to it is cut: the gate must
+		// not judge without a primary that is alive again.
+		{Name: "primary-restart-route-cut", Live: 5000 * ms, Kill: true, Steps: []Step{
+			{At: 1500 * ms, Fault: FaultPrimaryRoute, For: 4000 * ms}, {At: 2000 * ms, Fault: FaultPrimaryRestart}}},
+		// A slot copied again from an older one just before the cutover (rule 2).
+		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
+	}
 }

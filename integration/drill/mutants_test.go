@@ -25,8 +25,9 @@ var mutantSample = []struct {
 }{}
 
 // TestMutationMatrix runs the fault explorer against slotsync builds with one safety check of
-// the gate switched off (Mutants), each on consecutive seeds until a plan catches it (a READY
-// while loss, or a problem) or SLOTSYNC_MUTANT_SEEDS plans (default 4) have passed. Without
+// the gate switched off (Mutants), each on the plans written for the rules (MatrixPlans), then
+// on SLOTSYNC_MUTANT_SEEDS drawn plans (default 4), until a plan catches it (a READY while loss,
+// or a problem). Without
 // SLOTSYNC_MUTANTS it runs mutantSample, and each must be caught; SLOTSYNC_MUTANTS=all (or a
 // comma-separated list) runs those on every requested major and reports what caught each, or
 // that nothing did (SLOTSYNC_MUTANT_REPORT=path appends a JSON line per run).
@@ -73,9 +74,17 @@ func TestMutationMatrix(t *testing.T) {
 			t.Run(r.name, func(t *testing.T) {
 				t.Setenv("SLOTSYNC_MUTANT", r.name)
 				killedBy := ""
-				for seed := r.seed; seed < r.seed+seeds && killedBy == ""; seed++ {
+				// The plans written for the rules first, then drawn seeds.
+				plans := MatrixPlans()
+				for seed := r.seed; seed < r.seed+seeds; seed++ {
+					plans = append(plans, DrawPlan(seed, true))
+				}
+				for i, plan := range plans {
+					if killedBy != "" {
+						break
+					}
 					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-					rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: 1, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+					rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
 						NewPair: func(ctx context.Context) (*integration.Pair, error) {
 							return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
 						}})
@@ -84,14 +93,14 @@ func TestMutationMatrix(t *testing.T) {
 						t.Fatal(err)
 					}
 					it := rep.Iterations[0]
-					t.Logf("seed %d: %s\n  ok %v, answers %s, problems %q", seed, it.Plan, it.OK, answers(it), it.Problems)
+					t.Logf("%s\n  ok %v, answers %s, problems %q", it.Plan, it.OK, answers(it), it.Problems)
 					if !it.OK {
-						killedBy = fmt.Sprintf("seed %d (%d seeds): %s", seed, seed-r.seed+1, killReason(it))
+						killedBy = fmt.Sprintf("plan %d of %d: %s: %s", i+1, len(plans), it.Plan, killReason(it))
 					}
 				}
 				t.Logf("MUTANT %s pg%d: killed=%v %s", r.name, major, killedBy != "", killedBy)
 				if killedBy == "" && want == "" {
-					t.Errorf("mutant %s on %d was not caught in %d plans from seed %d", r.name, major, seeds, r.seed)
+					t.Errorf("mutant %s on %d was not caught by the written plans nor %d drawn from seed %d", r.name, major, seeds, r.seed)
 				}
 			})
 		}
