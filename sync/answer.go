@@ -98,3 +98,23 @@ func AnswerOf(rep *Report, err error) Answer {
 	}
 	return r
 }
+
+// Summary is the answer for hooks and endpoints: everything but the slots that are READY (with
+// a thousand slots the full answer is a megabyte, printed into an HA manager's log at every
+// promotion). SlotsReady counts what was left out.
+func (a Answer) Summary() Answer {
+	if a.Report == nil {
+		return a
+	}
+	rep := *a.Report
+	rep.Slots = nil
+	for _, s := range a.Report.Slots {
+		if s.Gate && !s.Verdict.Ready {
+			rep.Slots = append(rep.Slots, s)
+		} else if s.Gate {
+			rep.SlotsReady++
+		}
+	}
+	a.Report = &rep
+	return a
+}

@@ -60,6 +60,8 @@ type Report struct {
 	// others (temporary slots left out of both). Without the primary: as last recorded.
 	Selected   int      `json:"selected_slots"`
 	Unselected []string `json:"unselected_slots,omitempty"`
+	// SlotsReady: in a summary answer (Answer.Summary), how many READY slots were left out.
+	SlotsReady int `json:"slots_ready_not_listed,omitempty"`
 	// Journal: how the daemon's writes of its journal fare (applying passes only).
 	Journal *JournalHealth `json:"journal,omitempty"`
 }

@@ -52,6 +52,7 @@ func checkCommand() *cli.Command {
 		Flags: append(pairFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema: docs/CLI.md)", EnvVars: []string{"SLOTSYNC_JSON"}},
 			&cli.DurationFlag{Name: "wait", Usage: "keep checking until ready or this long has passed", EnvVars: []string{"SLOTSYNC_WAIT"}},
+			&cli.BoolFlag{Name: "summary", Usage: "with --json: list only the slots that are not READY (a hook's answer; the full one lists every slot)", EnvVars: []string{"SLOTSYNC_SUMMARY"}},
 		),
 		Action: func(c *cli.Context) error {
 			if c.Duration("wait") < 0 {
@@ -78,7 +79,9 @@ func checkCommand() *cli.Command {
 					fmt.Fprintf(c.App.ErrWriter, "still waiting after %s (up to %s): %s\n", time.Since(start).Round(time.Second), c.Duration("wait"), what)
 				}
 				if done {
-					if c.Bool("json") {
+					if c.Bool("json") && c.Bool("summary") {
+						writeJSON(c.App.Writer, res.Summary())
+					} else if c.Bool("json") {
 						writeJSON(c.App.Writer, res)
 					} else {
 						printCheck(c.App.Writer, res)
@@ -109,7 +112,11 @@ func printCheck(w io.Writer, r checkResult) {
 		return
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "CANNOT TELL: %s\n", r.Error)
+		label := "CANNOT TELL"
+		if r.ExitCode == exitUsage {
+			label = "CONFIGURATION ERROR"
+		}
+		fmt.Fprintf(w, "%s: %s\n", label, r.Error)
 		return
 	}
 	if wp := r.WithoutPrimary; wp != nil {

@@ -331,7 +331,7 @@ func (d *daemon) handler() http.Handler {
 	}))
 	// /promotion-ready answers like `check` from the latest pass; it is the promotion gate, not
 	// the sidecar's own readiness.
-	mux.HandleFunc("/promotion-ready", getOnly(func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/promotion-ready", getOnly(func(w http.ResponseWriter, req *http.Request) {
 		d.mu.Lock()
 		var res checkResult
 		switch {
@@ -351,6 +351,9 @@ func (d *daemon) handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		if !res.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		if req.URL.Query().Get("full") == "" {
+			res = res.Summary() // the slots not READY only; ?full=1 lists every slot
 		}
 		writeJSON(w, res)
 	}))

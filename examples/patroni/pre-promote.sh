@@ -51,7 +51,7 @@ case "$policy" in
 esac
 deadline_file=$SLOTSYNC_STATE_DIR/pre-promote-deadline
 
-json=$("${SLOTSYNC_BIN:-slotsync}" check --json --wait "${SLOTSYNC_WAIT:-10s}")
+json=$("${SLOTSYNC_BIN:-slotsync}" check --json --summary --wait "${SLOTSYNC_WAIT:-10s}")
 rc=$?
 printf '%s\n' "$json" >&2
 flat=$(printf '%s' "$json" | tr -d '\n')

@@ -62,9 +62,8 @@ func MatrixPlans() []Plan {
 	return []Plan{
 		// A slot made again just before a clean stop, the writes going on: its copy is missing,
 		// being made, or ahead of its consumer when the gate is asked.
-		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Steps: []Step{{At: 2600 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
-		// The same, the primary killed -9.
-		{Name: "fresh-slot-then-kill", Live: 3000 * ms, Kill: true, Steps: []Step{{At: 2500 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"}}},
+		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Steps: []Step{{At: 2950 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
+		{Name: "fresh-slot-before-cutover", Live: 3000 * ms, Steps: []Step{{At: 2700 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"}}},
 		// The standby's WAL receiver cut just before a kill -9, the writes going on: consumers
 		// hold what the standby never received.
 		{Name: "receiver-cut-then-kill", Live: 4000 * ms, Kill: true, Steps: []Step{{At: 3200 * ms, Fault: FaultWALReceiver}}},
