@@ -76,6 +76,8 @@ func TestAssess(t *testing.T) {
 		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
 		{"ready without the primary, offset beyond the standby's WAL, not promised", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, Lost: 15}, false},
 		{"ready with the primary, offset beyond the standby's WAL", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, AheadPromised: true}, true},
+		{"ready, then the consumer cannot resume (its slot missing), nothing owed", Judged{Answer: AnswerReady, Binding: true, CannotResume: true}, true},
+		{"not ready, then the consumer cannot resume", Judged{Answer: AnswerNotReady, Binding: true, CannotResume: true}, false},
 	}
 	for _, c := range cases {
 		if got := c.j.Assess(); got.Lie != c.lie || (got.Lie && got.Why == "") {

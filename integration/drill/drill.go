@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/sync/method/statefile"
@@ -68,7 +69,10 @@ type SlotVerdict struct {
 	// (chaos drill): changes the new primary then writes below that offset never reach it,
 	// even when the consumer holds no change the new primary lacks.
 	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
-	OK             bool `json:"ok"`
+	// CannotResume: the consumer could not resume on the new primary (its slot missing or
+	// unusable there), whatever it was owed: a consumer that breaks, as lesson 10's retry loops.
+	CannotResume string `json:"cannot_resume,omitempty"`
+	OK           bool   `json:"ok"`
 	// Trace, when not OK: which of the consumer's connections delivered the changes in question
 	// (ahead, lost, repeated; ten at most), and every connection it made.
 	Trace []string `json:"trace,omitempty"`
@@ -309,6 +313,9 @@ func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, 
 			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
 		}
 		judge(sv, c.owed(truth), c.mayHave(), durable[i], c.receivedIn(phase))
+		if slotUnusable(err) {
+			sv.CannotResume, sv.OK = err.Error(), false
+		}
 		if !sv.OK {
 			sv.Trace = c.trace(append(append(append([]int(nil), sv.Ahead...), sv.Lost...), sv.Repeated...))
 		}
@@ -496,4 +503,11 @@ func inSync(rep slotsync.Report) bool {
 		}
 	}
 	return true
+}
+
+// slotUnusable says whether a consumer's failure to resume is its slot's: missing on the new
+// primary (42704) or not usable there (55000: invalidated), not a drill or network error.
+func slotUnusable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "42704" || pgErr.Code == "55000")
 }

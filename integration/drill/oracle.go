@@ -114,8 +114,10 @@ type Judged struct {
 	// how long before the question the standby had last been seen streaming (0: never seen).
 	PrimaryAlive bool          `json:"judged_without_a_live_primary,omitempty"`
 	StreamedAgo  time.Duration `json:"standby_streamed_ago_ns,omitempty"`
-	Lie          bool          `json:"ready_while_loss"`
-	Why          string        `json:"why,omitempty"`
+	// CannotResume: the consumer could not resume on the new primary at all.
+	CannotResume bool   `json:"cannot_resume,omitempty"`
+	Lie          bool   `json:"ready_while_loss"`
+	Why          string `json:"why,omitempty"`
 }
 
 // Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the
@@ -127,6 +129,8 @@ func (j Judged) Assess() Judged {
 		return j
 	}
 	switch {
+	case j.CannotResume:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then the consumer could not resume on the new primary (its slot missing or unusable there)", j.Asked)
 	case j.IsAhead() && !j.AheadPromised:
 		// Judged without the primary, no consumer-ahead is promised (rule 8): a consumer that
 		// got changes this standby never had, or confirmed WAL it never had, cannot resume on
