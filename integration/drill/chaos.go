@@ -196,6 +196,8 @@ type world struct {
 	// recv: whether the standby streamed, sampled through the iteration (the oracle's ground
 	// truth for answers judged without a live primary).
 	recv *receiverLog
+	// frozen: slotsync is paused from the question with the primary to the promotion (Plan.Freeze).
+	frozen bool
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -64,6 +65,9 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		return fmt.Errorf("after the promotion: %w", err)
 	}
 	sideStopped = true
+	if wd.frozen {
+		wd.side.signal(syscall.SIGCONT)
+	}
 	if err := wd.side.stop(wd.stopWithin); err != nil {
 		it.Problems = append(it.Problems, err.Error())
 	}
@@ -123,6 +127,10 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		sleepUntil(ctx, time.Now().Add(plan.Quiesce))
 	}
 	issued := wd.w.issued()
+	if plan.Freeze && !statefileMethod(wd.pair, wd.method) {
+		wd.side.signal(syscall.SIGSTOP)
+		wd.frozen = true
+	}
 	if with, err = wd.ask(ctx); err != nil {
 		return with, without, false, err
 	}

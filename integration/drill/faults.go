@@ -76,6 +76,10 @@ type Plan struct {
 	// flight).
 	Quiesce time.Duration
 	Kill    bool // the primary is killed -9 (else stopped cleanly, as in a switchover)
+	// Freeze: slotsync is paused (SIGSTOP) just before the gate is asked with the primary, until
+	// the promotion: the promotion then happens on exactly what the answer saw, as an HA hook
+	// promoting at once would (16+: a state-file restart must not be frozen half-way).
+	Freeze bool `json:"freeze,omitempty"`
 }
 
 // DrawPlan draws an iteration from seed: a live phase of 3 to 8 s, one to four faults, the
@@ -149,6 +153,9 @@ func (p Plan) String() string {
 	}
 	if p.Quiesce > 0 {
 		fmt.Fprintf(&b, "; writes pause %s before", p.Quiesce)
+	}
+	if p.Freeze {
+		b.WriteString("; slotsync paused from the question to the promotion")
 	}
 	if p.Kill {
 		b.WriteString("; failover: kill -9")

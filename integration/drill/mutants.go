@@ -62,8 +62,8 @@ func MatrixPlans() []Plan {
 	return []Plan{
 		// A slot made again just before a clean stop, the writes going on: its copy is missing,
 		// being made, or ahead of its consumer when the gate is asked.
-		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Steps: []Step{{At: 2950 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
-		{Name: "fresh-slot-before-cutover", Live: 3000 * ms, Steps: []Step{{At: 2700 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"}}},
+		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Freeze: true, Steps: []Step{{At: 2950 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
+		{Name: "fresh-slot-before-cutover", Live: 3000 * ms, Freeze: true, Steps: []Step{{At: 2700 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"}}},
 		// The standby's WAL receiver cut just before a kill -9, the writes going on: consumers
 		// hold what the standby never received.
 		{Name: "receiver-cut-then-kill", Live: 4000 * ms, Kill: true, Steps: []Step{{At: 3200 * ms, Fault: FaultWALReceiver}}},
@@ -72,6 +72,6 @@ func MatrixPlans() []Plan {
 		{Name: "primary-restart-route-cut", Live: 5000 * ms, Kill: true, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultPrimaryRoute, For: 4000 * ms}, {At: 2000 * ms, Fault: FaultPrimaryRestart}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
-		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
+		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
 	}
 }

@@ -17,12 +17,28 @@ import (
 )
 
 // mutantSample is the part of the mutation matrix CI runs: a mutant, the major it runs on, and
-// the first seed of the plans it is run with (docs/RELIABILITY.md has the whole matrix).
+// the plan that caught it in the whole matrix (docs/RELIABILITY.md): a MatrixPlans name, or a
+// seed drawn under DrawVersion.
 var mutantSample = []struct {
 	name  string
 	major int
+	plan  string
 	seed  int64
 }{}
+
+// samplePlan is the plan a sample entry names.
+func samplePlan(t *testing.T, name string, seed int64) Plan {
+	if name == "" {
+		return DrawPlan(seed, true)
+	}
+	for _, p := range MatrixPlans() {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no matrix plan %q", name)
+	return Plan{}
+}
 
 // TestMutationMatrix runs the fault explorer against slotsync builds with one safety check of
 // the gate switched off (Mutants), each on the plans written for the rules (MatrixPlans), then
@@ -44,17 +60,20 @@ func TestMutationMatrix(t *testing.T) {
 	type run struct {
 		name string
 		seed int64
+		// only: the sample's plan (nil: the matrix plans, then drawn seeds from seed)
+		only *Plan
 	}
 	runsOn := func(major int) []run {
 		var out []run
 		for _, m := range Mutants() {
 			if (want == "all" || slices.Contains(strings.Split(want, ","), m.Name)) && (m.Majors == nil || slices.Contains(m.Majors, major)) {
-				out = append(out, run{m.Name, first})
+				out = append(out, run{name: m.Name, seed: first})
 			}
 		}
 		for _, s := range mutantSample {
 			if want == "" && s.major == major {
-				out = append(out, run{s.name, s.seed})
+				p := samplePlan(t, s.plan, s.seed)
+				out = append(out, run{name: s.name, seed: s.seed, only: &p})
 			}
 		}
 		return out
@@ -79,6 +98,9 @@ func TestMutationMatrix(t *testing.T) {
 				for seed := r.seed; seed < r.seed+seeds; seed++ {
 					plans = append(plans, DrawPlan(seed, true))
 				}
+				if r.only != nil {
+					plans = []Plan{*r.only}
+				}
 				for i, plan := range plans {
 					if killedBy != "" {
 						break
@@ -100,7 +122,7 @@ func TestMutationMatrix(t *testing.T) {
 				}
 				t.Logf("MUTANT %s pg%d: killed=%v %s", r.name, major, killedBy != "", killedBy)
 				if killedBy == "" && want == "" {
-					t.Errorf("mutant %s on %d was not caught by the written plans nor %d drawn from seed %d", r.name, major, seeds, r.seed)
+					t.Errorf("mutant %s on %d was not caught by %s", r.name, major, map[bool]string{true: "its sample plan", false: fmt.Sprintf("the written plans nor %d drawn from seed %d", seeds, r.seed)}[r.only != nil])
 				}
 			})
 		}

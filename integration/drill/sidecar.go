@@ -87,6 +87,16 @@ func (s *sidecar) ownExit(why string) {
 	s.ownExits = append(s.ownExits, why)
 }
 
+// signal sends sig to the running process (SIGSTOP to pause slotsync across a cutover, as a
+// process stalled at that moment would be; SIGCONT to let it go on).
+func (s *sidecar) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
 // kill crashes the running process (kill -9); the supervisor starts it again.
 func (s *sidecar) kill() {
 	s.mu.Lock()
