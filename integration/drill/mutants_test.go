@@ -24,7 +24,12 @@ var mutantSample = []struct {
 	major int
 	plan  string
 	seed  int64
-}{}
+}{
+	// Rule 5 with the primary: the standby's receiver lags while the primary crashes and
+	// restarts; the consumers are ahead of the standby when the gate is asked (killed at seed
+	// 7103 in the matrix run, and again when replayed).
+	{name: "readiness:consumer_ahead_of_standby", major: 17, seed: 7103},
+}
 
 // samplePlan is the plan a sample entry names.
 func samplePlan(t *testing.T, name string, seed int64) Plan {
