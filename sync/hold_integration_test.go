@@ -195,3 +195,44 @@ func (f *fixture) untilHorizonSeen(slot string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestStatefileRemadeCopyHoldLost (correctness review round 4, finding 3, on a real pair): a
+// READY state-file copy whose primary slot is dropped and copied again from an older slot is made
+// again; its catalog hold is lost right after (the hold's session ends), and the consumer moves
+// the new slot on. The new copy was marked covered in the pass that made it, from the copy it
+// replaced, so it turned READY on rows nothing kept; now it is never READY: its hold lapsed, it is
+// made again (a new incarnation), and only that one may be READY.
+func TestStatefileRemadeCopyHoldLost(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('old', 'test_decoding')"))
+		f.readyCopy()
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_copy_logical_replication_slot('old', 'cdc')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		remade := f.pass()["cdc"]
+		if remade.Action != KindRecreate {
+			t.Fatalf("the slot copied again from an older one: want its copy made again, got %+v", remade)
+		}
+		// The new copy's hold goes (its session ends) before the standby's feedback was seen
+		// covering the copy while it was kept.
+		f.must(p.Exec(f.ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name LIKE $1 AND active_pid IS NOT NULL",
+			method.HoldPrefix+"%"))
+		f.insert(3)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.insert(1)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		for i := 0; i < 10; i++ {
+			r := f.pass()["cdc"]
+			if r.Verdict.Ready && r.Incarnation == remade.Incarnation {
+				t.Fatalf("pass %d: the copy made again is READY although its catalog hold was lost before it was seen covered: %+v", i, r)
+			}
+			f.consume(p, "cdc")
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
