@@ -251,6 +251,9 @@ func answers(it ChaosIteration) string {
 		if j.Lie {
 			b.WriteString(": " + j.Why)
 		}
+		if j.Error != "" {
+			fmt.Fprintf(&b, " (exit %d: %.300s)", j.ExitCode, j.Error)
+		}
 		b.WriteString("] ")
 	}
 	return b.String()

@@ -97,6 +97,9 @@ type Judged struct {
 	Answer Answer `json:"answer"`
 	// Reasons: why the gate said NOT READY (its reason codes).
 	Reasons []string `json:"reasons,omitempty"`
+	// ExitCode and Error: the gate's exit code, and its error when it could not answer.
+	ExitCode int    `json:"exit_code"`
+	Error    string `json:"error,omitempty"`
 	// Binding: the promotion happened at the answer's moment (without the primary: always;
 	// with it: the primary stopped cleanly, or nothing was written between the answer and the
 	// kill).
