@@ -671,7 +671,7 @@ func TestDrillChaosCommand(t *testing.T) {
 			t.Fatalf("chaos drill: exit %d %+v\n%s", r.code, rep, r.stderr)
 		}
 		text := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "chaos", "--seed", "11", "--iterations", "1")
-		if text.code != 0 || !strings.Contains(text.stdout, "the gate was right") || !strings.Contains(text.stdout, "seed 11 (replay") {
+		if text.code != 0 || !strings.Contains(text.stdout, "the gate was right") || !strings.Contains(text.stdout, "seed 11, draw 2 (replay") {
 			t.Fatalf("chaos drill, text: exit %d\n%s%s", text.code, text.stdout, text.stderr)
 		}
 	})
@@ -706,6 +706,15 @@ func TestStatefileCommandLine(t *testing.T) {
 		base := []string{"--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres"), "--state-dir", state}
 		if r := slotsyncCmd(t, nil, append([]string{"doctor"}, base...)...); r.code != 0 || !strings.Contains(r.stdout, "method: statefile") {
 			t.Fatalf("doctor: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		// doctor checks --standby-data-dir as the daemon would, before any standby is stopped:
+		// the primary's directory is another server's (operators review round 4, finding 1).
+		if r := slotsyncCmd(t, nil, append(append([]string{"doctor"}, base...), "--standby-data-dir", dir)...); r.code != 0 {
+			t.Fatalf("doctor with the standby's data directory: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		if r := slotsyncCmd(t, nil, append(append([]string{"doctor"}, base...), "--standby-data-dir", pair.Primary.DataDir)...); r.code != exitNotReady ||
+			!strings.Contains(r.stdout, "standby_data_dir") {
+			t.Fatalf("doctor with the primary's data directory: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		runArgs := append(append([]string{"run", "--once", "--json"}, base...), "--standby-data-dir", dir,
 			"--restart", "command", "--stop-command", stop, "--start-command", start, "--min-restart-interval", "1ms")

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 	"text/tabwriter"
 
 	slotsync "github.com/slotsync/slotsync/sync"
+	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 	"github.com/urfave/cli/v2"
 )
@@ -30,6 +34,7 @@ func doctorCommand() *cli.Command {
 			"2 when a node cannot be reached, 3 on a usage or configuration error. Changes nothing.",
 		Flags: append(pairFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
+			&cli.StringFlag{Name: "standby-data-dir", Usage: "statefile: the standby's data directory, checked as the daemon would (it is the standby's, and this user owns it)", EnvVars: []string{"SLOTSYNC_STANDBY_DATA_DIR"}},
 		),
 		Action: func(c *cli.Context) error {
 			cfg, _, err := configure(c, true)
@@ -41,7 +46,7 @@ func doctorCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout)
 			defer cancel()
-			res := diagnose(ctx, cfg)
+			res := diagnose(ctx, cfg, c.String("standby-data-dir"))
 			if c.Bool("json") {
 				writeJSON(c.App.Writer, res)
 			} else {
@@ -56,7 +61,7 @@ func doctorCommand() *cli.Command {
 }
 
 // diagnose reads both nodes and runs every check.
-func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
+func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorResult {
 	fail := func(err error) doctorResult {
 		return doctorResult{ExitCode: exitCodeOf(err), Error: err.Error(), Checks: []topology.Check{}}
 	}
@@ -86,6 +91,9 @@ func diagnose(ctx context.Context, cfg slotsync.Config) doctorResult {
 		}
 	}
 	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly, synced, unselected)}
+	if method == topology.MethodStatefile && dataDir != "" {
+		res.Checks = append(res.Checks, dataDirCheck(dataDir, si))
+	}
 	for _, ch := range res.Checks {
 		if !ch.OK && ch.Severity == "error" {
 			res.OK, res.ExitCode = false, exitNotReady
@@ -122,4 +130,32 @@ func printDoctor(w io.Writer, r doctorResult) {
 	} else {
 		fmt.Fprintln(w, "FAILED: fix the checks marked FAIL, then run doctor again")
 	}
+}
+
+// dataDirCheck is the state-file method's check of --standby-data-dir, before any standby is
+// stopped: the directory is the standby's (statefile.VerifyDataDir) and this user owns it (the
+// copies it installs must be the server's files).
+func dataDirCheck(dir string, standby topology.NodeInfo) topology.Check {
+	c := topology.Check{Name: "standby_data_dir", Node: "standby", OK: true, Severity: "error"}
+	fail := func(problem, fix string) topology.Check {
+		c.OK, c.Problem, c.Fix = false, problem, fix
+		return c
+	}
+	if err := statefile.VerifyDataDir(dir, standby); err != nil {
+		var ce *topology.ConfigError
+		if errors.As(err, &ce) {
+			return fail(ce.Problem, ce.Fix)
+		}
+		return fail(err.Error(), "give --standby-data-dir the standby's data directory")
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fail(err.Error(), "give --standby-data-dir the standby's data directory")
+	}
+	// root may give the files it installs to the owner; any other user must be the owner.
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Getuid() && os.Getuid() != 0 {
+		return fail(fmt.Sprintf("%s is owned by uid %d, and slotsync runs as uid %d: the copies it installs would not be the server's", dir, sys.Uid, os.Getuid()),
+			"run slotsync as the data directory's owner (usually postgres), as examples/systemd/statefile.conf does")
+	}
+	return c
 }
