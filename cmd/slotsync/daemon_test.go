@@ -1,8 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/lsncheck"
 	slotsync "github.com/slotsync/slotsync/sync"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestPromotionReadyIsNeverStale: /promotion-ready answers from an observation at most a few
@@ -109,5 +114,55 @@ func TestReadyzFailsWhileTheJournalCannotBeWritten(t *testing.T) {
 		if !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// TestListenerBasicAuth (operators review round 4, finding 10): with --web-config-file (the
+// Prometheus exporters' web configuration), the endpoints that name slots, databases and hosts
+// answer only with the configured credentials; a configuration file that is not valid is a usage
+// error before anything listens.
+func TestListenerBasicAuth(t *testing.T) {
+	hash, err := bcrypt.GenerateFromPassword([]byte("s3cret"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	webConfig := filepath.Join(dir, "web.yml")
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(binary, "run", "--standby", "host=127.0.0.1 port=1 connect_timeout=1", "--state-dir", filepath.Join(dir, "state"),
+		"--listen", addr, "--web-config-file", webConfig)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	status := func(user, password string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/livez", nil)
+		if user != "" {
+			req.SetBasicAuth(user, password)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "the listener", 10*time.Second, func() bool { return status("prometheus", "s3cret") == http.StatusOK })
+	if code := status("", ""); code != http.StatusUnauthorized {
+		t.Fatalf("/livez without credentials: %d, want 401", code)
+	}
+	if code := status("prometheus", "wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("/livez with a wrong password: %d, want 401", code)
+	}
+	if err := os.WriteFile(webConfig, []byte("basic_auth_users: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := slotsyncCmd(t, nil, "run", "--standby", "host=127.0.0.1 port=1", "--state-dir", filepath.Join(dir, "state2"),
+		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--web-config-file", webConfig)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--web-config-file") {
+		t.Fatalf("an invalid web configuration: exit %d, %s", r.code, r.stderr)
 	}
 }

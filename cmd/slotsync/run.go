@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/exporter-toolkit/web"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/urfave/cli/v2"
@@ -37,6 +40,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "advance-step", Value: fmt.Sprintf("%dMB", d.AdvanceStep>>20), Usage: "the most WAL one advance moves a copy (kB, MB, GB): a copy far behind catches up in such steps, logging its progress, while the other slots keep moving", EnvVars: []string{"SLOTSYNC_ADVANCE_STEP"}},
 			&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "slots worked on at once", EnvVars: []string{"SLOTSYNC_WORKERS"}},
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:7461", Usage: "address for metrics and health endpoints (empty: none)", EnvVars: []string{"SLOTSYNC_LISTEN"}},
+			&cli.StringFlag{Name: "web-config-file", Usage: "TLS and basic authentication for --listen: a Prometheus exporter-toolkit web configuration file (tls_server_config, basic_auth_users)", EnvVars: []string{"SLOTSYNC_WEB_CONFIG_FILE"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
 			&cli.DurationFlag{Name: "recheck", Value: 10 * time.Second, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
 			// The state-file method (PostgreSQL 11-15).
@@ -102,6 +106,11 @@ func runAction(c *cli.Context) error {
 	d := newDaemon(log, cfg)
 	var srv *http.Server
 	if addr := c.String("listen"); addr != "" {
+		webConfig := c.String("web-config-file")
+		if err := web.Validate(webConfig); err != nil {
+			eng.Close()
+			return configError("--web-config-file %s: %v", webConfig, err)
+		}
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			eng.Close()
@@ -109,8 +118,11 @@ func runAction(c *cli.Context) error {
 		}
 		srv = &http.Server{Handler: d.handler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
 			WriteTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
-		log.Info("serving metrics and health", "address", ln.Addr().String())
+		// The exporters' own TLS and basic authentication (exporter-toolkit): the endpoints name
+		// slots, databases and hosts.
+		webLog := slog.New(slog.NewTextHandler(io.Discard, nil))
+		go func() { _ = web.Serve(ln, srv, &web.FlagConfig{WebConfigFile: &webConfig}, webLog) }()
+		log.Info("serving metrics and health", "address", ln.Addr().String(), "tls_or_auth", webConfig != "")
 	}
 
 	loopDone := make(chan struct{})
