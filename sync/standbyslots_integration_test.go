@@ -23,7 +23,10 @@ func TestManagedSynchronizedStandbySlots(t *testing.T) {
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
 		f.eng.Close()
-		f.cfg.Native.ManageStandbySlots, f.cfg.Native.StandbyGoneAfter, f.cfg.PrimaryGoneAfter = true, 2*time.Second, time.Second
+		// The record's "held back" holds while no sidecar could have taken the standby out yet
+		// (rule 10: below --standby-gone-after), and --max-record-age stays below that bound.
+		f.cfg.Native.ManageStandbySlots, f.cfg.Native.StandbyGoneAfter, f.cfg.PrimaryGoneAfter = true, 15*time.Second, time.Second
+		f.cfg.MaxRecordAge = 10 * time.Second
 		f.startEngine()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
