@@ -76,8 +76,9 @@ func harnessModule(text string) string {
 	return ""
 }
 
-// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md).
-const maxReleaseBytes = 16_500_000
+// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md): 16.5 MB, and
+// 1 MB more for the exporters' TLS and basic authentication (prometheus/exporter-toolkit).
+const maxReleaseBytes = 17_500_000
 
 // TestReleaseBinaryIsLean builds the binary as releases and the image do (the build tags of
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it
