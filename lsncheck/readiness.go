@@ -227,6 +227,18 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
 			c.RestartLSN, Bytes(c.RestartLSN, p.RestartLSN), p.RestartLSN)
 	}
+	stateFileReasons(in, add)
+	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !ownOrder {
+		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %s newer than the primary's %d",
+			c.CatalogXmin, plural(XIDDistance(c.CatalogXmin, p.CatalogXmin), "transaction"), p.CatalogXmin)
+	}
+	return finish(v, details)
+}
+
+// stateFileReasons are rule 4's reasons of a state-file copy: its WAL read once on the standby,
+// its catalog rows kept until the standby's feedback covered them, its decoding snapshot there.
+func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
+	c := in.Copy
 	if in.RequireHorizon {
 		if !in.WALVerified && in.CopyWALAvailable && !in.CopyInvalidated {
 			add(ReasonCopyWALUnverified, "the WAL from the copy's restart_lsn %s has not been read on the standby yet", c.RestartLSN)
@@ -253,11 +265,6 @@ func Readiness(in ReadinessInput) Verdict {
 			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a transaction open across it", c.RestartLSN)
 		}
 	}
-	if p.CatalogXmin != 0 && XIDPrecedes(p.CatalogXmin, c.CatalogXmin) && !ownOrder {
-		add(ReasonCopyCatalogXminAhead, "the copy's catalog_xmin %d is %s newer than the primary's %d",
-			c.CatalogXmin, plural(XIDDistance(c.CatalogXmin, p.CatalogXmin), "transaction"), p.CatalogXmin)
-	}
-	return finish(v, details)
 }
 
 // consumerAhead is rule 5: the consumer must not hold changes beyond the standby's WAL (an

@@ -266,20 +266,8 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			}
 		}
 	}
-	made := madeNow(actions)
-	if apply && e.traits.OwnDecoding {
-		e.journal, _ = horizonSeen(e.journal, snap, after, made)
-		e.journal, _ = twoPhaseSeen(e.journal, snap, made)
-	}
-	if apply && e.traits.NeedsHorizon {
-		if next, kept := horizonKept(e.journal, snap, made); kept {
-			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
-			// proof was lost would be made again. A failed write keeps it in memory, for the
-			// next journal write.
-			if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
-				e.journal = next
-			}
-		}
+	if apply {
+		e.markProtection(snap, after, madeNow(actions))
 	}
 	rep.Slots = e.judge(snap, after, actions, results)
 	if e.cfg.ReadOnly && (e.cfg.StateDir == "" || len(e.journal.Slots) == 0 && e.journal.Gate == nil) {
@@ -295,6 +283,25 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// markProtection records, after an applying pass, what rule 4 learned of each copy's catalog
+// rows and prepared transactions (never for the copies the pass made: made).
+func (e *Engine) markProtection(snap Observation, after map[string]topology.Slot, made map[string]bool) {
+	if e.traits.OwnDecoding {
+		e.journal, _ = horizonSeen(e.journal, snap, after, made)
+		e.journal, _ = twoPhaseSeen(e.journal, snap, made)
+	}
+	if e.traits.NeedsHorizon {
+		if next, kept := horizonKept(e.journal, snap, made); kept {
+			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
+			// proof was lost would be made again. A failed write keeps it in memory, for the
+			// next journal write.
+			if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
+				e.journal = next
+			}
+		}
+	}
 }
 
 // withoutJournal says in every NOT READY verdict that it was judged without the daemon's journal:

@@ -40,6 +40,21 @@ type Observation struct {
 	DemotedWALEnd lsncheck.LSN
 }
 
+// inRecovery ends an observation whose primary link reached a server in recovery (rule 8): the
+// standby's half, with why the primary was not asked (JudgeUpstream), or a configuration error.
+func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, snap Observation) (Observation, error) {
+	reached := snap.Primary.Info
+	snap.Primary = NodeState{}
+	err := o.judgeUpstream(ctx, sconn, pconn, snap.Standby.Info, reached)
+	switch {
+	case errors.Is(err, ErrPrimaryInRecovery):
+		snap.DemotedWALEnd = reached.WALEnd() // its consumers may hold up to there
+	case Classify(err) == Stop:
+		return Observation{}, err
+	}
+	return snap, &NodeError{"primary", err}
+}
+
 // judgeUpstream reads what JudgeUpstream needs of a server in recovery reached as the primary:
 // whether the standby streams from it, and whether it streams from the standby.
 func (o *pgObserver) judgeUpstream(ctx context.Context, sconn, pconn *pgx.Conn, standby, reached topology.NodeInfo) error {
@@ -250,16 +265,7 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 		return standbyOnly(err)
 	}
 	if snap.Primary.Info.InRecovery && !o.noVerify {
-		reached := snap.Primary.Info
-		snap.Primary = NodeState{}
-		err := o.judgeUpstream(ctx, sconn, pconn, snap.Standby.Info, reached)
-		switch {
-		case errors.Is(err, ErrPrimaryInRecovery):
-			snap.DemotedWALEnd = reached.WALEnd() // rule 8: its consumers may hold up to there
-		case Classify(err) == Stop:
-			return Observation{}, err
-		}
-		return standbyOnly(err)
+		return o.inRecovery(ctx, sconn, pconn, snap)
 	}
 	if name := snap.Standby.Info.PrimarySlotName; name != "" {
 		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
