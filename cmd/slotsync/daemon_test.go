@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -164,5 +165,27 @@ func TestListenerBasicAuth(t *testing.T) {
 		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--web-config-file", webConfig)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--web-config-file") {
 		t.Fatalf("an invalid web configuration: exit %d, %s", r.code, r.stderr)
+	}
+}
+
+// TestSlotSeriesGoWithoutAVerdict (operators review round 4, finding 11): while passes fail
+// without judging (a configuration error that stopped syncing), the per-slot series do not stay
+// green from the last verdict: they go, and come back with the next verdict.
+func TestSlotSeriesGoWithoutAVerdict(t *testing.T) {
+	m := newMetrics()
+	ready := slotsync.Report{Role: slotsync.RoleStandby, Slots: []slotsync.SlotReport{{Name: "cdc", Database: "app", Plugin: "pgoutput", Gate: true,
+		Verdict: lsncheck.Verdict{Ready: true}}}}
+	m.observe(ready, nil)
+	series := func() string {
+		rec := httptest.NewRecorder()
+		(&daemon{m: m}).handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	if !strings.Contains(series(), `slotsync_slot_ready{database="app",plugin="pgoutput",slot="cdc"} 1`) {
+		t.Fatal("no slot series after a verdict")
+	}
+	m.observe(slotsync.Report{}, &slotsync.NodeError{Node: "standby", Err: errors.New("prerequisites not met")})
+	if strings.Contains(series(), "slotsync_slot_ready{") {
+		t.Fatal("the slot series stayed from an older verdict while no verdict is made")
 	}
 }

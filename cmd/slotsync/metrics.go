@@ -95,6 +95,12 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		}
 		m.withoutPrimary.Set(boolFloat(rep.WithoutPrimary != nil))
 		m.promotionReady.Set(boolFloat(rep.WithoutPrimary != nil && rep.Ready()))
+		// Per-slot series say what the last verdict was: with none made (a pass that failed
+		// without judging), they go, rather than stay green from an older one.
+		m.resetSlots()
+		if rep.WithoutPrimary != nil {
+			m.slotVerdicts(rep)
+		}
 		return
 	}
 	m.withoutPrimary.Set(0)
@@ -104,9 +110,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 	m.lastSuccess.Set(float64(time.Now().Unix()))
 	m.nodeUp.WithLabelValues("primary").Set(1)
 	m.nodeUp.WithLabelValues("standby").Set(1)
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
-		v.Reset() // slots that are gone disappear
-	}
+	m.resetSlots() // slots that are gone disappear
 	ours := 0
 	for _, s := range rep.Slots {
 		if s.LeftAlone {
@@ -133,6 +137,20 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		if s.Error != "" {
 			m.errs.WithLabelValues(s.ErrorClass).Inc()
 		}
+	}
+	m.slotVerdicts(rep)
+	m.promotionReady.Set(boolFloat(rep.Role == slotsync.RoleStandby && rep.Ready()))
+}
+
+func (m *metrics) resetSlots() {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
+		v.Reset()
+	}
+}
+
+// slotVerdicts sets the per-slot series from a report's verdicts.
+func (m *metrics) slotVerdicts(rep slotsync.Report) {
+	for _, s := range rep.Slots {
 		if !s.Gate {
 			continue
 		}
@@ -147,7 +165,6 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 			m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
 		}
 	}
-	m.promotionReady.Set(boolFloat(rep.Role == slotsync.RoleStandby && rep.Ready()))
 }
 
 func boolFloat(b bool) float64 {
