@@ -282,6 +282,16 @@ func TestPatroniHookPolicy(t *testing.T) {
 	if code, out := run(unreachable...); code != 0 || !strings.Contains(out, "PROMOTING ANYWAY") {
 		t.Fatalf("proceed policy (the default): %d\n%s", code, out)
 	}
+	// NOT READY: the hook says what is at risk for each slot (its reason codes), not only that
+	// consumers must resnapshot (issue: a copy 752 bytes ahead made it call for a resnapshot).
+	notReady := filepath.Join(t.TempDir(), "slotsync")
+	answer := `{"ready":false,"exit_code":1,"not_ready":["cdc","sub"],"at_risk":["cdc: copy_behind_consumer","sub: missing"]}`
+	if err := os.WriteFile(notReady, []byte("#!/bin/sh\necho '"+answer+"'\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(append(unreachable, "SLOTSYNC_BIN="+notReady)...); code != 0 || !strings.Contains(out, "at risk: cdc: copy_behind_consumer; sub: missing") {
+		t.Fatalf("the hook on NOT READY does not say what is at risk: %d\n%s", code, out)
+	}
 	// Patroni's environment without slotsync's settings: the hook names what is missing.
 	if code, out := run("SLOTSYNC_STANDBY=host=x"); code == 0 || !strings.Contains(out, "SLOTSYNC_STATE_DIR") {
 		t.Fatalf("without SLOTSYNC_STATE_DIR: %d\n%s", code, out)

@@ -2,7 +2,10 @@ package sync
 
 import (
 	"errors"
+	"strings"
 	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
 
 	"github.com/slotsync/slotsync/topology"
 )
@@ -47,8 +50,11 @@ type Answer struct {
 	// whatever its policy).
 	CannotTell   bool `json:"cannot_tell,omitempty"`
 	PrimaryAlive bool `json:"primary_alive,omitempty"`
-	// NotReady names every slot a promotion right now would lose or force into a resnapshot.
+	// NotReady names every slot a promotion right now would lose or force into a resnapshot;
+	// AtRisk says for each what is at risk: its name and reason codes ("cdc: copy_behind_consumer"),
+	// the words a hook prints.
 	NotReady []string `json:"not_ready"`
+	AtRisk   []string `json:"at_risk"`
 	// NothingSelected: the selection matches none of the primary's logical slots (not READY).
 	NothingSelected string `json:"nothing_selected,omitempty"`
 	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
@@ -66,7 +72,7 @@ type ConsumerAhead struct {
 // that failed only because the primary is gone still answers when it carries a verdict judged
 // without the primary (rule 8).
 func AnswerOf(rep *Report, err error) Answer {
-	r := Answer{CheckedAt: time.Now().UTC(), NotReady: []string{}, ConsumersAhead: []ConsumerAhead{}}
+	r := Answer{CheckedAt: time.Now().UTC(), NotReady: []string{}, AtRisk: []string{}, ConsumersAhead: []ConsumerAhead{}}
 	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
 		r.ExitCode, r.Error = ExitCodeOf(err), err.Error()
 		r.CannotTell, r.PrimaryAlive = errors.Is(err, ErrCannotTell), errors.Is(err, ErrPrimaryAlive)
@@ -84,6 +90,7 @@ func AnswerOf(rep *Report, err error) Answer {
 		}
 		if !s.Verdict.Ready {
 			r.NotReady = append(r.NotReady, s.Name)
+			r.AtRisk = append(r.AtRisk, s.Name+": "+reasonsText(s.Verdict.Reasons))
 		}
 		if s.Verdict.ConsumerAheadBytes > 0 {
 			r.ConsumersAhead = append(r.ConsumersAhead, ConsumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
@@ -117,4 +124,16 @@ func (a Answer) Summary() Answer {
 	}
 	a.Report = &rep
 	return a
+}
+
+// reasonsText is a verdict's reason codes in one word list.
+func reasonsText(rs []lsncheck.Reason) string {
+	if len(rs) == 0 {
+		return "not ready"
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return strings.Join(out, " ")
 }

@@ -65,6 +65,9 @@ if [ "$rc" -eq 0 ]; then
   exit 0
 fi
 lost=$(printf '%s' "$flat" | sed -n 's/.*"not_ready": *\[\([^]]*\)\].*/\1/p' | tr -d ' "')
+# What is at risk for each slot (its reason codes, docs/CLI.md): a copy behind its consumer only
+# means changes received again; a missing or ahead copy, or a consumer ahead, means a resnapshot.
+risk=$(printf '%s' "$flat" | sed -n 's/.*"at_risk": *\[\([^]]*\)\].*/\1/p' | sed 's/", *"/; /g' | tr -d '"' | sed 's/^ *//; s/ *$//')
 case "$rc" in
   1) why="some logical slot copies are NOT READY$judged" ;;
   2) why="the gate cannot tell (this node, or the daemon's journal, cannot be read)" ;;
@@ -93,7 +96,7 @@ if [ "$policy" = block ]; then
   echo "slotsync pre_promote: BLOCKING the promotion of this node: $why${lost:+ ($lost)}" >&2
   exit 1
 fi
-echo "slotsync pre_promote: PROMOTING ANYWAY (SLOTSYNC_ON_NOT_READY=${SLOTSYNC_ON_NOT_READY:-proceed}): $why; consumers of these slots must resnapshot: ${lost:-unknown}" >&2
+echo "slotsync pre_promote: PROMOTING ANYWAY (SLOTSYNC_ON_NOT_READY=${SLOTSYNC_ON_NOT_READY:-proceed}): $why; consumers of these slots may have to resnapshot: ${lost:-unknown}${risk:+ (at risk: $risk)}" >&2
 printf '%s %s: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$why" "${lost:-unknown}" >>"$SLOTSYNC_STATE_DIR/promoted-without.txt" 2>/dev/null
 rm -f "$deadline_file"
 exit 0
