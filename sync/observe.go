@@ -395,11 +395,7 @@ func (o *pgObserver) Watch(ctx context.Context, names []string) (WatchSample, er
 	if err != nil {
 		return s, err
 	}
-	if s.From, err = topology.ReadServerID(ctx, pconn); err != nil {
-		o.reset(&o.pconn)
-		return s, err
-	}
-	if s.Primary, err = topology.SlotPositions(ctx, pconn, names); err != nil {
+	if s.From, s.Primary, err = topology.SlotPositionsFrom(ctx, pconn, names); err != nil {
 		o.reset(&o.pconn)
 	}
 	return s, err

@@ -169,13 +169,35 @@ func IDOf(n NodeInfo) ServerID {
 	return ServerID{SystemID: n.SystemID, StartedAt: n.StartedAt, InRecovery: n.InRecovery}
 }
 
-// ReadServerID reads who the server on conn is, in the form ReadNodeInfo reads it.
-func ReadServerID(ctx context.Context, conn *pgx.Conn) (ServerID, error) {
-	var id ServerID
-	err := conn.QueryRow(ctx, `SELECT (SELECT system_identifier::text FROM pg_control_system()), pg_postmaster_start_time()::text, pg_is_in_recovery()`).
-		Scan(&id.SystemID, &id.StartedAt, &id.InRecovery)
+// SlotPositionsFrom reads, in one query, who the server on conn is (as ReadNodeInfo reads it)
+// and the positions of the named logical slots there (a slot not found is absent): the watch
+// between passes checks that it reads the primary the last pass verified, at no extra round trip.
+func SlotPositionsFrom(ctx context.Context, conn *pgx.Conn, names []string) (ServerID, map[string]lsncheck.Position, error) {
+	rows, err := conn.Query(ctx, `SELECT id.system_identifier, id.started_at, id.in_recovery, s.slot_name::text,
+		coalesce(s.restart_lsn, '0/0'), coalesce(s.confirmed_flush_lsn, '0/0'), coalesce(s.catalog_xmin::text, '0')::bigint
+		FROM (SELECT (SELECT system_identifier::text FROM pg_control_system()) AS system_identifier,
+			pg_postmaster_start_time()::text AS started_at, pg_is_in_recovery() AS in_recovery) id
+		LEFT JOIN pg_replication_slots s ON s.slot_type = 'logical' AND s.slot_name = ANY($1)`, names)
 	if err != nil {
-		return ServerID{}, fmt.Errorf("read server identity: %w", err)
+		return ServerID{}, nil, fmt.Errorf("read slot positions: %w", err)
 	}
-	return id, nil
+	defer rows.Close()
+	var id ServerID
+	out := map[string]lsncheck.Position{}
+	for rows.Next() {
+		var name *string
+		var p lsncheck.Position
+		var xmin int64
+		if err := rows.Scan(&id.SystemID, &id.StartedAt, &id.InRecovery, &name, &p.RestartLSN, &p.ConfirmedFlush, &xmin); err != nil {
+			return ServerID{}, nil, fmt.Errorf("read slot positions: %w", err)
+		}
+		if name == nil {
+			continue // no slot of those names: the identity alone
+		}
+		if p.CatalogXmin, err = xidFromRow(xmin); err != nil {
+			return ServerID{}, nil, err
+		}
+		out[*name] = p
+	}
+	return id, out, rows.Err()
 }
