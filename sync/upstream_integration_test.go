@@ -8,6 +8,7 @@ import (
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -132,4 +133,30 @@ func (f *fixture) untilActive(n *integration.Node, name string) {
 			f.t.Fatalf("nothing streams through slot %s on %s", name, n.Name)
 		}
 	}
+}
+
+// TestDemotedPrimaryAheadOfTheStandby (correctness review round 4, finding 5): the standby's
+// receiver is cut just before a switchover; the primary takes writes its consumer confirms, then
+// is demoted (found in recovery, following no one: gone at once). Its WAL goes beyond the
+// standby's, and the consumer holds changes the standby never got: NOT READY
+// (consumer_ahead_of_standby), not READY judged without the primary from the record made while
+// the standby still streamed.
+func TestDemotedPrimaryAheadOfTheStandby(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.readyCopy()
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		waitNotStreaming(t, f)
+		f.insert(3)
+		f.consume(f.pair.Primary, "cdc")
+		f.must(f.pair.DemotePrimary(f.ctx))
+		rep, err := f.checkOn(f.cfg.PrimaryDSN).Inspect(f.ctx)
+		if err == nil && rep.Ready() {
+			t.Fatalf("READY with the demoted primary's WAL beyond the standby's: %+v, %+v", rep.WithoutPrimary, rep.Slots)
+		}
+		if s := rep.Slots; len(s) == 0 || !s[0].Verdict.Has(lsncheck.ReasonConsumerAheadOfStandby) {
+			t.Fatalf("want consumer_ahead_of_standby, got %v %+v", err, rep.Slots)
+		}
+	})
 }
