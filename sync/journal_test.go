@@ -79,7 +79,9 @@ func TestStandbyLostPrimaryAtSurvives(t *testing.T) {
 	if j.StandbyLostPrimaryAt.IsZero() {
 		t.Fatal("the moment the standby stopped streaming is not on disk after the passes")
 	}
-	if writes > 2 {
+	// Once per change (the moment, the record cut off, a copy's first WAL read), never per pass:
+	// before, every one of the six passes wrote it.
+	if writes > 3 {
 		t.Fatalf("the journal was written %d times in 6 passes of one cut-off: want once per change", writes)
 	}
 }
