@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pglogrepl"
 	"github.com/slotsync/slotsync/integration"
 )
 
@@ -69,6 +70,8 @@ type ChaosIteration struct {
 	// SwitchAnswers: what the gate beside the standby answered with the primary demoted, one per
 	// switchover ("exit 0 without the primary", …), as Patroni's pre_promote hook asks it.
 	SwitchAnswers []string `json:"switch_answers,omitempty"`
+	// HookAnswers: every answer of a hook's cutover (Plan.Hook), the READY it promoted on last.
+	HookAnswers []string `json:"hook_answers,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -198,6 +201,12 @@ type world struct {
 	recv *receiverLog
 	// frozen: slotsync is paused from the question with the primary to the promotion (Plan.Freeze).
 	frozen bool
+	// hook: the cutover was a hook's (Plan.Hook); walEnd: the standby's end of WAL at its
+	// promotion.
+	hook   bool
+	walEnd pglogrepl.LSN
+	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
+	hookAnswers []string
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	stdsync "sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +19,11 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	switch s.Fault {
 	case FaultSidecarKill:
 		wd.side.kill()
+	case FaultSidecarPause:
+		// slotsync stalls (SIGSTOP: a stop-the-world pause, a starved CPU) while the gate,
+		// a process of its own, is asked: its answer must not rest on slotsync keeping up.
+		wd.side.signal(syscall.SIGSTOP)
+		time.AfterFunc(s.For, func() { wd.side.signal(syscall.SIGCONT) })
 	case FaultPrimaryRoute:
 		wd.proxy.Blackhole()
 		time.AfterFunc(s.For, wd.proxy.Restore)
@@ -31,9 +37,13 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		default:
 		}
 	case FaultSlotRecreated:
-		return wd.recreate(ctx, s.Slot)
+		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
-		return wd.recreateBehind(ctx, s.Slot)
+		return wd.recreateBehind(ctx, s.Slot, s.Away)
+	case FaultSlotDropped:
+		return wd.whileIdle(ctx, s.Slot, true, func() error {
+			return wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", s.Slot)
+		})
 	case FaultTwoPhase:
 		return wd.twoPhaseWhilePrepared(ctx, s)
 	case FaultSwitchover:
@@ -82,10 +92,11 @@ func (wd *world) feedOf(slot string) int {
 // recreate drops a slot and makes it again with the same name and plugin: a new incarnation,
 // ahead of the copy on the standby. Its consumer starts over from the new slot, owed only what
 // is written after it (writes wait while the slot is made).
-func (wd *world) recreate(ctx context.Context, slot string) error {
+func (wd *world) recreate(ctx context.Context, slot string, away bool) error {
 	f := wd.feeds[wd.feedOf(slot)]
-	return wd.whileIdle(ctx, slot, func() error {
-		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+	return wd.whileIdle(ctx, slot, away, func() error {
+		// Dropped already (FaultSlotDropped): made again only.
+		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
 		wd.w.mu.Lock()
@@ -132,7 +143,7 @@ func (wd *world) makeBehind(ctx context.Context) error {
 // recreateBehind drops a slot and copies it again from its copy made before any write: a new
 // incarnation behind the copy on the standby, as an operator restoring a slot from an older one
 // would make. Its consumer starts over from there and is owed everything.
-func (wd *world) recreateBehind(ctx context.Context, slot string) error {
+func (wd *world) recreateBehind(ctx context.Context, slot string, away bool) error {
 	if wd.pair.Major < 12 {
 		wd.log.Info("no pg_copy_logical_replication_slot before 12: fault skipped")
 		return nil
@@ -144,7 +155,7 @@ func (wd *world) recreateBehind(ctx context.Context, slot string) error {
 		return nil
 	}
 	f := wd.feeds[wd.feedOf(slot)]
-	return wd.whileIdle(ctx, slot, func() error {
+	return wd.whileIdle(ctx, slot, away, func() error {
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
 			return err
 		}
@@ -157,11 +168,13 @@ func (wd *world) recreateBehind(ctx context.Context, slot string) error {
 }
 
 // whileIdle stops a slot's consumer, ends its walsender and runs op (tried again while the slot
-// is still in use, up to 15 s), then starts the consumer again.
-func (wd *world) whileIdle(ctx context.Context, slot string, op func() error) error {
+// is still in use, up to 15 s), then starts the consumer again unless it stays away.
+func (wd *world) whileIdle(ctx context.Context, slot string, away bool, op func() error) error {
 	i := wd.feedOf(slot)
 	wd.stopFeed(i)
-	defer wd.startFeed(ctx, i, wd.pair.Primary)
+	if !away {
+		defer wd.startFeed(ctx, i, wd.pair.Primary)
+	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		err := wd.pair.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL", slot)

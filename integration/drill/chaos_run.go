@@ -50,6 +50,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err != nil {
 		return err
 	}
+	wd.walEnd, wd.hook = walEnd, plan.Hook
 	durable := make([]map[int]int, len(wd.feeds))
 	consumers := make([]*consumer, len(wd.feeds))
 	for i, f := range wd.feeds {
@@ -65,9 +66,8 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		return fmt.Errorf("after the promotion: %w", err)
 	}
 	sideStopped = true
-	if wd.frozen {
-		wd.side.signal(syscall.SIGCONT)
-	}
+	wd.side.signal(syscall.SIGCONT) // paused by the plan (Freeze, FaultSidecarPause) or not
+
 	if err := wd.side.stop(wd.stopWithin); err != nil {
 		it.Problems = append(it.Problems, err.Error())
 	}
@@ -76,7 +76,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 			it.Problems = append(it.Problems, "beside the old primary: "+err.Error())
 		}
 	}
-	it.Switchovers, it.SwitchAnswers = wd.switched, wd.switchAnswers
+	it.Switchovers, it.SwitchAnswers, it.HookAnswers = wd.switched, wd.switchAnswers, wd.hookAnswers
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
 	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -126,6 +126,9 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.pauseWrites()
 		sleepUntil(ctx, time.Now().Add(plan.Quiesce))
 	}
+	if plan.Hook {
+		return wd.hookCutover(ctx)
+	}
 	issued := wd.w.issued()
 	if plan.Freeze && !statefileMethod(wd.pair, wd.method) {
 		wd.side.signal(syscall.SIGSTOP)
@@ -150,6 +153,37 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		"without_primary", fmt.Sprint(without.Slots), "without_cannot_tell", without.CannotTell, "binding", binding)
 	return with, without, binding, err
 }
+
+// hookCutover is the cutover of a hook that promotes on READY (Plan.Hook): the gate asked until
+// it says READY for every slot, the primary killed -9 the moment it does, the writes and the
+// consumers going on until then.
+func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, binding bool, err error) {
+	deadline := time.Now().Add(HookBound)
+	for {
+		if with, err = wd.ask(ctx); err != nil {
+			return with, without, false, err
+		}
+		wd.hookAnswers = append(wd.hookAnswers, with.brief())
+		if with.allReady() || time.Now().After(deadline) {
+			break
+		}
+		if !sleepUntil(ctx, time.Now().Add(hookEvery)) {
+			return with, without, false, ctx.Err()
+		}
+	}
+	if err = wd.pair.Primary.Kill(ctx); err != nil {
+		return with, without, false, err
+	}
+	wd.pauseWrites()
+	wd.stopFeeds()
+	without, err = wd.askWithoutPrimary(ctx)
+	wd.log.Info("gate (hook)", "with_primary", fmt.Sprint(with.Slots), "with_cannot_tell", with.CannotTell,
+		"without_primary", fmt.Sprint(without.Slots), "without_cannot_tell", without.CannotTell)
+	return with, without, true, err
+}
+
+// hookEvery: a hook asks again this soon after a NOT READY.
+const hookEvery = 20 * time.Millisecond
 
 // standbyWALEnd is the end of the WAL the standby holds, received or replayed, once its primary
 // is gone: where its promotion starts the new timeline.
@@ -239,6 +273,12 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					streamedAgo = a.answer.Asked.Sub(last)
 					promised = promised || streamedAgo < gateGoneAfter-time.Second
 				}
+			}
+			if wd.hook && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
+				// The writes went on after the answer: a consumer that went ahead of the
+				// standby after it did so on its own; the answer promised only that none was
+				// ahead when it was asked.
+				promised = f.c.confirmedAt(a.answer.Asked) > wd.walEnd
 			}
 			allowed := f.c.confirmedAt(observed)
 			early := 0

@@ -133,11 +133,7 @@ func (wd *world) untilReady(ctx context.Context, bound time.Duration) (bool, err
 		if err != nil {
 			return false, err
 		}
-		ready := true
-		for _, s := range slots {
-			ready = ready && a.For(s.name) == AnswerReady
-		}
-		if ready {
+		if a.allReady() {
 			return true, nil
 		}
 		if time.Now().After(deadline) || !sleepUntil(ctx, time.Now().Add(time.Second)) {

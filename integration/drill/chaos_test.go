@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -155,7 +156,7 @@ func TestTally(t *testing.T) {
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
 // SLOTSYNC_CHAOS_REPORT=path appends each iteration to path.pgN.jsonl as it is judged; SLOTSYNC_CHAOS_STATE_DIR
 // keeps slotsync's logs and journals there; SLOTSYNC_CHAOS_PLANS=matrix runs the plans written
-// for the rules (MatrixPlans) instead of drawn ones.
+// for the rules (MatrixPlans) instead of drawn ones (a comma-separated list of names: those).
 func TestChaos(t *testing.T) {
 	n, majors := 6, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
@@ -177,8 +178,8 @@ func TestChaos(t *testing.T) {
 		}
 		report := os.Getenv("SLOTSYNC_CHAOS_REPORT")
 		var plans []Plan
-		if os.Getenv("SLOTSYNC_CHAOS_PLANS") == "matrix" {
-			plans = MatrixPlans() // the plans written for the rules (mutants.go)
+		if want := os.Getenv("SLOTSYNC_CHAOS_PLANS"); want != "" {
+			plans = matrixPlans(t, want) // the plans written for the rules (mutants.go)
 		}
 		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Plans: plans, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
@@ -192,6 +193,9 @@ func TestChaos(t *testing.T) {
 			}})
 		for _, it := range rep.Iterations {
 			t.Logf("%s\n  ok %v, switchovers %d, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.Switchovers, it.SlotsyncCrashes, answers(it), it.Problems)
+			if len(it.HookAnswers) > 0 {
+				t.Logf("  the hook asked %d times: %q", len(it.HookAnswers), it.HookAnswers)
+			}
 		}
 		var table bytes.Buffer
 		rep.Tally.Markdown(&table)
@@ -376,4 +380,18 @@ func TestReadPlans(t *testing.T) {
 	if _, err := ReadPlans(path); err == nil {
 		t.Fatal("a line without a plan was taken")
 	}
+}
+
+// matrixPlans are the MatrixPlans want names ("matrix": all of them).
+func matrixPlans(t *testing.T, want string) []Plan {
+	var out []Plan
+	for _, p := range MatrixPlans() {
+		if want == "matrix" || slices.Contains(strings.Split(want, ","), p.Name) {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("SLOTSYNC_CHAOS_PLANS=%s names no plan of MatrixPlans", want)
+	}
+	return out
 }

@@ -19,6 +19,7 @@ type Fault string
 // The faults outside slotsync, and slotsync's own crashes.
 const (
 	FaultSidecarKill       Fault = "slotsync_killed"             // kill -9 of slotsync, restarted as a service manager would
+	FaultSidecarPause      Fault = "slotsync_paused"             // slotsync stopped (SIGSTOP) for a while, then continued
 	FaultFailpoint         Fault = "slotsync_crash_at_step"      // slotsync crashes at a named step (a build with failpoints)
 	FaultPrimaryRoute      Fault = "primary_route_blackholed"    // slotsync's route to the primary is silent (the standby's is not)
 	FaultWALReceiver       Fault = "wal_receiver_cut"            // the standby's walsender on the primary is terminated
@@ -26,6 +27,7 @@ const (
 	FaultConsumerReconnect Fault = "consumer_reconnect"          // a consumer disconnects and resumes from its offset
 	FaultSlotRecreated     Fault = "slot_recreated"              // a slot dropped and made again with its name (ahead)
 	FaultSlotBehind        Fault = "slot_recreated_behind"       // a slot dropped and copied again from an older one (pg_copy_logical_replication_slot)
+	FaultSlotDropped       Fault = "slot_dropped"                // a slot dropped, its consumer away until a FaultSlotRecreated makes it again
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed
@@ -54,6 +56,9 @@ type Step struct {
 	Fault Fault
 	Slot  string        // the slot or consumer it concerns, if any
 	For   time.Duration // how long it lasts (a blackhole, a long transaction)
+	// Away: the slot's consumer stays away from this fault to the promotion (a consumer down
+	// for maintenance, or one that runs nightly).
+	Away bool `json:"away,omitempty"`
 }
 
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
@@ -80,7 +85,17 @@ type Plan struct {
 	// the promotion: the promotion then happens on exactly what the answer saw, as an HA hook
 	// promoting at once would (16+: a state-file restart must not be frozen half-way).
 	Freeze bool `json:"freeze,omitempty"`
+	// Hook: the cutover of an HA hook that promotes on READY: the writes and the consumers go
+	// on, the gate is asked again at once until it says READY for every slot (at most
+	// HookBound), and the primary is killed -9 (every process of it at once, as good as frozen)
+	// the moment it does; the standby is promoted. The answer is binding: what the consumers
+	// confirmed after it is theirs, not the gate's (the oracle judges a consumer ahead of the
+	// standby by its offset when the gate was asked).
+	Hook bool `json:"hook,omitempty"`
 }
+
+// HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
+const HookBound = 15 * time.Second
 
 // DrawPlan draws an iteration from seed: a live phase of 3 to 8 s, one to four faults, the
 // failover's kind, and whether the writes pause before it. With failpoints, slotsync's first
@@ -150,6 +165,9 @@ func (p Plan) String() string {
 		if s.For > 0 {
 			fmt.Fprintf(&b, " for %s", s.For)
 		}
+		if s.Away {
+			b.WriteString(", its consumer away")
+		}
 	}
 	if p.Quiesce > 0 {
 		fmt.Fprintf(&b, "; writes pause %s before", p.Quiesce)
@@ -157,7 +175,9 @@ func (p Plan) String() string {
 	if p.Freeze {
 		b.WriteString("; slotsync paused from the question to the promotion")
 	}
-	if p.Kill {
+	if p.Hook {
+		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
+	} else if p.Kill {
 		b.WriteString("; failover: kill -9")
 	} else {
 		b.WriteString("; failover: clean stop")

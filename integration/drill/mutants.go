@@ -73,5 +73,37 @@ func MatrixPlans() []Plan {
 			{At: 1500 * ms, Fault: FaultPrimaryRoute, For: 4000 * ms}, {At: 2000 * ms, Fault: FaultPrimaryRestart}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
 		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
+		// The hook's timing: the gate asked again at once until READY, the primary killed -9 the
+		// moment it says so, the writes going on. Each puts a rule's window at the question:
+		// slotsync paused (SIGSTOP) just before the last fault, for longer than the hook waits
+		// at most, so nothing mends the copies before the gate is asked.
+		// A slot dropped (slotsync drops its copy), then made again: no copy (rule 1).
+		hookPlan("hook-slot-made-again", []Step{{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"}},
+			Step{Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}),
+		// A slot made again, its consumer away: slotsync's new copy is ahead of it (rule 4).
+		hookPlan("hook-fresh-slot-consumer-away", []Step{{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}),
+		// A slot copied again from one made before any write, its consumer away: it will start
+		// over, far behind the copy (rule 2).
+		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
+		// The standby's receiver cut: the consumers get ahead of it (rule 5).
+		hookPlan("hook-receiver-cut", nil, Step{Fault: FaultWALReceiver}),
+		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
+		// must not judge without a primary that only its own route lost (rule 8).
+		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
+		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
+		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
+}
+
+// hookPlan is a plan of the hook's timing (Plan.Hook): three seconds of writes with the steps
+// before, slotsync paused for longer than the hook asks at most, then the last steps, the end of
+// the live phase, each right after the one before.
+func hookPlan(name string, before []Step, last ...Step) Plan {
+	live := 3000 * time.Millisecond
+	p := Plan{Name: name, Live: live, Hook: true, Kill: true, Steps: append(before, Step{At: live - 200*time.Millisecond, Fault: FaultSidecarPause, For: HookBound + 5*time.Second})}
+	for _, s := range last {
+		s.At = live
+		p.Steps = append(p.Steps, s)
+	}
+	return p
 }

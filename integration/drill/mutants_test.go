@@ -121,6 +121,9 @@ func TestMutationMatrix(t *testing.T) {
 					}
 					it := rep.Iterations[0]
 					t.Logf("%s\n  ok %v, answers %s, problems %q", it.Plan, it.OK, answers(it), it.Problems)
+					if len(it.HookAnswers) > 0 {
+						t.Logf("  the hook asked %d times: %q", len(it.HookAnswers), it.HookAnswers)
+					}
 					if !it.OK {
 						killedBy = fmt.Sprintf("plan %d of %d: %s: %s", i+1, len(plans), it.Plan, killReason(it))
 					}

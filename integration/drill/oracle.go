@@ -3,6 +3,7 @@ package drill
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	slotsync "github.com/slotsync/slotsync/sync"
@@ -88,6 +89,37 @@ func (a GateAnswer) For(slot string) Answer {
 		return w
 	}
 	return AnswerNotReady // a slot the gate did not name is not promised
+}
+
+// brief is the answer in a line: its exit code, how it judged, and each slot's reasons.
+func (a GateAnswer) brief() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s exit %d", a.Asked.Format("15:04:05.000"), a.Exit)
+	if a.WithoutPrimary {
+		b.WriteString(" without the primary")
+	}
+	if a.CannotTell {
+		b.WriteString(" CANNOT TELL")
+	}
+	if a.Error != "" {
+		fmt.Fprintf(&b, " error %.80s", a.Error)
+	}
+	for _, s := range slots {
+		if why := a.Reasons[s.name]; len(why) > 0 {
+			fmt.Fprintf(&b, "; %s: %s", s.name, strings.Join(why, ","))
+		}
+	}
+	return b.String()
+}
+
+// allReady: the answer is READY for every drill slot.
+func (a GateAnswer) allReady() bool {
+	for _, s := range slots {
+		if a.For(s.name) != AnswerReady {
+			return false
+		}
+	}
+	return true
 }
 
 // Judged is one gate answer on one slot, set against that slot's consumer after the promotion.
