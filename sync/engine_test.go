@@ -109,6 +109,7 @@ func twoNodeSnapshot() Observation {
 	s := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
 	s.in.Primary.Info.SystemID, s.in.Standby.Info.SystemID = "42", "42"
 	s.in.Standby.Info.WALLevel, s.in.Standby.Info.CanReplicate = "logical", true
+	s.in.Standby.Info.ReplayedCommitAge = -1 // no commit replayed since it started, unless a test says so
 	return Observation{Primary: s.in.Primary, Standby: s.in.Standby}
 }
 

@@ -442,3 +442,35 @@ func TestRotatedPasswordFileIsReadAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultRecordOutlivedByThePrimary: slotsync stalls (no pass: a paused process, a starved
+// CPU) after recording the gate while the primary lives on and commits for longer than the record
+// promised to be renewed within; a slot may have changed unseen in that time (the explorer's
+// hook-slot-behind plan: a slot copied again from an older one, its consumer starting over behind
+// the copy). Without the primary the gate cannot tell: the standby replayed commits made after
+// the record was due. It answered READY from the stale record before.
+func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter, f.cfg.GateRecordInterval = time.Second, time.Second
+		f.startEngine()
+		f.readyCopy()
+		recorded := time.Now()
+		// The primary lives on past the record's renewal and its margin; slotsync runs no pass.
+		for time.Since(recorded) < f.cfg.GateRecordInterval+2*f.cfg.Interval+RecordLagMargin+time.Second {
+			f.insert(1)
+			f.consume(f.pair.Primary, "cdc")
+			time.Sleep(500 * time.Millisecond)
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Primary.Kill(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if !errors.Is(err, ErrCannotTell) || errors.Is(err, ErrPrimaryAlive) {
+			t.Fatalf("the gate without the primary, from a record the primary outlived: want CANNOT TELL, got %v (ready %v, slots %+v)", err, rep.Ready(), rep.Slots)
+		}
+		if !strings.Contains(err.Error(), "after slotsync's last observation") {
+			t.Fatalf("CANNOT TELL without saying why: %v", err)
+		}
+	})
+}

@@ -37,6 +37,11 @@ type GateRecord struct {
 	// Unselected names the primary's logical slots the selection left out (Report.Unselected):
 	// a selection that matched none of them is no READY without the primary either.
 	Unselected []string `json:"unselected,omitempty"`
+	// RenewBy: the latest moment the daemon that wrote the record was to write the next one
+	// (ObservedAt, GateRecordInterval and two passes). A standby that replayed commits of the
+	// primary from well after it shows a primary that lived on unobserved: slots may have changed
+	// then that the record does not know (rule 8). Zero in records of older versions.
+	RenewBy time.Time `json:"renew_by,omitzero"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -477,7 +482,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if err := cannotTell(snap.Standby.Info, perr, e.now().Sub(rec.ObservedAt), e.cfg.MaxRecordAge); err != nil {
+	if err := cannotTell(snap.Standby.Info, perr, rec, e.now(), e.cfg.MaxRecordAge); err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
 	snap, err := e.primaryLost(ctx, snap, perr, apply)
@@ -538,9 +543,12 @@ func (primaryAlive) Is(target error) bool {
 
 // cannotTell says why the gate cannot judge without the primary: the standby still streams
 // from it (the primary is alive, only unreachable from here: promoting now would split the
-// cluster, and its consumers may get ahead of this standby), or the record is older than
-// maxAge (slots made since are unknown to it).
-func cannotTell(standby topology.NodeInfo, perr error, age, maxAge time.Duration) error {
+// cluster, and its consumers may get ahead of this standby), the record is older than maxAge
+// (slots made since are unknown to it), or the primary lived on unobserved past the record's
+// renewal (slots changed then are unknown to it).
+func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, now time.Time, maxAge time.Duration) error {
+	age := now.Sub(rec.ObservedAt)
+	lastCommit := now.Add(-standby.ReplayedCommitAge)
 	switch {
 	case livePrimarySeen(standby, perr):
 		return ErrPrimaryAlive
@@ -549,6 +557,12 @@ func cannotTell(standby topology.NodeInfo, perr error, age, maxAge time.Duration
 	case maxAge > 0 && age > maxAge:
 		return fmt.Errorf("%w: the last observation of the primary is %s old, past --max-record-age %s: slots made since are unknown to it",
 			ErrCannotTell, age.Round(time.Second), maxAge)
+	case !rec.RenewBy.IsZero() && standby.ReplayedCommitAge >= 0 && lastCommit.After(rec.RenewBy.Add(RecordLagMargin)) && !failpoint.Mutant("record-outlived"):
+		return fmt.Errorf("%w: the standby replayed a transaction the primary committed at %s, %s after slotsync's last observation of it (%s, "+
+			"due to be renewed by %s): slotsync did not observe the primary's last moments (stalled, restarting, or its route to the primary cut), "+
+			"so slots dropped, made again or moved back then are unknown to the gate; see slotsync's log for why its passes stopped",
+			ErrCannotTell, lastCommit.UTC().Format("15:04:05.000"), lastCommit.Sub(rec.ObservedAt).Round(100*time.Millisecond),
+			rec.ObservedAt.UTC().Format("15:04:05.000"), rec.RenewBy.UTC().Format("15:04:05.000"))
 	}
 	return nil
 }
@@ -687,6 +701,7 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	if rec.StandbyCutOff {
 		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(snap))
 	}
+	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*e.cfg.Interval)
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
@@ -733,3 +748,9 @@ func synchronizedStandby(snap Observation) bool {
 	}
 	return false
 }
+
+// RecordLagMargin: without the primary, the standby may have replayed commits this much past the
+// moment the gate record was due to be renewed (GateRecord.RenewBy) before the gate cannot tell
+// (rule 8): a pass that takes long, and clocks of the primary and of slotsync's host a little
+// apart.
+const RecordLagMargin = 5 * time.Second

@@ -269,6 +269,14 @@ func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
 			info.SyncReplicationSlots, info.HasConninfoDBName = n >= 170000, n >= 170000
 		case "not-streaming":
 			info.ReceiverStatus = ""
+		case "commit-age":
+			// commit-age=<duration>: the primary committed the last transaction the standby
+			// replayed this long before the next observation.
+			age, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: %v", d.Pos, err)
+			}
+			info.ReplayedCommitAge = age
 		case "recovery":
 			info.InRecovery = v != "false"
 		case "timeline":

@@ -66,6 +66,10 @@ type NodeInfo struct {
 	// ReceiverSilentFor: on a standby, how long since its WAL receiver last heard from the
 	// primary (last_msg_receipt_time); ReceiverTimeout: its wal_receiver_timeout (0: none).
 	ReceiverSilentFor, ReceiverTimeout time.Duration
+	// ReplayedCommitAge: on a standby, how long ago (by its clock) the primary committed the last
+	// transaction it replayed (pg_last_xact_replay_timestamp; -1 when none since it started, and
+	// on a primary).
+	ReplayedCommitAge time.Duration
 }
 
 // SilentReceiverBound is how long a standby whose wal_receiver_timeout is 0 may hear nothing from
@@ -161,16 +165,21 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT (extract(epoch FROM now() - last_msg_receipt_time) * 1000)::bigint FROM pg_stat_wal_receiver), 0),
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
-		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER')`
-	var silentMs, timeoutMs int64
+		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER'),
+		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1)`
+	var silentMs, timeoutMs, commitMs int64
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
-		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings)
+		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni, &n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}
 	n.ReceiverSilentFor, n.ReceiverTimeout = time.Duration(silentMs)*time.Millisecond, time.Duration(timeoutMs)*time.Millisecond
+	n.ReplayedCommitAge = -1
+	if commitMs >= 0 {
+		n.ReplayedCommitAge = time.Duration(commitMs) * time.Millisecond
+	}
 	return n, nil
 }
 

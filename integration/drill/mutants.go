@@ -50,6 +50,7 @@ func Mutants() []Mutant {
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
 		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
 		Mutant{Name: "watch-unbound", Majors: []int{16, 17, 18}, Why: "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)"},
+		Mutant{Name: "record-outlived", Why: "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)"},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 	)
 }
