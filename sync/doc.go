@@ -14,8 +14,9 @@
 //     actions run on worker sessions of the chosen method, one timeout per slot.
 //   - remember (memory.go): the engine's one memory between passes (backoff, copies counted,
 //     copies to make again, what the watch may move) changes there and nowhere else.
-//   - judge (gate.go): each slot's verdict with the primary (lsncheck.Readiness), and the
-//     GateRecord kept in the journal for judging without it (JudgeWithoutPrimary).
+//   - judge (gate.go): each slot's verdict with the primary (lsncheck.Readiness), from the
+//     journal's rule-4 facts (facts.go); the GateRecord kept in the journal for judging without
+//     it (record.go: JudgeWithoutPrimary), and when the primary counts as gone (liveness.go).
 //
 // Engine.Inspect is the same pass without apply: check and status. Between passes the watch
 // (watch.go) advances copies whose consumer moved, through the plan's own rule-1 computation.
@@ -24,7 +25,7 @@
 //
 // docs/RULES.md numbers them. Rules 1-3 (never backwards, a new incarnation is recreated,
 // drop only what slotsync made) are in plan.go; rules 4-5 (when a copy is READY) in
-// lsncheck.Readiness, fed by judge; rule 8 (without the primary) in gate.go; rule 9 (a node
+// lsncheck.Readiness, fed by judge; rule 8 (without the primary) in record.go and liveness.go; rule 9 (a node
 // that is the primary now) in role.go. Rule 6 (never leave the standby down) and rule 7 (the
 // standby streams from this primary) are in the state-file method and observe.go.
 //

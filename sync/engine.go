@@ -67,7 +67,7 @@ type Engine struct {
 	// stillFailingEvery: how often a pass failing with the same error is logged again.
 	stillFailingEvery time.Duration
 	// started: the engine's first pass; lastStreaming: the last pass that saw the standby
-	// stream from its primary (gate.go, primaryLost).
+	// stream from its primary (liveness.go, primaryLost).
 	started, lastStreaming time.Time
 }
 

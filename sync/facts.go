@@ -1,0 +1,143 @@
+package sync
+
+import (
+	"slices"
+
+	"github.com/slotsync/slotsync/internal/failpoint"
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// horizonSeenAt is when the entry's copy was first seen held by the standby's physical slot.
+func horizonSeenAt(ent *Entry) lsncheck.LSN {
+	if ent == nil {
+		return 0
+	}
+	return ent.HorizonSeenAt
+}
+
+// horizonSeen records, for each copy of the standby's own decoding, the first observation
+// where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
+// journal to keep (written with the next journal write) and whether anything changed. Copies made
+// in this pass (made) are not judged on it: the pass observed the standby before they existed.
+func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, snap, copies, made, func(string, topology.Slot) bool { return true })
+}
+
+// horizonKept records, for each state-file copy, the first observation where the standby's
+// physical slot held its catalog rows while the primary still kept them (catalogKept): rows a
+// VACUUM removed before the standby's feedback covered the copy are not brought back by that
+// feedback, which the primary accepts even when it moves the slot's horizon back (rule 4). The
+// copies are the observation's, loaded before the physical slot and the primary's slots were
+// read (observe.go lists them in that order): from then on every feedback of the standby
+// carries the copy's catalog_xmin. Copies made or made again in this pass (made) are not judged
+// on it: its observation is of the copy they replace, whose catalog hold proves nothing of
+// theirs. It is pure: it returns the journal and whether it changed.
+func horizonKept(j *Journal, snap Observation, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, snap, snap.Standby.Slots, made, func(name string, cp topology.Slot) bool {
+		return catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
+	})
+}
+
+// markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose
+// copy the standby's horizon covers now, where kept also holds, but for the copies made in this
+// pass (made).
+func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool, kept func(string, topology.Slot) bool) (*Journal, bool) {
+	horizon := snap.Physical.CatalogHorizon()
+	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
+		return j, false
+	}
+	var next *Journal
+	for name, ent := range j.Slots {
+		cp, ok := copies[name]
+		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
+			continue
+		}
+		if next == nil {
+			next = j.clone()
+		}
+		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
+	}
+	if next == nil {
+		return j, false
+	}
+	return next, true
+}
+
+// catalogKept says whether the primary kept, when its slots were read, the catalog rows from
+// xmin on for the copy of slot name: the primary slot's catalog_xmin (which only moves forward)
+// is not newer, or the catalog hold this standby's sidecar took for it (a copy of the primary
+// slot, never advanced) is not. No other slot proves it: one made or copied later may carry a
+// horizon that the standby's feedback moved back after the rows were gone.
+func catalogKept(primary map[string]topology.Slot, standbySlot, name string, xmin lsncheck.XID) bool {
+	kept := func(s topology.Slot, ok bool) bool {
+		return ok && !s.Invalidated && s.CatalogXmin != 0 && !lsncheck.XIDPrecedes(xmin, s.CatalogXmin)
+	}
+	ps, ok := primary[name]
+	if kept(ps, ok && !ps.Temporary) {
+		return true
+	}
+	hold, ok := primary[method.HoldName(standbySlot, name)]
+	return kept(hold, ok && hold.Temporary)
+}
+
+// twoPhasePending says whether a two_phase copy of the standby's own decoding still waits for
+// the transactions prepared when it was made to be resolved and confirmed past (rule 4).
+func twoPhasePending(ent *Entry, ps topology.Slot) bool {
+	return ent != nil && ent.TwoPhaseFrom != 0 && (ent.TwoPhaseSettledAt == 0 || ps.ConfirmedFlush < ent.TwoPhaseSettledAt)
+}
+
+// madeNow names the slots whose copy this pass makes (their observation predates the copy).
+func madeNow(actions []Action) map[string]bool {
+	out := map[string]bool{}
+	for _, a := range actions {
+		if a.Kind == KindCreate || a.Kind == KindRecreate {
+			out[a.Slot] = true
+		}
+	}
+	return out
+}
+
+// twoPhaseSeen follows, for each two_phase copy of the standby's own decoding, the primary's
+// prepared transactions in its database from the first observation after the copy was made,
+// until none of those is pending; it records where that was first seen (rule 4). Copies made
+// in this pass wait for the next observation. It is pure.
+func twoPhaseSeen(j *Journal, snap Observation, skip map[string]bool) (*Journal, bool) {
+	var next *Journal
+	for name, ent := range j.Slots {
+		if ent.TwoPhaseFrom == 0 || ent.TwoPhaseSettledAt != 0 || skip[name] || snap.Primary.Info.CurrentLSN < ent.TwoPhaseFrom {
+			continue
+		}
+		now := snap.Prepared[ent.Identity.Database]
+		var pending []lsncheck.XID
+		for _, x := range ent.TwoPhasePending {
+			if slices.Contains(now, x) {
+				pending = append(pending, x)
+			}
+		}
+		if !ent.TwoPhaseSeen {
+			pending = slices.Clone(now)
+		}
+		if next == nil {
+			next = j.clone()
+		}
+		e := next.Slots[name]
+		e.TwoPhaseSeen, e.TwoPhasePending = true, pending
+		if len(pending) == 0 {
+			e.TwoPhaseSettledAt = snap.Primary.Info.CurrentLSN
+		}
+	}
+	if next == nil {
+		return j, false
+	}
+	return next, true
+}
+
+// decodeError is the entry's last decoding error ("" for none, or no entry).
+func decodeError(ent *Entry) string {
+	if ent == nil {
+		return ""
+	}
+	return ent.DecodeError
+}

@@ -1,0 +1,233 @@
+package sync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slotsync/slotsync/internal/failpoint"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// ErrPrimaryInRecovery: the server slotsync takes for the primary (the standby's
+// primary_conninfo, or --primary) answers in recovery and is the standby's demoted primary (a
+// switchover, before the HA manager re-points the standby): of this cluster, not the standby
+// itself, receiving WAL from no one but the standby (JudgeUpstream). It takes no writes, so the
+// primary is gone as far as the gate is concerned (rule 8), and the standby streaming from it
+// does not make a primary alive.
+var ErrPrimaryInRecovery = errors.New("the server taken for the primary (--primary, or the standby's primary_conninfo) is in recovery: " +
+	"the standby's primary, demoted (as in a switchover): it takes no writes")
+
+// primaryGone reports an observation that failed only because the primary could not be asked
+// (unreachable, shutting down, in recovery, or unknown while an HA manager re-points the
+// standby).
+func primaryGone(err error) bool {
+	var ne *NodeError
+	return errors.As(err, &ne) && ne.Node == "primary" && Classify(err) == Retry
+}
+
+// judgeWithoutPrimary answers for a pass whose primary is gone, from the standby and the
+// journal's gate record (rule 8). Inspect returns the verdict (unless Strict); a pass that would
+// apply still fails (nothing was changed) but carries the verdict for /promotion-ready.
+func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Observation, perr error, apply bool) (Report, error) {
+	rec := e.journal.Gate
+	switch {
+	case errors.Is(perr, ErrPrimaryAlive):
+		return rep, perr // a server in recovery that follows a live primary (JudgeUpstream)
+	case e.cfg.Strict && !apply:
+		return rep, fmt.Errorf("%w (strict: the gate does not judge without the primary)", perr)
+	case rec == nil:
+		return rep, fmt.Errorf("%w; no earlier observation of the primary is recorded in the state directory (give check the daemon's --state-dir)", perr)
+	}
+	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
+		return rep, err
+	}
+	if err := cannotTell(snap.Standby.Info, perr, rec, e.now(), e.cfg.MaxRecordAge); err != nil {
+		return rep, fmt.Errorf("%w: %w", perr, err)
+	}
+	snap, err := e.primaryLost(ctx, snap, perr, apply)
+	if err != nil {
+		return rep, fmt.Errorf("%w: %w", perr, err)
+	}
+	age := e.now().Sub(rec.ObservedAt)
+	rep.Role = RoleStandby
+	rep.Major = snap.Standby.Info.Major()
+	rep.Method = topology.Method(rec.Method)
+	rep.Standby = summarize(snap.Standby.Info)
+	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
+	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
+	rep.Slots = append(rep.Slots, unknown...)
+	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
+	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
+		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
+	if !e.withoutPrimary {
+		e.log.Warn("the primary cannot be asked: the gate judges without it, from the standby and the last observation of the primary",
+			"why", perr.Error(), "observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),
+			"synchronized_standby", rec.SynchronizedStandby)
+		e.withoutPrimary = true
+	}
+	rep.Duration = e.now().Sub(rep.Started)
+	if apply {
+		return rep, perr
+	}
+	return rep, nil
+}
+
+// ErrCannotTell: without the primary, the gate cannot judge at all (rule 8).
+var ErrCannotTell = errors.New("CANNOT TELL")
+
+// ErrPrimaryAlive is the CANNOT TELL of a primary that is alive: the standby still streams from
+// it, and only slotsync cannot reach it. Whatever a hook's policy, promoting now would split the
+// cluster (it wraps ErrCannotTell).
+var ErrPrimaryAlive error = primaryAlive{}
+
+// primaryAlive is a CANNOT TELL that shows a primary alive: why says how it was seen (the
+// standby streaming from it by default; a server in recovery following another, upstream.go).
+type primaryAlive struct{ why string }
+
+func (p primaryAlive) Error() string {
+	if p.why != "" {
+		return p.why
+	}
+	return "CANNOT TELL: the standby still streams from its primary, which is alive (only slotsync cannot reach it): " +
+		"do not promote; fix slotsync's route or credentials to the primary"
+}
+
+func (primaryAlive) Unwrap() error { return ErrCannotTell }
+
+// Is makes every primaryAlive, whatever its why, ErrPrimaryAlive.
+func (primaryAlive) Is(target error) bool {
+	_, ok := target.(primaryAlive)
+	return ok
+}
+
+// cannotTell says why the gate cannot judge without the primary: the standby still streams
+// from it (the primary is alive, only unreachable from here: promoting now would split the
+// cluster, and its consumers may get ahead of this standby), the record is older than maxAge
+// (slots made since are unknown to it), or the primary lived on unobserved past the record's
+// renewal (slots changed then are unknown to it).
+func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, now time.Time, maxAge time.Duration) error {
+	age := now.Sub(rec.ObservedAt)
+	lastCommit := now.Add(-standby.ReplayedCommitAge)
+	switch {
+	case livePrimarySeen(standby, perr):
+		return ErrPrimaryAlive
+	case standby.ReceiverStatus == "unknown":
+		return fmt.Errorf("%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)", ErrCannotTell)
+	case maxAge > 0 && age > maxAge:
+		return fmt.Errorf("%w: the last observation of the primary is %s old, past --max-record-age %s: slots made since are unknown to it",
+			ErrCannotTell, age.Round(time.Second), maxAge)
+	case !rec.RenewBy.IsZero() && standby.ReplayedCommitAge >= 0 && lastCommit.After(rec.RenewBy.Add(RecordLagMargin)) && !failpoint.Mutant("record-outlived"):
+		return fmt.Errorf("%w: the standby replayed a transaction the primary committed at %s, %s after slotsync's last observation of it (%s, "+
+			"due to be renewed by %s): slotsync did not observe the primary's last moments (stalled, restarting, or its route to the primary cut), "+
+			"so slots dropped, made again or moved back then are unknown to the gate; see slotsync's log for why its passes stopped",
+			ErrCannotTell, lastCommit.UTC().Format("15:04:05.000"), lastCommit.Sub(rec.ObservedAt).Round(100*time.Millisecond),
+			rec.ObservedAt.UTC().Format("15:04:05.000"), rec.RenewBy.UTC().Format("15:04:05.000"))
+	}
+	return nil
+}
+
+// livePrimarySeen says whether an observation (and the error it ended with) saw the standby
+// stream from a primary: its WAL receiver streams, and not from a server found in recovery (a
+// demoted primary takes no writes and passes none on).
+func livePrimarySeen(standby topology.NodeInfo, err error) bool {
+	return errors.Is(err, ErrPrimaryAlive) || standby.StreamsLive() && !errors.Is(err, ErrPrimaryInRecovery)
+}
+
+// noteStreaming remembers when a pass last saw the standby stream from its primary. An applying
+// engine also writes into the journal, once per change, when the standby stopped streaming (the
+// last time it saw it stream), so that check, a process of its own, knows how long the standby
+// has been without its primary.
+func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
+	info := snap.Standby.Info
+	if info.VersionNum == 0 {
+		return // the standby was not observed
+	}
+	streaming := livePrimarySeen(info, err)
+	if streaming {
+		e.lastStreaming = e.now()
+	}
+	if !apply || e.cfg.ReadOnly || e.journal == nil {
+		return
+	}
+	lostAt := e.journal.StandbyLostPrimaryAt
+	switch {
+	case !streaming && info.InRecovery && lostAt.IsZero() && !e.lastStreaming.IsZero():
+		lostAt = e.lastStreaming
+	case streaming && !lostAt.IsZero():
+		lostAt = time.Time{}
+	default:
+		return
+	}
+	next := e.journal.clone()
+	next.StandbyLostPrimaryAt = lostAt
+	_ = e.commit(next, nil, "when the standby stopped streaming from its primary")
+}
+
+// lastStreamed is when the standby last streamed from its primary, as far as this engine can
+// tell: what it saw itself, else what the daemon recorded (unless a later record saw it stream),
+// else nothing before this engine's first pass.
+func (e *Engine) lastStreamed() time.Time {
+	if !e.lastStreaming.IsZero() {
+		return e.lastStreaming
+	}
+	if j := e.journal; j != nil && !j.StandbyLostPrimaryAt.IsZero() {
+		if rec := j.Gate; rec == nil || rec.StandbyCutOff || !rec.ObservedAt.After(j.StandbyLostPrimaryAt) {
+			return j.StandbyLostPrimaryAt
+		}
+	}
+	return e.started
+}
+
+// primaryLost holds the judgement without the primary until the standby has lost it: no WAL
+// receiver streaming for PrimaryGoneAfter (rule 8). A receiver between two attempts to
+// reconnect (the primary restarting, a cut connection; the standby retries every
+// wal_retrieve_retry_interval) says nothing of the primary, which may be alive and taking
+// writes that its consumers get and this standby does not. An applying pass answers CANNOT
+// TELL until then; a judgement that changes nothing (check) watches the standby until then,
+// and a receiver that streams again means the primary is alive. The standby's primary seen
+// demoted (perr, or a later observation; JudgeUpstream) takes no writes: no need to wait, once
+// the standby holds the WAL it has (a judgement that changes nothing watches for that too). It
+// returns the latest view of the standby.
+func (e *Engine) primaryLost(ctx context.Context, snap Observation, perr error, apply bool) (Observation, error) {
+	const every = 250 * time.Millisecond
+	for i := 0; ; i++ {
+		demoted := errors.Is(perr, ErrPrimaryInRecovery)
+		since := e.lastStreamed()
+		lost := e.now().Sub(since)
+		last := apply || i > int(e.cfg.PrimaryGoneAfter/every)+4
+		switch {
+		case demoted && (last || snap.Standby.Info.WALEnd() >= snap.DemotedWALEnd):
+			// Demoted: gone at once, once the standby holds the demoted server's WAL (past the
+			// wait, the verdicts say what the standby lacks).
+			return snap, nil
+		case !demoted && lost >= e.cfg.PrimaryGoneAfter:
+			return snap, nil
+		case last:
+			// The message names the moment, not the time since: a daemon logs it once.
+			return snap, fmt.Errorf("%w: the standby has not streamed from its primary since %s only; the gate judges without the primary once "+
+				"it has been gone for %s (--primary-gone-after): until then the standby may be reconnecting to a primary that is alive",
+				ErrCannotTell, since.UTC().Format("15:04:05.0"), e.cfg.PrimaryGoneAfter)
+		case i == 0 && demoted:
+			e.log.Info("the primary is demoted and the standby lacks some of its WAL: watching whether it receives it before judging",
+				"standby_wal_end", snap.Standby.Info.WALEnd().String(), "demoted_wal_end", snap.DemotedWALEnd.String())
+		case i == 0:
+			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",
+				"watch_seconds", (e.cfg.PrimaryGoneAfter - lost).Seconds())
+		}
+		if err := e.sleep(ctx, every); err != nil {
+			return snap, err
+		}
+		octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
+		next, err := e.obs.Observe(octx)
+		cancel()
+		switch {
+		case err == nil || livePrimarySeen(next.Standby.Info, err):
+			return snap, ErrPrimaryAlive // it answers again, or the standby streams from it again
+		case !primaryGone(err) || next.Standby.Info.VersionNum == 0:
+			return snap, err
+		}
+		snap, perr = next, err
+	}
+}
