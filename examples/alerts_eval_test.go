@@ -51,6 +51,16 @@ func TestAlertsFireWhenTheyShould(t *testing.T) {
 			sidecar("0x200", `reason="copy_confirmed_flush_ahead"} 1x200`, "1x200"), 150 * time.Minute, []string{"SlotsyncCopyNotReady"}},
 		{"a copy READY for half an hour, then NOT READY for 10 minutes",
 			sidecar("1x30 0x170", `reason="copy_catalog_unprotected"} _x30 1x170`, "1x200"), 40 * time.Minute, []string{"SlotsyncCopyNoLongerReady"}},
+		{"a consumer makes its slot again (a re-snapshot): its new copy waits for it, as in onboarding",
+			sidecar("1x30 0x170", `reason="copy_confirmed_flush_ahead"} _x30 1x170`, "1x200"), 60 * time.Minute, nil},
+		{"a standby slot made there on purpose (decoding on a standby, 16+) pages nobody by default",
+			sidecar("1x200", "", "1x200") + `  slotsync_left_alone_slots{job="kubernetes-pods",instance="pg-1:7461",made_by="other"} 1x200` + "\n", 180 * time.Minute, nil},
+		{"a copy slotsync made and no longer syncs",
+			sidecar("1x200", "", "1x200") + `  slotsync_left_alone_slots{job="kubernetes-pods",instance="pg-1:7461",made_by="slotsync"} 1x200` + "\n", 90 * time.Minute, []string{"SlotsyncLeftAloneSlots"}},
+		{"the gate closed with no copy NOT READY to say why (CANNOT TELL, an error, nothing judged)",
+			sidecar("1x200", "", "1x200") + `  slotsync_promotion_ready{job="kubernetes-pods",instance="pg-1:7461"} 1x20 0x180` + "\n", 40 * time.Minute, []string{"SlotsyncGateClosed"}},
+		{"the gate closed by an onboarding copy: the per-slot rules speak",
+			sidecar("0x200", `reason="copy_confirmed_flush_ahead"} 1x200`, "1x200") + `  slotsync_promotion_ready{job="kubernetes-pods",instance="pg-1:7461"} 0x200` + "\n", 90 * time.Minute, nil},
 		{"a copy that cannot decode",
 			sidecar("0x200", `reason="copy_cannot_decode"} 1x200`, "1x200"), 20 * time.Minute, []string{"SlotsyncCopyNeedsAHuman"}},
 		{"the sidecar stops answering its scrapes",
@@ -58,7 +68,7 @@ func TestAlertsFireWhenTheyShould(t *testing.T) {
 		{"another pod of the shared job is down: not slotsync",
 			sidecar("1x200", "", "1x200") + `  up{job="kubernetes-pods",instance="web-1:8080"} 0x200` + "\n", 30 * time.Minute, nil},
 	}
-	alerts := loadAlerts(t)
+	alerts := loadAlerts(t, "prometheus/slotsync-alerts.yml")
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			storage := promqltest.LoadedStorage(t, c.load)
@@ -76,6 +86,21 @@ func TestAlertsFireWhenTheyShould(t *testing.T) {
 				t.Errorf("at %s firing %v, want %v", c.at, firing, want)
 			}
 		})
+	}
+}
+
+// TestOptionalAlerts: a standby slot slotsync did not make warns after an hour once the optional
+// rules are loaded.
+func TestOptionalAlerts(t *testing.T) {
+	load := sidecar("1x200", "", "1x200") + `  slotsync_left_alone_slots{job="kubernetes-pods",instance="pg-1:7461",made_by="other"} 0x30 1x170` + "\n"
+	storage := promqltest.LoadedStorage(t, load)
+	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+	for _, a := range loadAlerts(t, "prometheus/slotsync-alerts-optional.yml") {
+		for at, want := range map[time.Duration]bool{60 * time.Minute: false, 100 * time.Minute: true} {
+			if got := a.firesAt(t, engine, storage, at); got != want {
+				t.Errorf("%s at %s: firing %v, want %v", a.name, at, got, want)
+			}
+		}
 	}
 }
 
@@ -125,10 +150,10 @@ func (a alert) firesAt(t *testing.T, engine *promql.Engine, storage storage.Quer
 	return false
 }
 
-// loadAlerts parses the shipped rules as Prometheus does.
-func loadAlerts(t *testing.T) []alert {
+// loadAlerts parses shipped rules as Prometheus does.
+func loadAlerts(t *testing.T, file string) []alert {
 	t.Helper()
-	groups, errs := rulefmt.ParseFile("prometheus/slotsync-alerts.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	groups, errs := rulefmt.ParseFile(file, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -62,26 +62,28 @@ func checkExpr(t *testing.T, where, expr string, known map[string]bool) {
 // YAML, PromQL, templates), cover what operators page on, and select only metrics slotsync
 // serves.
 func TestAlertRules(t *testing.T) {
-	groups, errs := rulefmt.ParseFile("prometheus/slotsync-alerts.yml", false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-	for _, err := range errs {
-		t.Error(err)
-	}
-	if groups == nil {
-		t.FailNow()
-	}
 	known := exposedMetrics(t)
 	alerts := map[string]bool{}
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			alerts[r.Alert] = true
-			checkExpr(t, r.Alert, r.Expr, known)
-			if r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
-				t.Errorf("%s: needs a severity label and a summary", r.Alert)
+	for _, file := range []string{"prometheus/slotsync-alerts.yml", "prometheus/slotsync-alerts-optional.yml"} {
+		groups, errs := rulefmt.ParseFile(file, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+		for _, err := range errs {
+			t.Error(err)
+		}
+		if groups == nil {
+			t.FailNow()
+		}
+		for _, g := range groups.Groups {
+			for _, r := range g.Rules {
+				alerts[r.Alert] = true
+				checkExpr(t, r.Alert, r.Expr, known)
+				if r.Labels["severity"] == "" || r.Annotations["summary"] == "" {
+					t.Errorf("%s: needs a severity label and a summary", r.Alert)
+				}
 			}
 		}
 	}
 	for _, want := range []string{"SlotsyncCopyNoLongerReady", "SlotsyncCopyNeedsAHuman", "SlotsyncCopyNotReady", "SlotsyncDown", "SlotsyncSyncLagHigh", "SlotsyncConsumerAheadOfStandby",
-		"SlotsyncPassesFailing", "SlotsyncRetainedWALGrowing"} {
+		"SlotsyncPassesFailing", "SlotsyncRetainedWALGrowing", "SlotsyncGateClosed", "SlotsyncGateRecordStale", "SlotsyncNothingSelected", "SlotsyncOtherStandbySlots"} {
 		if !alerts[want] {
 			t.Errorf("no alert %s", want)
 		}
