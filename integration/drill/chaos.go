@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -72,6 +74,11 @@ type ChaosIteration struct {
 	SwitchAnswers []string `json:"switch_answers,omitempty"`
 	// HookAnswers: every answer of a hook's cutover (Plan.Hook), the READY it promoted on last.
 	HookAnswers []string `json:"hook_answers,omitempty"`
+	// Applied and Skipped: each fault of the plan as carried out (with when), or skipped and
+	// why; Armed: the failpoint slotsync was armed with (one its method reaches), if any.
+	Applied []string `json:"applied,omitempty"`
+	Skipped []string `json:"skipped,omitempty"`
+	Armed   string   `json:"armed,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -138,6 +145,7 @@ func chaosIteration(ctx context.Context, opts ChaosOptions, n int, plan Plan) (C
 		return it, nil
 	}
 	defer wd.close()
+	it.Armed = wd.armedAt
 	if err := wd.run(ictx, plan, &it); err != nil {
 		it.Problems = append(it.Problems, err.Error())
 	}
@@ -207,6 +215,10 @@ type world struct {
 	walEnd pglogrepl.LSN
 	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
 	hookAnswers []string
+	// liveness: the gate not READY in a quiet window (world.quiet).
+	liveness []string
+	// armedAt: the failpoint slotsync's first process was armed with (reachedFailpoint).
+	armedAt string
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.
@@ -265,8 +277,8 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		return nil, err
 	}
 	var armed []string
-	if plan.Failpoint != "" && opts.Arm != nil {
-		armed = opts.Arm(plan.Failpoint)
+	if wd.armedAt = reachedFailpoint(plan.Failpoint, statefileMethod(pair, opts.Method)); wd.armedAt != "" && opts.Arm != nil {
+		armed = opts.Arm(wd.armedAt)
 	}
 	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log")); err != nil {
 		proxy.Close()
@@ -277,6 +289,36 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
 	return wd, nil
+}
+
+// reachedFailpoint is the plan's failpoint (name@hit) as armed for the iteration's method: a step
+// of the other method (statefile.* and hold.* on the state-file method, sql.* and watch.*
+// otherwise) is never reached, so it is replaced by the step of this method at the same place
+// in the list of those it reaches (the same seed arms the same step).
+func reachedFailpoint(fp string, statefile bool) string {
+	if fp == "" {
+		return ""
+	}
+	name, hit, _ := strings.Cut(fp, "@")
+	reaches := func(step string) bool {
+		own := strings.HasPrefix(step, "statefile.") || strings.HasPrefix(step, "hold.")
+		other := strings.HasPrefix(step, "sql.") || strings.HasPrefix(step, "watch.")
+		return statefile && !other || !statefile && !own
+	}
+	if reaches(name) {
+		return fp
+	}
+	var mine []string
+	for _, s := range FailpointSteps {
+		if reaches(s) {
+			mine = append(mine, s)
+		}
+	}
+	i := slices.Index(FailpointSteps, name)
+	if i < 0 {
+		return fp // a step this drill does not know: armed as written
+	}
+	return mine[i%len(mine)] + "@" + hit
 }
 
 // gateArgs are the flags `slotsync check` (and `run`, beside them) takes for one standby.

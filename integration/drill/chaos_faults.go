@@ -13,6 +13,14 @@ import (
 	"github.com/slotsync/slotsync/integration"
 )
 
+// skippedError: a fault the iteration could not apply (its pair or its history does not allow
+// it); the iteration reports it as skipped, not applied.
+type skippedError struct{ why string }
+
+func (e skippedError) Error() string { return "skipped: " + e.why }
+
+func skipped(why string) error { return skippedError{why} }
+
 // apply carries out one fault.
 func (wd *world) apply(ctx context.Context, s Step) error {
 	p := wd.pair
@@ -31,6 +39,11 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL")
 	case FaultStandbyRestart:
 		return wd.restartStandby(ctx)
+	case FaultStandbyKill:
+		if err := p.Standby.Kill(ctx); err != nil {
+			return err
+		}
+		return p.Standby.Start(ctx)
 	case FaultConsumerReconnect:
 		select {
 		case wd.feeds[wd.feedOf(s.Slot)].next <- struct{}{}:
@@ -40,6 +53,10 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
 		return wd.recreateBehind(ctx, s.Slot, s.Away)
+	case FaultCopyDropped:
+		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
+		// standby can be dropped there; not while slotsync advances it).
+		return p.Standby.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
 	case FaultSlotDropped:
 		return wd.whileIdle(ctx, s.Slot, true, func() error {
 			return wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", s.Slot)
@@ -145,14 +162,12 @@ func (wd *world) makeBehind(ctx context.Context) error {
 // would make. Its consumer starts over from there and is owed everything.
 func (wd *world) recreateBehind(ctx context.Context, slot string, away bool) error {
 	if wd.pair.Major < 12 {
-		wd.log.Info("no pg_copy_logical_replication_slot before 12: fault skipped")
-		return nil
+		return skipped("no pg_copy_logical_replication_slot before 12")
 	}
 	if wd.switched > 0 {
 		// The older slot on this primary is now slotsync's copy of it, made after writes began:
 		// the consumer of a slot copied from it would not be owed everything.
-		wd.log.Info("after a switchover there is no slot from before any write: fault skipped")
-		return nil
+		return skipped("after a switchover there is no slot from before any write")
 	}
 	f := wd.feeds[wd.feedOf(slot)]
 	return wd.whileIdle(ctx, slot, away, func() error {

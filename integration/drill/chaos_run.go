@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"time"
@@ -33,7 +34,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	defer wd.stopFeeds()
 
-	it.Problems = append(it.Problems, wd.faults(ctx, plan)...)
+	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
 	it.Problems = append(it.Problems, wd.switchProblems...)
 	with, without, binding, err := wd.cutover(ctx, plan)
 	stopHolds()
@@ -77,6 +78,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		}
 	}
 	it.Switchovers, it.SwitchAnswers, it.HookAnswers = wd.switched, wd.switchAnswers, wd.hookAnswers
+	it.Problems = append(it.Problems, wd.liveness...)
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
 	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -90,8 +92,9 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 }
 
 // faults applies the plan's steps at their moments of the live phase and waits out its end; a
-// step that could not be carried out is a problem of the iteration.
-func (wd *world) faults(ctx context.Context, plan Plan) []string {
+// step that could not be carried out is a problem of the iteration, one its pair does not allow
+// is skipped; each is reported as applied or skipped.
+func (wd *world) faults(ctx context.Context, plan Plan, it *ChaosIteration) []string {
 	var problems []string
 	start := time.Now()
 	for _, s := range plan.Steps {
@@ -99,8 +102,15 @@ func (wd *world) faults(ctx context.Context, plan Plan) []string {
 			return problems
 		}
 		wd.log.Info("fault", "fault", s.Fault, "slot", s.Slot, "for", s.For)
-		if err := wd.apply(ctx, s); err != nil {
+		what := fmt.Sprintf("%s %s at %s", s.Fault, s.Slot, time.Since(start).Round(time.Millisecond))
+		var skip skippedError
+		switch err := wd.apply(ctx, s); {
+		case errors.As(err, &skip):
+			it.Skipped = append(it.Skipped, what+": "+skip.why)
+		case err != nil:
 			problems = append(problems, fmt.Sprintf("fault %s: %v", s.Fault, err))
+		default:
+			it.Applied = append(it.Applied, what)
 		}
 	}
 	sleepUntil(ctx, start.Add(plan.Live))
@@ -134,8 +144,12 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.side.signal(syscall.SIGSTOP)
 		wd.frozen = true
 	}
+	quiet := wd.quiet(plan)
 	if with, err = wd.ask(ctx); err != nil {
 		return with, without, false, err
+	}
+	if quiet != "" && !with.allReady() {
+		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
 	if plan.Kill {
 		err = wd.pair.Primary.Kill(ctx)
@@ -152,6 +166,28 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	wd.log.Info("gate", "with_primary", fmt.Sprint(with.Slots), "with_cannot_tell", with.CannotTell,
 		"without_primary", fmt.Sprint(without.Slots), "without_cannot_tell", without.CannotTell, "binding", binding)
 	return with, without, binding, err
+}
+
+// quietFor is how long before the question no fault may have acted for the window to be quiet.
+const quietFor = 5 * time.Second
+
+// quiet says why the moment of the question is a quiet window, in which the gate must say READY
+// (liveness): the writes paused for 2 s or more, no fault acting in the last 5 s, no failpoint,
+// no switchover, the standby streaming; "" when it is not one.
+func (wd *world) quiet(plan Plan) string {
+	end := plan.Live + plan.Quiesce // the question, from the start of the live phase
+	last := time.Duration(0)
+	for _, s := range plan.Steps {
+		last = max(last, s.At+s.For)
+		if s.Away || s.Fault == FaultSlotDropped {
+			return "" // a consumer away holds its new copy back
+		}
+	}
+	streamed := wd.recv.lastStreamed(time.Now())
+	if plan.Quiesce < 2*time.Second || end-last < quietFor || plan.Failpoint != "" || wd.switched > 0 || time.Since(streamed) > 2*receiverEvery {
+		return ""
+	}
+	return fmt.Sprintf("writes paused %s, the last fault ended %s before, the standby streaming", plan.Quiesce, (end - last).Round(100*time.Millisecond))
 }
 
 // hookCutover is the cutover of a hook that promotes on READY (Plan.Hook): the gate asked until

@@ -19,8 +19,7 @@ import (
 // switch). A switch the gate does not allow within a minute is not made.
 func (wd *world) switchoverAndBack(ctx context.Context) error {
 	if wd.pair.Dir == "" {
-		wd.log.Info("a switchover needs a local pair: fault skipped")
-		return nil
+		return skipped("a switchover needs a local pair")
 	}
 	if wd.otherArgs == nil {
 		wd.otherArgs = gateArgs(wd.pair.Standby.DSN("postgres"), wd.pair.Primary.DSN("postgres"), filepath.Join(wd.dir, "other-state"), wd.method)

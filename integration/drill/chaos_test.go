@@ -31,13 +31,16 @@ func TestDrawPlanReplays(t *testing.T) {
 		t.Fatal("seeds 42 and 43 drew the same plan")
 	}
 	seen := map[Fault]bool{}
-	kills := 0
+	kills, hooks := 0, 0
 	for seed := int64(0); seed < 500; seed++ {
 		p := DrawPlan(seed, true)
 		for _, f := range p.Faults() {
 			seen[f] = true
 		}
-		if p.Kill {
+		switch {
+		case p.Hook:
+			hooks++
+		case p.Kill:
 			kills++
 		}
 		for i, s := range p.Steps {
@@ -54,8 +57,8 @@ func TestDrawPlanReplays(t *testing.T) {
 			t.Errorf("fault %s never drawn in 500 seeds", f)
 		}
 	}
-	if kills < 150 || kills > 350 {
-		t.Errorf("%d of 500 failovers kill -9: the draw is lopsided", kills)
+	if kills < 100 || kills > 240 || hooks < 120 || hooks > 220 {
+		t.Errorf("of 500 failovers %d kill -9 and %d are a hook's: the draw is lopsided", kills, hooks)
 	}
 }
 
@@ -394,4 +397,59 @@ func matrixPlans(t *testing.T, want string) []Plan {
 		t.Fatalf("SLOTSYNC_CHAOS_PLANS=%s names no plan of MatrixPlans", want)
 	}
 	return out
+}
+
+// TestQuietWindow: the gate must say READY only where nothing could hold a copy back: the writes
+// paused 2 s or more, no fault in the last 5 s, no failpoint or switchover, the standby streaming.
+func TestQuietWindow(t *testing.T) {
+	ms := time.Millisecond
+	streaming := &receiverLog{samples: []receiverSample{{at: time.Now(), streaming: true}}}
+	cut := &receiverLog{samples: []receiverSample{{at: time.Now(), streaming: false}}}
+	quietPlan := Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 1000 * ms, Fault: FaultPrimaryRoute, For: 3000 * ms}}}
+	for _, c := range []struct {
+		name  string
+		plan  Plan
+		recv  *receiverLog
+		quiet bool
+	}{
+		{"quiet", quietPlan, streaming, true},
+		{"the standby not streaming", quietPlan, cut, false},
+		{"writes paused too briefly", Plan{Live: 8000 * ms, Quiesce: 1500 * ms}, streaming, false},
+		{"a blackhole ending 4 s before", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 5000 * ms, Fault: FaultPrimaryRoute, For: 1000 * ms}}}, streaming, false},
+		{"a failpoint", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "engine.actions-done@1"}, streaming, false},
+	} {
+		wd := &world{recv: c.recv}
+		if got := wd.quiet(c.plan) != ""; got != c.quiet {
+			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
+		}
+	}
+}
+
+// TestReachedFailpoint: a failpoint is armed at a step the iteration's method reaches.
+func TestReachedFailpoint(t *testing.T) {
+	for _, c := range []struct {
+		fp        string
+		statefile bool
+		want      string
+	}{
+		{"engine.gate-record@2", true, "engine.gate-record@2"},
+		{"engine.gate-record@2", false, "engine.gate-record@2"},
+		{"hold.taken@1", true, "hold.taken@1"},
+		{"sql.after-create@3", false, "sql.after-create@3"},
+		{"", false, ""},
+	} {
+		if got := reachedFailpoint(c.fp, c.statefile); got != c.want {
+			t.Errorf("%s (statefile %v): armed %q, want %q", c.fp, c.statefile, got, c.want)
+		}
+	}
+	for _, step := range FailpointSteps {
+		for _, sf := range []bool{true, false} {
+			got, _, _ := strings.Cut(reachedFailpoint(step+"@1", sf), "@")
+			own := strings.HasPrefix(got, "statefile.") || strings.HasPrefix(got, "hold.")
+			other := strings.HasPrefix(got, "sql.") || strings.HasPrefix(got, "watch.")
+			if sf && other || !sf && own {
+				t.Errorf("%s on the state-file method %v: armed %s, a step it never reaches", step, sf, got)
+			}
+		}
+	}
 }

@@ -28,6 +28,8 @@ const (
 	FaultSlotRecreated     Fault = "slot_recreated"              // a slot dropped and made again with its name (ahead)
 	FaultSlotBehind        Fault = "slot_recreated_behind"       // a slot dropped and copied again from an older one (pg_copy_logical_replication_slot)
 	FaultSlotDropped       Fault = "slot_dropped"                // a slot dropped, its consumer away until a FaultSlotRecreated makes it again
+	FaultCopyDropped       Fault = "copy_dropped_on_standby"     // a slot's copy dropped on the standby by someone else
+	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed
@@ -38,7 +40,7 @@ const (
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
 	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
-	FaultPrimaryRestart, FaultSwitchover}
+	FaultPrimaryRestart, FaultSwitchover, FaultSidecarPause, FaultStandbyKill, FaultCopyDropped}
 
 // ChaosConf are the settings the chaos drill's pairs need for every fault: prepared transactions
 // (without them FaultTwoPhase prepares nothing).
@@ -63,7 +65,10 @@ type Step struct {
 
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
 // under the same version (a plan recorded in a report replays under any, from the report).
-const DrawVersion = 2
+//
+// 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby killed -9
+// and a copy dropped on the standby are drawn too; a slot made again may leave its consumer away.
+const DrawVersion = 3
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -110,8 +115,12 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	for i := 0; i < n; i++ {
 		s := Step{At: time.Duration(rng.Int63n(int64(p.Live))), Fault: faultsOutside[rng.Intn(len(faultsOutside))]}
 		switch s.Fault {
-		case FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind:
+		case FaultConsumerReconnect, FaultCopyDropped:
 			s.Slot = slots[rng.Intn(len(slots))].name
+		case FaultSlotRecreated, FaultSlotBehind:
+			s.Slot, s.Away = slots[rng.Intn(len(slots))].name, rng.Intn(4) == 0
+		case FaultSidecarPause:
+			s.For = time.Duration(500+rng.Intn(3500)) * time.Millisecond
 		case FaultPrimaryRoute:
 			s.For = time.Duration(1000+rng.Intn(5000)) * time.Millisecond
 		case FaultTwoPhase:
@@ -125,6 +134,9 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 	if rng.Intn(2) == 0 {
 		p.Quiesce = time.Duration(200+rng.Intn(2800)) * time.Millisecond
+	}
+	if rng.Intn(3) == 0 {
+		p.Hook, p.Kill, p.Quiesce = true, true, 0
 	}
 	return p
 }

@@ -74,6 +74,11 @@ func MatrixPlans() []Plan {
 			{At: 1500 * ms, Fault: FaultPrimaryRoute, For: 4000 * ms}, {At: 2000 * ms, Fault: FaultPrimaryRestart}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
 		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
+		// A copy dropped on the standby by someone else, slotsync paused from just before (its
+		// record still fresh), then a kill -9: the gate with and without the primary must see
+		// the copy gone (rule 1; rule 8: "still present").
+		{Name: "copy-dropped-then-kill", Live: 3000 * ms, Kill: true, Steps: []Step{
+			{At: 2500 * ms, Fault: FaultSidecarPause, For: 3000 * ms}, {At: 3000 * ms, Fault: FaultCopyDropped, Slot: "drill_pgoutput"}}},
 		// The hook's timing: the gate asked again at once until READY, the primary killed -9 the
 		// moment it says so, the writes going on. Each puts a rule's window at the question:
 		// slotsync paused (SIGSTOP) just before the last fault, for longer than the hook waits
@@ -86,8 +91,9 @@ func MatrixPlans() []Plan {
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
-		// The standby's receiver cut: the consumers get ahead of it (rule 5).
-		hookPlan("hook-receiver-cut", nil, Step{Fault: FaultWALReceiver}),
+		// The standby's receiver cut 700 ms before the question (it reconnects after
+		// wal_retrieve_retry_interval, 5 s): the consumers get ahead of it (rule 5).
+		hookPlan("hook-receiver-cut", []Step{{At: 2300 * ms, Fault: FaultWALReceiver}}),
 		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),

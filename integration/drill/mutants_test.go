@@ -25,10 +25,9 @@ var mutantSample = []struct {
 	plan  string
 	seed  int64
 }{
-	// Rule 5 with the primary: the standby's receiver lags while the primary crashes and
-	// restarts; the consumers are ahead of the standby when the gate is asked (killed at seed
-	// 7103 in the matrix run, and again when replayed).
-	{name: "readiness:consumer_ahead_of_standby", major: 17, seed: 7103},
+	// Rule 1 with the primary: a slot dropped (slotsync drops its copy) and made again while
+	// slotsync is paused; a hook promotes at the first READY (killed by this plan in the matrix).
+	{name: "readiness:missing", major: 17, plan: "hook-slot-made-again"},
 }
 
 // samplePlan is the plan a sample entry names.
@@ -51,7 +50,7 @@ func samplePlan(t *testing.T, name string, seed int64) Plan {
 // or a problem). Without
 // SLOTSYNC_MUTANTS it runs mutantSample, and each must be caught; SLOTSYNC_MUTANTS=all (or a
 // comma-separated list) runs those on every requested major and reports what caught each, or
-// that nothing did (SLOTSYNC_MUTANT_REPORT=path appends a JSON line per run).
+// that nothing did; SLOTSYNC_MUTANT_PLANS names the written plans to run (default: all).
 func TestMutationMatrix(t *testing.T) {
 	seeds := int64(4)
 	if s := os.Getenv("SLOTSYNC_MUTANT_SEEDS"); s != "" {
@@ -98,8 +97,12 @@ func TestMutationMatrix(t *testing.T) {
 			t.Run(r.name, func(t *testing.T) {
 				t.Setenv("SLOTSYNC_MUTANT", r.name)
 				killedBy := ""
-				// The plans written for the rules first, then drawn seeds.
+				// The plans written for the rules first (SLOTSYNC_MUTANT_PLANS: those named), then
+				// drawn seeds.
 				plans := MatrixPlans()
+				if names := os.Getenv("SLOTSYNC_MUTANT_PLANS"); names != "" {
+					plans = matrixPlans(t, names)
+				}
 				for seed := r.seed; seed < r.seed+seeds; seed++ {
 					plans = append(plans, DrawPlan(seed, true))
 				}

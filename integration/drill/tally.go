@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 )
 
@@ -15,6 +16,8 @@ type Tally struct {
 	Failovers int        `json:"failovers"`
 	Rows      []TallyRow `json:"rows"`
 	Total     TallyRow   `json:"total"`
+	// Reasons counts every NOT READY reason the gate gave, over all answers judged.
+	Reasons map[string]int `json:"reasons"`
 }
 
 // TallyRow counts the failovers a fault was part of (a failover with three faults counts in
@@ -83,10 +86,15 @@ func (r *TallyRow) add(it ChaosIteration) {
 
 // TallyOf sums iterations.
 func TallyOf(its []ChaosIteration) Tally {
-	t := Tally{Failovers: len(its), Total: TallyRow{Method: "all", Fault: "all"}}
+	t := Tally{Failovers: len(its), Total: TallyRow{Method: "all", Fault: "all"}, Reasons: map[string]int{}}
 	rows := map[TallyRow]*TallyRow{}
 	for _, it := range its {
 		t.Total.add(it)
+		for _, j := range it.Judged {
+			for _, r := range j.Reasons {
+				t.Reasons[r]++
+			}
+		}
 		faults := it.Faults
 		if len(faults) == 0 {
 			faults = []Fault{"none"}
@@ -119,6 +127,14 @@ func (t Tally) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
 			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Errors, r.Redelivered, r.Problems, r.Binding, r.AlwaysReadyCaught)
+	}
+	if len(t.Reasons) > 0 {
+		names := slices.Sorted(maps.Keys(t.Reasons))
+		fmt.Fprint(w, "\nNOT READY reasons given:")
+		for i, n := range names {
+			fmt.Fprintf(w, "%s %s %d", map[bool]string{true: "", false: ","}[i == 0], n, t.Reasons[n])
+		}
+		fmt.Fprintln(w)
 	}
 }
 
