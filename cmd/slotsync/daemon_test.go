@@ -189,3 +189,39 @@ func TestSlotSeriesGoWithoutAVerdict(t *testing.T) {
 		t.Fatal("the slot series stayed from an older verdict while no verdict is made")
 	}
 }
+
+// TestFreshness: /promotion-ready answers from the latest pass only while it is recent, it
+// succeeded and the next is not overdue; a verdict without the primary while it is recent
+// (never with --strict); otherwise readiness is unknown.
+func TestFreshness(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	f := freshness{staleAfter: 5 * time.Second, nextPassWithin: 4 * time.Second}
+	ready := func(started time.Time) *slotsync.Report {
+		return &slotsync.Report{Role: slotsync.RoleStandby, Started: started, Selected: 1,
+			Slots: []slotsync.SlotReport{{Name: "cdc", Gate: true, Verdict: lsncheck.Verdict{Ready: true}}}}
+	}
+	without := ready(now.Add(-time.Second))
+	without.WithoutPrimary = &slotsync.WithoutPrimary{Why: "primary gone"}
+	gone := errors.New("observe primary: connection refused")
+	for _, c := range []struct {
+		name      string
+		strict    bool
+		p         passes
+		wantReady bool
+		wantErr   string
+	}{
+		{"a recent pass, READY", false, passes{last: ready(now.Add(-time.Second)), lastAttempt: now.Add(-time.Second)}, true, ""},
+		{"the last observation too old", false, passes{last: ready(now.Add(-6 * time.Second)), lastAttempt: now.Add(-time.Second)}, false, "readiness unknown"},
+		{"the next pass overdue", false, passes{last: ready(now.Add(-time.Second)), lastAttempt: now.Add(-5 * time.Second)}, false, "readiness unknown"},
+		{"the last pass failed", false, passes{last: ready(now.Add(-2 * time.Second)), lastErr: gone, lastAttempt: now.Add(-time.Second)}, false, "connection refused"},
+		{"judged without the primary, recent", false, passes{last: ready(now.Add(-3 * time.Second)), lastErr: gone, lastAttempt: now, degraded: without}, true, ""},
+		{"judged without the primary, strict", true, passes{last: ready(now.Add(-3 * time.Second)), lastErr: gone, lastAttempt: now, degraded: without}, false, "readiness unknown"},
+		{"no pass yet", false, passes{}, false, "readiness unknown"},
+	} {
+		f.strict = c.strict
+		a := f.answer(now, c.p)
+		if a.Ready != c.wantReady || !strings.Contains(a.Error, c.wantErr) || c.wantErr == "" && a.Error != "" {
+			t.Errorf("%s: ready %v, error %q; want ready %v, error with %q", c.name, a.Ready, a.Error, c.wantReady, c.wantErr)
+		}
+	}
+}

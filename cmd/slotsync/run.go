@@ -186,33 +186,22 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 // newDaemon makes what the endpoints answer from, for the engine's configuration.
 func newDaemon(log hclog.Logger, cfg slotsync.Config) *daemon {
 	return &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout,
-		gateStaleAfter: max(5*cfg.Interval, 5*time.Second), nextPassWithin: cfg.Interval + cfg.PrimaryConnectTimeout + time.Second,
-		strict: cfg.Strict, now: time.Now}
+		gate: freshness{staleAfter: max(5*cfg.Interval, 5*time.Second), nextPassWithin: cfg.Interval + cfg.PrimaryConnectTimeout + time.Second, strict: cfg.Strict},
+		now:  time.Now}
 }
 
 // daemon holds what the health endpoints answer from.
 type daemon struct {
-	strict     bool // the gate does not judge without the primary
 	log        hclog.Logger
 	m          *metrics
 	staleAfter time.Duration // /readyz: the loop is stuck past this
-	// gateStaleAfter: /promotion-ready answers from an observation at most this old (a few
-	// passes); past it readiness is unknown, since rule 5 can change within a second.
-	gateStaleAfter time.Duration
-	// nextPassWithin: a READY with the primary is served only until the next pass is overdue
-	// (an interval, plus the bound on connecting to the primary, plus a second): a pass stuck
-	// connecting to a primary that vanished must not leave the last READY up meanwhile.
-	nextPassWithin time.Duration
-	now            func() time.Time
+	gate       freshness     // /promotion-ready: which pass it answers from
+	now        func() time.Time
 
-	mu          stdsync.Mutex
-	last        *slotsync.Report
-	lastErr     error
+	mu stdsync.Mutex
+	passes
 	lastSuccess time.Time
-	lastAttempt time.Time
-	// degraded is the latest pass's verdict judged without the primary (rule 8), if it had one.
-	degraded *slotsync.Report
-	stopped  string // why syncing stopped (an error that needs a human)
+	stopped     string // why syncing stopped (an error that needs a human)
 	// journalFailing: the journal could not be written at the last pass (what for).
 	journalFailing string
 }
@@ -345,20 +334,7 @@ func (d *daemon) handler() http.Handler {
 	// the sidecar's own readiness.
 	mux.HandleFunc("/promotion-ready", getOnly(func(w http.ResponseWriter, req *http.Request) {
 		d.mu.Lock()
-		var res checkResult
-		switch {
-		case d.degraded != nil && !d.strict && d.now().Sub(d.degraded.Started) <= d.gateStaleAfter:
-			res = newCheckResult(d.degraded, d.lastErr)
-		case d.last == nil || d.lastErr != nil || d.now().Sub(d.last.Started) > d.gateStaleAfter || d.now().Sub(d.lastAttempt) > d.nextPassWithin:
-			err := d.lastErr
-			if err == nil || d.degraded != nil {
-				err = fmt.Errorf("no observation in the last %s, or no pass ended in the last %s (a pass is slow or stuck connecting, or the loop is stuck): readiness unknown",
-					d.gateStaleAfter, d.nextPassWithin)
-			}
-			res = newCheckResult(nil, err)
-		default:
-			res = newCheckResult(d.last, nil)
-		}
+		res := d.gate.answer(d.now(), d.passes)
 		d.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		if !res.Ready {
@@ -370,6 +346,45 @@ func (d *daemon) handler() http.Handler {
 		writeJSON(w, res)
 	}))
 	return mux
+}
+
+// passes is what the daemon last saw of its passes.
+type passes struct {
+	last        *slotsync.Report // the latest pass that succeeded
+	lastErr     error            // the latest pass's error
+	lastAttempt time.Time        // when the latest pass ended
+	// degraded is the latest pass's verdict judged without the primary (rule 8), if it had one.
+	degraded *slotsync.Report
+}
+
+// freshness is the daemon's choice of what /promotion-ready answers from: the latest pass's
+// verdict judged without the primary while recent (unless strict); else the latest pass, while
+// it is recent, succeeded and the next is not overdue; else readiness unknown.
+type freshness struct {
+	strict bool // the gate does not judge without the primary
+	// staleAfter: an observation at most this old (a few passes); past it readiness is unknown,
+	// since rule 5 can change within a second.
+	staleAfter time.Duration
+	// nextPassWithin: a READY with the primary is served only until the next pass is overdue (an
+	// interval, plus the bound on connecting to the primary, plus a second): a pass stuck
+	// connecting to a primary that vanished must not leave the last READY up meanwhile.
+	nextPassWithin time.Duration
+}
+
+// answer is the gate's answer at now.
+func (f freshness) answer(now time.Time, p passes) checkResult {
+	switch {
+	case p.degraded != nil && !f.strict && now.Sub(p.degraded.Started) <= f.staleAfter:
+		return newCheckResult(p.degraded, p.lastErr)
+	case p.last == nil || p.lastErr != nil || now.Sub(p.last.Started) > f.staleAfter || now.Sub(p.lastAttempt) > f.nextPassWithin:
+		err := p.lastErr
+		if err == nil || p.degraded != nil {
+			err = fmt.Errorf("no observation in the last %s, or no pass ended in the last %s (a pass is slow or stuck connecting, or the loop is stuck): readiness unknown",
+				f.staleAfter, f.nextPassWithin)
+		}
+		return newCheckResult(nil, err)
+	}
+	return newCheckResult(p.last, nil)
 }
 
 // statefileConfig reads the state-file method's flags; they matter only when that method is
