@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/slotsync/slotsync/internal/atomicfile"
 	"io"
 	"net"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/internal/atomicfile"
+	slotsync "github.com/slotsync/slotsync/sync"
 )
 
 var binary string
@@ -176,54 +177,16 @@ func TestCannotConnectExits2WithoutPassword(t *testing.T) {
 	}
 }
 
-// checkJSON is the part of check's schema the tests read.
-type checkJSON struct {
-	Ready           bool     `json:"ready"`
-	ExitCode        int      `json:"exit_code"`
-	NotReady        []string `json:"not_ready"`
-	NothingSelected string   `json:"nothing_selected"`
-	ConsumersAhead  []struct {
-		Slot  string `json:"slot"`
-		Bytes int64  `json:"bytes"`
-	} `json:"consumers_ahead"`
-	Method         string `json:"method"`
-	Major          int    `json:"major"`
-	Role           string `json:"role"`
-	WithoutPrimary *struct {
-		Why                 string  `json:"why"`
-		ObservedAt          string  `json:"observed_at"`
-		AgeSeconds          float64 `json:"age_seconds"`
-		SynchronizedStandby bool    `json:"synchronized_standby"`
-		Meaning             string  `json:"meaning"`
-	} `json:"without_primary"`
-	Slots []struct {
-		Name     string `json:"name"`
-		Database string `json:"database"`
-		Plugin   string `json:"plugin"`
-		Action   string `json:"action"`
-		Gate     bool   `json:"gate"`
-		Primary  *struct {
-			ConfirmedFlush string `json:"confirmed_flush"`
-		} `json:"primary"`
-		Verdict struct {
-			Ready        bool     `json:"ready"`
-			Reasons      []string `json:"reasons"`
-			Detail       string   `json:"detail"`
-			SyncLagBytes int64    `json:"sync_lag_bytes"`
-		} `json:"verdict"`
-	} `json:"slots"`
-	Primary struct {
-		SystemID string `json:"system_identifier"`
-		WALEnd   string `json:"wal_end"`
-	} `json:"primary"`
-}
+// checkJSON is what check --json prints: the gate's one answer type, decoded as every reader of
+// it does (the Patroni hook's test, the fault explorer's oracle).
+type checkJSON = slotsync.Answer
 
 func parseCheck(t *testing.T, r result) checkJSON {
 	t.Helper()
 	var c checkJSON
 	dec := json.NewDecoder(strings.NewReader(r.stdout))
-	dec.DisallowUnknownFields()
-	if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+	dec.DisallowUnknownFields() // every field printed is one of the answer type's
+	if err := dec.Decode(&c); err != nil {
 		t.Fatalf("check --json output is not JSON: %v\n%s", err, r.stdout)
 	}
 	if c.ExitCode != r.code {
@@ -236,7 +199,7 @@ func hasReason(c checkJSON, slot, reason string) bool {
 	for _, s := range c.Slots {
 		if s.Name == slot {
 			for _, r := range s.Verdict.Reasons {
-				if r == reason {
+				if string(r) == reason {
 					return true
 				}
 			}
