@@ -10,6 +10,7 @@ import (
 	k8syaml "sigs.k8s.io/yaml"
 
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"testing"
 
 	"github.com/slotsync/slotsync/integration/pgtest"
+	slotsync "github.com/slotsync/slotsync/sync"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -291,6 +293,21 @@ func TestPatroniHookPolicy(t *testing.T) {
 	}
 	if code, out := run(append(unreachable, "SLOTSYNC_BIN="+notReady)...); code != 0 || !strings.Contains(out, "at risk: cdc: copy_behind_consumer; sub: missing") {
 		t.Fatalf("the hook on NOT READY does not say what is at risk: %d\n%s", code, out)
+	}
+	// READY: the hook says what consumers that resume from their slot's position may receive
+	// again (the answer as check --json prints it: the gate's answer type, indented).
+	readyAnswer := slotsync.Answer{Ready: true, NotReady: []string{}, AtRisk: []string{}, Redelivery: []slotsync.Redelivery{
+		{Slot: "cdc", From: 0x3000000, To: 0x3002000, Bytes: 8192}, {Slot: "sub", From: 0x3000000, To: 0x3000000, AtLeast: true}}}
+	readyJSON, err := json.MarshalIndent(readyAnswer, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(t.TempDir(), "slotsync")
+	if err := os.WriteFile(ready, []byte("#!/bin/sh\ncat <<'EOF'\n"+string(readyJSON)+"\nEOF\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(append(unreachable, "SLOTSYNC_BIN="+ready)...); code != 0 || !strings.Contains(out, "may receive again: cdc 8192 B, sub at least 0 B") {
+		t.Fatalf("the hook on READY does not say what may be received again: %d\n%s", code, out)
 	}
 	// Patroni's environment without slotsync's settings: the hook names what is missing.
 	if code, out := run("SLOTSYNC_STANDBY=host=x"); code == 0 || !strings.Contains(out, "SLOTSYNC_STATE_DIR") {

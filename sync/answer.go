@@ -59,7 +59,36 @@ type Answer struct {
 	NothingSelected string `json:"nothing_selected,omitempty"`
 	// ConsumersAhead names every consumer that confirmed beyond the standby's WAL.
 	ConsumersAhead []ConsumerAhead `json:"consumers_ahead"`
+	// Redelivery: for each READY copy behind its consumer, what that consumer may receive again
+	// after a promotion now (RedeliveryOf); copies at their consumer's position are left out.
+	Redelivery []Redelivery `json:"redelivery"`
 	*Report
+}
+
+// Redelivery is the redelivery window of one READY copy: after a promotion now, its consumer
+// may receive again the transactions that committed after From (the copy's confirmed_flush) up
+// to To (what the consumer had confirmed as the gate last saw it): PostgreSQL starts decoding
+// for a consumer at the later of its requested start and the slot's confirmed_flush, so one
+// that asks for its own position (a subscription, Debezium) gets none of them again; one that
+// starts from the slot's (pg_recvlogical without --startpos) gets them all. Judged without the
+// primary, To is as last recorded and the consumer may have confirmed more since (AtLeast).
+type Redelivery struct {
+	Slot    string       `json:"slot"`
+	From    lsncheck.LSN `json:"from"`
+	To      lsncheck.LSN `json:"to"`
+	Bytes   int64        `json:"bytes"`
+	AtLeast bool         `json:"at_least,omitempty"`
+}
+
+// RedeliveryOf is a slot's redelivery window (false when the copy is not READY, or has no
+// positions).
+func RedeliveryOf(s SlotReport, withoutPrimary bool) (Redelivery, bool) {
+	if !s.Gate || !s.Verdict.Ready || s.Primary == nil || s.Copy == nil {
+		return Redelivery{}, false
+	}
+	r := Redelivery{Slot: s.Name, From: s.Copy.ConfirmedFlush, To: max(s.Primary.ConfirmedFlush, s.Copy.ConfirmedFlush), AtLeast: withoutPrimary}
+	r.Bytes = int64(r.To - r.From)
+	return r, true
 }
 
 // ConsumerAhead is a consumer that confirmed beyond the standby's WAL, and by how much.
@@ -72,7 +101,7 @@ type ConsumerAhead struct {
 // that failed only because the primary is gone still answers when it carries a verdict judged
 // without the primary (rule 8).
 func AnswerOf(rep *Report, err error) Answer {
-	r := Answer{CheckedAt: time.Now().UTC(), NotReady: []string{}, AtRisk: []string{}, ConsumersAhead: []ConsumerAhead{}}
+	r := Answer{CheckedAt: time.Now().UTC(), NotReady: []string{}, AtRisk: []string{}, ConsumersAhead: []ConsumerAhead{}, Redelivery: []Redelivery{}}
 	if err != nil && (rep == nil || rep.WithoutPrimary == nil) {
 		r.ExitCode, r.Error = ExitCodeOf(err), err.Error()
 		r.CannotTell, r.PrimaryAlive = errors.Is(err, ErrCannotTell), errors.Is(err, ErrPrimaryAlive)
@@ -94,6 +123,9 @@ func AnswerOf(rep *Report, err error) Answer {
 		}
 		if s.Verdict.ConsumerAheadBytes > 0 {
 			r.ConsumersAhead = append(r.ConsumersAhead, ConsumerAhead{s.Name, s.Verdict.ConsumerAheadBytes})
+		}
+		if w, ok := RedeliveryOf(s, rep.WithoutPrimary != nil); ok && (w.Bytes > 0 || w.AtLeast) {
+			r.Redelivery = append(r.Redelivery, w)
 		}
 	}
 	r.Ready = len(r.NotReady) == 0 && !rep.NothingSelected()

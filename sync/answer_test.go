@@ -24,3 +24,28 @@ func TestAnswerSummary(t *testing.T) {
 		t.Fatalf("an error's summary: %+v", e)
 	}
 }
+// TestRedeliveryOf: a READY copy behind its consumer may deliver again what lies between the
+// copy's confirmed_flush and the consumer's; a copy NOT READY has no window; judged without the
+// primary, the consumer may have confirmed more since (at least).
+func TestRedeliveryOf(t *testing.T) {
+	pos := func(confirmed lsncheck.LSN) *lsncheck.Position {
+		return &lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: confirmed}
+	}
+	ready := SlotReport{Name: "cdc", Gate: true, Primary: pos(0x3002000), Copy: pos(0x3000000), Verdict: lsncheck.Verdict{Ready: true}}
+	if w, ok := RedeliveryOf(ready, false); !ok || w != (Redelivery{Slot: "cdc", From: 0x3000000, To: 0x3002000, Bytes: 0x2000}) {
+		t.Errorf("READY, behind its consumer: %+v %v", w, ok)
+	}
+	if w, ok := RedeliveryOf(ready, true); !ok || !w.AtLeast || w.Bytes != 0x2000 {
+		t.Errorf("without the primary: %+v %v", w, ok)
+	}
+	notReady := ready
+	notReady.Verdict.Ready = false
+	if _, ok := RedeliveryOf(notReady, false); ok {
+		t.Error("a copy NOT READY has a redelivery window")
+	}
+	noCopy := ready
+	noCopy.Copy = nil
+	if _, ok := RedeliveryOf(noCopy, false); ok {
+		t.Error("a slot without a copy has a redelivery window")
+	}
+}

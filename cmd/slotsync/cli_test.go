@@ -288,6 +288,26 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		if c = parseCheck(t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
 			t.Fatalf("ready check: %+v", c)
 		}
+		// The consumer confirms more; no pass follows: the READY copy is behind it, and the
+		// answer says what a consumer resuming from the slot's position would receive again,
+		// from the copy's confirmed_flush to the consumer's (issue 34 item 2).
+		must(pair.Primary.ExecDB(ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
+		must(pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+		must(pair.WaitCaughtUp(ctx))
+		r = slotsyncCmd(t, nil, args("check", "--json", "--summary", "--state-dir", state)...)
+		c = parseCheck(t, r)
+		var primaryConfirmed string
+		must(pair.Primary.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
+		if !c.Ready || len(c.Redelivery) != 1 || c.Redelivery[0].Slot != "cdc" || c.Redelivery[0].To.String() != primaryConfirmed ||
+			c.Redelivery[0].Bytes != int64(c.Redelivery[0].To-c.Redelivery[0].From) || c.Redelivery[0].Bytes <= 0 || c.Redelivery[0].AtLeast {
+			t.Fatalf("the redelivery window of a READY copy behind its consumer (confirmed %s): %+v\n%s", primaryConfirmed, c.Redelivery, r.stdout)
+		}
+		if r := slotsyncCmd(t, nil, args("check", "--state-dir", state)...); !strings.Contains(r.stdout, "redelivery window of cdc") {
+			t.Fatalf("check does not say what may be received again:\n%s", r.stdout)
+		}
+		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 { // the copy catches up
+			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
 		// A selection that matches none of the primary's slots (a typo, or every slot ignored)
 		// is no READY: the gate would protect nothing (operators review round 4, finding 3).
 		for _, sel := range [][]string{{"--slots", "nomatch*"}, {"--ignore-slots", "c*"}, {"--plugins", "wal2json"}} {

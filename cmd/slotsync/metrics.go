@@ -16,6 +16,7 @@ type metrics struct {
 	syncLag         *prometheus.GaugeVec
 	retainedWAL     *prometheus.GaugeVec
 	consumerAhead   *prometheus.GaugeVec
+	redelivery      *prometheus.GaugeVec
 	runs            prometheus.Counter
 	errs            *prometheus.CounterVec
 	duration        prometheus.Histogram
@@ -45,6 +46,7 @@ func newMetrics() *metrics {
 	m.notReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_not_ready_reason", Help: "1 for each reason a slot's copy is NOT READY (docs/CLI.md lists them; some only wait, some need a human)."}, append(slotLabels, "reason"))
 	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "Primary confirmed_flush minus the standby copy's (negative: the copy is ahead)."}, slotLabels)
 	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, append(slotLabels, "node"))
+	m.redelivery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_redelivery_bytes", Help: "READY copies: the WAL between the copy's confirmed_flush and its consumer's, whose transactions a consumer resuming from the slot's position receives again after a promotion now."}, slotLabels)
 	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, slotLabels)
 	m.runs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_sync_runs_total", Help: "Sync passes attempted."})
 	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes and failed slot actions, by class (retry, skip_slot, stop)."}, []string{"class"})
@@ -64,7 +66,7 @@ func newMetrics() *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.runs, m.errs, m.duration,
+	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.redelivery, m.runs, m.errs, m.duration,
 		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -143,7 +145,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 }
 
 func (m *metrics) resetSlots() {
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead} {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.redelivery} {
 		v.Reset()
 	}
 }
@@ -160,6 +162,9 @@ func (m *metrics) slotVerdicts(rep slotsync.Report) {
 		}
 		m.syncLag.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.SyncLagBytes))
 		m.consumerAhead.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.ConsumerAheadBytes))
+		if rd, ok := slotsync.RedeliveryOf(s, rep.WithoutPrimary != nil); ok {
+			m.redelivery.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(rd.Bytes))
+		}
 		m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "primary").Set(float64(s.PrimaryRetainedWALBytes))
 		if s.Copy != nil {
 			m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))

@@ -59,8 +59,13 @@ judged=
 if printf '%s' "$flat" | grep -q '"without_primary": *{'; then
   judged=", JUDGED WITHOUT THE PRIMARY (from this node and the daemon's last observation of it)"
 fi
+# Per READY copy behind its consumer, what a consumer that resumes from its slot's position (not
+# its own) may receive again after this promotion: "cdc 8192 B" (docs/CLI.md, redelivery).
+again=$(printf '%s' "$flat" | sed -n 's/.*"redelivery": *\[\([^]]*\)\].*/\1/p' |
+  sed 's/{ *"slot": *"\([^"]*\)"[^}]*"bytes": *\([0-9]*\), *"at_least": *true *}/\1 at least \2 B/g' |
+  sed 's/{ *"slot": *"\([^"]*\)"[^}]*"bytes": *\([0-9]*\)[^}]*}/\1 \2 B/g; s/ *, */, /g; s/^ *//; s/ *$//')
 if [ "$rc" -eq 0 ]; then
-  echo "slotsync pre_promote: every logical slot's copy is READY$judged" >&2
+  echo "slotsync pre_promote: every logical slot's copy is READY$judged${again:+; consumers resuming from their slot's position may receive again: $again}" >&2
   rm -f "$deadline_file"
   exit 0
 fi

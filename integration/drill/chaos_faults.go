@@ -51,6 +51,11 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		}
 	case FaultSlotRecreated:
 		return wd.recreate(ctx, s.Slot, s.Away)
+	case FaultOtherPlugin:
+		f := wd.feeds[wd.feedOf(s.Slot)]
+		wd.stopFeed(wd.feedOf(s.Slot)) // before its consumer changes plugin
+		f.c.plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[f.c.plugin]
+		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
 		return wd.recreateBehind(ctx, s.Slot, s.Away)
 	case FaultCopyDropped:

@@ -29,6 +29,7 @@ const (
 	FaultSlotBehind        Fault = "slot_recreated_behind"       // a slot dropped and copied again from an older one (pg_copy_logical_replication_slot)
 	FaultSlotDropped       Fault = "slot_dropped"                // a slot dropped, its consumer away until a FaultSlotRecreated makes it again
 	FaultCopyDropped       Fault = "copy_dropped_on_standby"     // a slot's copy dropped on the standby by someone else
+	FaultOtherPlugin       Fault = "slot_recreated_other_plugin" // a slot made again with the other plugin, its consumer speaking that one
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made

@@ -91,6 +91,9 @@ func MatrixPlans() []Plan {
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
+		// A slot made again with the other plugin (its consumer now speaks that one): the copy
+		// of the slot before would not decode for it (rule 2's identity).
+		hookPlan("hook-other-plugin", nil, Step{Fault: FaultOtherPlugin, Slot: "drill_pgoutput"}),
 		// The standby's receiver cut 700 ms before the question (it reconnects after
 		// wal_retrieve_retry_interval, 5 s): the consumers get ahead of it (rule 5).
 		hookPlan("hook-receiver-cut", []Step{{At: 2300 * ms, Fault: FaultWALReceiver}}),
