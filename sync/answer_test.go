@@ -24,6 +24,7 @@ func TestAnswerSummary(t *testing.T) {
 		t.Fatalf("an error's summary: %+v", e)
 	}
 }
+
 // TestRedeliveryOf: a READY copy behind its consumer may deliver again what lies between the
 // copy's confirmed_flush and the consumer's; a copy NOT READY has no window; judged without the
 // primary, the consumer may have confirmed more since (at least).
