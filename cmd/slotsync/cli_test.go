@@ -505,7 +505,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="primary"} 1`, "slotsync_build_info{",
 			`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="standby",plugin="test_decoding",slot="cdc"}`,
 			"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
-			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`} {
+			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`, `slotsync_slot_copy_ahead_bytes{` + cdc + `} 0`} {
 			if !strings.Contains(metricsText, want) {
 				t.Errorf("metrics lack %s", want)
 			}
@@ -532,7 +532,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 				t.Errorf("metrics with the primary down lack %s:\n%s", want, grepLines(metricsText, "slotsync_node_up", "slotsync_gate", "slotsync_promotion"))
 			}
 		}
-		if strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry"} 0`) {
+		if strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"} 0`) || !strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"}`) {
 			t.Error("failed passes not counted while the primary was down")
 		}
 		if err := pair.Primary.Start(ctx); err != nil {

@@ -17,6 +17,7 @@ type metrics struct {
 	retainedWAL     *prometheus.GaugeVec
 	consumerAhead   *prometheus.GaugeVec
 	redelivery      *prometheus.GaugeVec
+	copyAhead       *prometheus.GaugeVec
 	runs            prometheus.Counter
 	errs            *prometheus.CounterVec
 	duration        prometheus.Histogram
@@ -44,12 +45,13 @@ func newMetrics() *metrics {
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
 	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion without loss."}, slotLabels)
 	m.notReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_not_ready_reason", Help: "1 for each reason a slot's copy is NOT READY (docs/CLI.md lists them; some only wait, some need a human)."}, append(slotLabels, "reason"))
-	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "Primary confirmed_flush minus the standby copy's (negative: the copy is ahead)."}, slotLabels)
+	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "How far the standby copy's confirmed_flush trails the primary's (0 when it does not; slotsync_slot_copy_ahead_bytes when it is ahead)."}, slotLabels)
+	m.copyAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_copy_ahead_bytes", Help: "How far the standby copy's confirmed_flush is ahead of its consumer's (a new copy waiting for its consumer; 0 when not ahead)."}, slotLabels)
 	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, append(slotLabels, "node"))
 	m.redelivery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_redelivery_bytes", Help: "READY copies: the WAL between the copy's confirmed_flush and its consumer's, whose transactions a consumer resuming from the slot's position receives again after a promotion now."}, slotLabels)
 	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, slotLabels)
 	m.runs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_sync_runs_total", Help: "Sync passes attempted."})
-	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes and failed slot actions, by class (retry, skip_slot, stop)."}, []string{"class"})
+	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes (scope=pass) and failed slot actions (scope=slot), by class (retry, skip_slot, stop)."}, []string{"class", "scope"})
 	m.duration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slotsync_sync_duration_seconds", Help: "Duration of sync passes.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
@@ -66,13 +68,15 @@ func newMetrics() *metrics {
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.redelivery, m.runs, m.errs, m.duration,
+	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.runs, m.errs, m.duration,
 		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
 	for _, class := range []string{"retry", "skip_slot", "stop"} {
-		m.errs.WithLabelValues(class)
+		for _, scope := range []string{"pass", "slot"} {
+			m.errs.WithLabelValues(class, scope)
+		}
 	}
 	return m
 }
@@ -90,7 +94,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		}
 	}
 	if err != nil {
-		m.errs.WithLabelValues(slotsync.Classify(err).String()).Inc()
+		m.errs.WithLabelValues(slotsync.Classify(err).String(), "pass").Inc()
 		var ne *slotsync.NodeError
 		if errors.As(err, &ne) {
 			m.nodeUp.WithLabelValues(ne.Node).Set(0)
@@ -137,7 +141,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 	m.leftAlone.WithLabelValues("other").Set(float64(len(rep.StandbyOnly)))
 	for _, s := range rep.Slots {
 		if s.Error != "" {
-			m.errs.WithLabelValues(s.ErrorClass).Inc()
+			m.errs.WithLabelValues(s.ErrorClass, "slot").Inc()
 		}
 	}
 	m.slotVerdicts(rep)
@@ -145,7 +149,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 }
 
 func (m *metrics) resetSlots() {
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.retainedWAL, m.consumerAhead, m.redelivery} {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery} {
 		v.Reset()
 	}
 }
@@ -160,7 +164,8 @@ func (m *metrics) slotVerdicts(rep slotsync.Report) {
 		for _, r := range s.Verdict.Reasons {
 			m.notReady.WithLabelValues(s.Name, s.Database, s.Plugin, string(r)).Set(1)
 		}
-		m.syncLag.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.SyncLagBytes))
+		m.syncLag.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(max(s.Verdict.SyncLagBytes, 0)))
+		m.copyAhead.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.CopyAheadBytes))
 		m.consumerAhead.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.ConsumerAheadBytes))
 		if rd, ok := slotsync.RedeliveryOf(s, rep.WithoutPrimary != nil); ok {
 			m.redelivery.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(rd.Bytes))
