@@ -64,7 +64,10 @@ func (p *Proxy) handle(client net.Conn) {
 	if hole {
 		return // accepted, never answered: the client hangs until its own timeout
 	}
-	server, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	target := p.target
+	p.mu.Unlock()
+	server, err := net.Dial("tcp", target)
 	if err != nil {
 		p.drop(client)
 		return
@@ -123,6 +126,15 @@ func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.blackhole = false
 	p.mu.Unlock()
+}
+
+// Redirect sends new connections to target from now on and resets the open ones, as a virtual IP
+// or a Service moved to another server does.
+func (p *Proxy) Redirect(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+	p.Reset()
 }
 
 // Reset closes every connection at once with a TCP reset.

@@ -39,6 +39,19 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL")
 	case FaultStandbyRestart:
 		return wd.restartStandby(ctx)
+	case FaultAddressMoved:
+		// An HA manager moves the primary's address to the candidate before promoting it:
+		// slotsync and the gate, which reach the primary through it, reach the standby itself.
+		to, err := p.Standby.Addr(ctx)
+		if err != nil {
+			return err
+		}
+		back, err := p.Primary.Addr(ctx)
+		if err != nil {
+			return err
+		}
+		wd.proxy.Redirect(to)
+		time.AfterFunc(s.For, func() { wd.proxy.Redirect(back) })
 	case FaultStandbyKill:
 		if err := p.Standby.Kill(ctx); err != nil {
 			return err

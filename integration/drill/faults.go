@@ -31,6 +31,7 @@ const (
 	FaultCopyDropped       Fault = "copy_dropped_on_standby"     // a slot's copy dropped on the standby by someone else
 	FaultOtherPlugin       Fault = "slot_recreated_other_plugin" // a slot made again with the other plugin, its consumer speaking that one
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
+	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed

@@ -100,6 +100,10 @@ func MatrixPlans() []Plan {
 		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
+		// The primary's address (a VIP) moved to the candidate before the promotion, the
+		// standby's receiver cut 700 ms before: the gate reaches the standby itself, in
+		// recovery, while the primary lives and its consumers get ahead (rule 8, finding 1).
+		hookPlan("hook-address-moved-early", []Step{{At: 2300 * ms, Fault: FaultWALReceiver}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
