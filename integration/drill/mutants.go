@@ -15,6 +15,27 @@ type Mutant struct {
 	Majors []int
 	// Why: what switching it off lets through.
 	Why string
+	// Plans: the written plans (MatrixPlans) whose failover that check decides, run first.
+	Plans []string
+}
+
+// mutantPlans are the written plans that put each check's window at the cutover.
+var mutantPlans = map[string][]string{
+	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
+	"readiness:identity_mismatch":          {"hook-other-plugin"},
+	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
+	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
+	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
+	"readiness:consumer_ahead_of_standby":  {"hook-receiver-cut"},
+	"readiness:copy_catalog_unprotected":   {"hook-catalog-vacuum", "hook-slot-made-again"},
+	"without:missing":                      {"copy-dropped-then-kill"},
+	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
+	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
+	"primary-gone-after-1ms":               {"hook-route-and-receiver-cut", "primary-restart-route-cut"},
+	"record-outlived":                      {"hook-slot-behind"},
+	"upstream-unchecked":                   {"hook-address-moved-early"},
+	"catalog-hold-off":                     {"hook-catalog-vacuum"},
+	"horizon-remade":                       {"hook-slot-made-again"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -45,7 +66,7 @@ func Mutants() []Mutant {
 	for _, r := range withoutMutants {
 		out = append(out, Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)})
 	}
-	return append(out,
+	out = append(out,
 		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
 		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
@@ -53,6 +74,10 @@ func Mutants() []Mutant {
 		Mutant{Name: "record-outlived", Why: "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)"},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 	)
+	for i := range out {
+		out[i].Plans = mutantPlans[out[i].Name]
+	}
+	return out
 }
 
 // MatrixPlans are plans written for the rules the drawn plans seldom reach at the cutover: each

@@ -45,12 +45,12 @@ func samplePlan(t *testing.T, name string, seed int64) Plan {
 }
 
 // TestMutationMatrix runs the fault explorer against slotsync builds with one safety check of
-// the gate switched off (Mutants), each on the plans written for the rules (MatrixPlans), then
+// the gate switched off (Mutants), each on the plans written for its rule (Mutant.Plans), then
 // on SLOTSYNC_MUTANT_SEEDS drawn plans (default 4), until a plan catches it (a READY while loss,
-// or a problem). Without
-// SLOTSYNC_MUTANTS it runs mutantSample, and each must be caught; SLOTSYNC_MUTANTS=all (or a
-// comma-separated list) runs those on every requested major and reports what caught each, or
-// that nothing did; SLOTSYNC_MUTANT_PLANS names the written plans to run (default: all).
+// or a problem). Without SLOTSYNC_MUTANTS it runs mutantSample, and each must be caught;
+// SLOTSYNC_MUTANTS=all (or a comma-separated list) runs those on every requested major and
+// reports what caught each, or that nothing did; SLOTSYNC_MUTANT_PLANS=all runs every written
+// plan for each mutant, a list those.
 func TestMutationMatrix(t *testing.T) {
 	seeds := int64(4)
 	if s := os.Getenv("SLOTSYNC_MUTANT_SEEDS"); s != "" {
@@ -62,8 +62,9 @@ func TestMutationMatrix(t *testing.T) {
 	}
 	want := os.Getenv("SLOTSYNC_MUTANTS")
 	type run struct {
-		name string
-		seed int64
+		name  string
+		plans []string // the written plans for it (Mutant.Plans)
+		seed  int64
 		// only: the sample's plan (nil: the matrix plans, then drawn seeds from seed)
 		only *Plan
 	}
@@ -71,7 +72,7 @@ func TestMutationMatrix(t *testing.T) {
 		var out []run
 		for _, m := range Mutants() {
 			if (want == "all" || slices.Contains(strings.Split(want, ","), m.Name)) && (m.Majors == nil || slices.Contains(m.Majors, major)) {
-				out = append(out, run{name: m.Name, seed: first})
+				out = append(out, run{name: m.Name, plans: m.Plans, seed: first})
 			}
 		}
 		for _, s := range mutantSample {
@@ -97,11 +98,16 @@ func TestMutationMatrix(t *testing.T) {
 			t.Run(r.name, func(t *testing.T) {
 				t.Setenv("SLOTSYNC_MUTANT", r.name)
 				killedBy := ""
-				// The plans written for the rules first (SLOTSYNC_MUTANT_PLANS: those named), then
-				// drawn seeds.
-				plans := MatrixPlans()
-				if names := os.Getenv("SLOTSYNC_MUTANT_PLANS"); names != "" {
+				// The plans written for its rule first (SLOTSYNC_MUTANT_PLANS=all: every written
+				// plan; a list: those), then drawn seeds.
+				var plans []Plan
+				switch names := os.Getenv("SLOTSYNC_MUTANT_PLANS"); {
+				case names == "all":
+					plans = MatrixPlans()
+				case names != "":
 					plans = matrixPlans(t, names)
+				case len(r.plans) > 0:
+					plans = matrixPlans(t, strings.Join(r.plans, ","))
 				}
 				for seed := r.seed; seed < r.seed+seeds; seed++ {
 					plans = append(plans, DrawPlan(seed, true))
@@ -169,6 +175,29 @@ func TestMutantsAreTheCodes(t *testing.T) {
 		}
 		if !slices.Contains(reasonMutants, r) {
 			t.Errorf("reason %s has no mutant in the matrix", r)
+		}
+	}
+}
+
+// TestMutantPlansAreWritten: every plan a mutant names is one of MatrixPlans, and every mutant
+// the map names exists.
+func TestMutantPlansAreWritten(t *testing.T) {
+	names := map[string]bool{}
+	for _, p := range MatrixPlans() {
+		names[p.Name] = true
+	}
+	mutants := map[string]bool{}
+	for _, m := range Mutants() {
+		mutants[m.Name] = true
+		for _, p := range m.Plans {
+			if !names[p] {
+				t.Errorf("mutant %s names plan %s, which MatrixPlans has not", m.Name, p)
+			}
+		}
+	}
+	for m := range mutantPlans {
+		if !mutants[m] {
+			t.Errorf("mutantPlans names %s, which is no mutant", m)
 		}
 	}
 }
