@@ -39,6 +39,20 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL")
 	case FaultStandbyRestart:
 		return wd.restartStandby(ctx)
+	case FaultReceiverStalled:
+		// The standby's WAL receiver stalls (a starved or swapping standby, a network that
+		// holds its packets): the consumers, served by the primary, get ahead of it.
+		var pid int
+		if err := p.Standby.QueryRow(ctx, "SELECT coalesce((SELECT pid FROM pg_stat_wal_receiver), 0)", nil, &pid); err != nil {
+			return err
+		}
+		if pid == 0 {
+			return skipped("the standby's WAL receiver is not running")
+		}
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			return fmt.Errorf("stop the WAL receiver %d: %w", pid, err)
+		}
+		time.AfterFunc(s.For, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	case FaultAddressMoved:
 		// An HA manager moves the primary's address to the candidate before promoting it:
 		// slotsync and the gate, which reach the primary through it, reach the standby itself.

@@ -26,7 +26,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
-	"readiness:consumer_ahead_of_standby":  {"hook-receiver-cut"},
+	"readiness:consumer_ahead_of_standby":  {"hook-receiver-stalled"},
 	"readiness:copy_catalog_unprotected":   {"hook-catalog-vacuum", "hook-slot-made-again"},
 	"without:missing":                      {"copy-dropped-then-kill"},
 	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
@@ -119,16 +119,16 @@ func MatrixPlans() []Plan {
 		// A slot made again with the other plugin (its consumer now speaks that one): the copy
 		// of the slot before would not decode for it (rule 2's identity).
 		hookPlan("hook-other-plugin", nil, Step{Fault: FaultOtherPlugin, Slot: "drill_pgoutput"}),
-		// The standby's receiver cut 700 ms before the question (it reconnects after
-		// wal_retrieve_retry_interval, 5 s): the consumers get ahead of it (rule 5).
-		hookPlan("hook-receiver-cut", []Step{{At: 2300 * ms, Fault: FaultWALReceiver}}),
+		// The standby's WAL receiver stalled 700 ms before the question, for 3 s: the consumers
+		// get ahead of it (rule 5). (A receiver cut reconnects within milliseconds.)
+		hookPlan("hook-receiver-stalled", []Step{{At: 2300 * ms, Fault: FaultReceiverStalled, For: 3000 * ms}}),
 		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
 		// The primary's address (a VIP) moved to the candidate before the promotion, the
-		// standby's receiver cut 700 ms before: the gate reaches the standby itself, in
+		// standby's receiver stalled 700 ms before: the gate reaches the standby itself, in
 		// recovery, while the primary lives and its consumers get ahead (rule 8, finding 1).
-		hookPlan("hook-address-moved-early", []Step{{At: 2300 * ms, Fault: FaultWALReceiver}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
+		hookPlan("hook-address-moved-early", []Step{{At: 2300 * ms, Fault: FaultReceiverStalled, For: 3000 * ms}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
