@@ -69,9 +69,9 @@ type Step struct {
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
 // under the same version (a plan recorded in a report replays under any, from the report).
 //
-// 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby's WAL receiver
-// stalled, the standby killed -9
-// and a copy dropped on the standby are drawn too; a slot made again may leave its consumer away.
+// 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby's WAL
+// receiver stalled, the standby killed -9 and a copy dropped on the standby are drawn too; a
+// slot made again may leave its consumer away.
 const DrawVersion = 3
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
