@@ -53,6 +53,8 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 			return fmt.Errorf("stop the WAL receiver %d: %w", pid, err)
 		}
 		time.AfterFunc(s.For, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	case FaultStandbyCutOff:
+		return wd.cutOffStandby(ctx, s.For)
 	case FaultAddressMoved:
 		// An HA manager moves the primary's address to the candidate before promoting it:
 		// slotsync and the gate, which reach the primary through it, reach the standby itself.
@@ -431,3 +433,31 @@ func (w *writer) issued() int {
 	defer w.mu.Unlock()
 	return w.next
 }
+
+// cutOffStandby empties the standby's primary_conninfo for a while (its WAL receiver stops and
+// does not come back), then sets it back: a standby cut off from a primary that lives on.
+func (wd *world) cutOffStandby(ctx context.Context, d time.Duration) error {
+	sb := wd.pair.Standby
+	var conninfo string
+	if err := sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo); err != nil {
+		return err
+	}
+	if conninfo == "" {
+		return skipped("the standby has no primary_conninfo")
+	}
+	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()"} {
+		if err := sb.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
+	time.AfterFunc(d, func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = sb.Exec(rctx, "ALTER SYSTEM SET primary_conninfo = "+pgQuote(conninfo))
+		_ = sb.Exec(rctx, "SELECT pg_reload_conf()")
+	})
+	return nil
+}
+
+// pgQuote is s as an SQL string literal.
+func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

@@ -33,6 +33,7 @@ const (
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
 	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while
 	FaultReceiverStalled   Fault = "wal_receiver_stalled"        // the standby's WAL receiver stopped (SIGSTOP) for a while: it falls behind
+	FaultStandbyCutOff     Fault = "standby_cut_off"             // the standby's primary_conninfo emptied for a while: it does not stream, the primary lives on
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed

@@ -122,6 +122,13 @@ func MatrixPlans() []Plan {
 		// The standby's WAL receiver stalled 700 ms before the question, for 3 s: the consumers
 		// get ahead of it (rule 5). (A receiver cut reconnects within milliseconds.)
 		hookPlan("hook-receiver-stalled", []Step{{At: 2300 * ms, Fault: FaultReceiverStalled, For: 3000 * ms}}),
+		// slotsync paused, then the standby cut off from a primary that lives on (its
+		// primary_conninfo emptied), then slotsync's route to it cut: the gate may judge without
+		// the primary only once the standby has not streamed for --primary-gone-after (rule 8).
+		{Name: "hook-route-and-standby-cut", Live: 3000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second},
+			{At: 2300 * ms, Fault: FaultStandbyCutOff, For: HookBound + 10*time.Second},
+			{At: 3000 * ms, Fault: FaultPrimaryRoute, For: HookBound + 10*time.Second}}},
 		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
