@@ -28,6 +28,11 @@ var mutantSample = []struct {
 	// Rule 1 with the primary: a slot dropped (slotsync drops its copy) and made again while
 	// slotsync is paused; a hook promotes at the first READY (killed by this plan in the matrix).
 	{name: "readiness:missing", major: 17, plan: "hook-slot-made-again"},
+	// Rule 8, this round's fix: a record the primary outlived while slotsync was paused, a slot
+	// copied again behind its copy meanwhile (the explorer's own finding).
+	{name: "record-outlived", major: 17, plan: "hook-slot-behind"},
+	// Rule 2's identity: a slot made again with the other plugin.
+	{name: "readiness:identity_mismatch", major: 17, plan: "hook-other-plugin"},
 }
 
 // samplePlan is the plan a sample entry names.
