@@ -120,25 +120,20 @@ func TestMutationMatrix(t *testing.T) {
 				if r.only != nil {
 					plans = []Plan{*r.only}
 				}
+				if r.only != nil {
+					// The sample: its plan must pass with the gate as built, or a kill means
+					// nothing.
+					t.Setenv("SLOTSYNC_MUTANT", "")
+					if it := runPlan(t, bin, major, *r.only); !it.OK {
+						t.Fatalf("the gate as built fails the sample's plan: %s", killReason(it))
+					}
+					t.Setenv("SLOTSYNC_MUTANT", r.name)
+				}
 				for i, plan := range plans {
 					if killedBy != "" {
 						break
 					}
-					ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-					rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
-						NewPair: func(ctx context.Context) (*integration.Pair, error) {
-							return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
-						}})
-					cancel()
-					if err != nil {
-						t.Fatal(err)
-					}
-					it := rep.Iterations[0]
-					t.Logf("%s\n  ok %v, answers %s, problems %q", it.Plan, it.OK, answers(it), it.Problems)
-					if len(it.HookAnswers) > 0 {
-						t.Logf("  the hook asked %d times: %q", len(it.HookAnswers), it.HookAnswers)
-					}
-					if !it.OK {
+					if it := runPlan(t, bin, major, plan); !it.OK {
 						killedBy = fmt.Sprintf("plan %d of %d: %s: %s", i+1, len(plans), it.Plan, killReason(it))
 					}
 				}
@@ -149,6 +144,26 @@ func TestMutationMatrix(t *testing.T) {
 			})
 		}
 	})
+}
+
+// runPlan runs one plan of the explorer on a new pair of major and logs what it saw.
+func runPlan(t *testing.T, bin string, major int, plan Plan) ChaosIteration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+		NewPair: func(ctx context.Context) (*integration.Pair, error) {
+			return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := rep.Iterations[0]
+	t.Logf("%s (SLOTSYNC_MUTANT=%q)\n  ok %v, answers %s, problems %q", it.Plan, os.Getenv("SLOTSYNC_MUTANT"), it.OK, answers(it), it.Problems)
+	if len(it.HookAnswers) > 0 {
+		t.Logf("  the hook asked %d times: first %q, last %q", len(it.HookAnswers), it.HookAnswers[0], it.HookAnswers[len(it.HookAnswers)-1])
+	}
+	return it
 }
 
 // killReason says what caught a mutant: the lies and problems of the iteration.
