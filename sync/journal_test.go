@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"reflect"
 	"strings"
@@ -11,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
 )
 
 // TestJournalCloneKeepsEveryField: clone copies every field of the journal and of its entries,
@@ -155,5 +157,21 @@ func TestJournalThatIsADirectory(t *testing.T) {
 	}
 	if _, _, err := LoadJournal(dir, true); err == nil || ExitCodeOf(err) != ExitUsage || !strings.Contains(err.Error(), "is a directory") {
 		t.Fatalf("want a configuration error, got %v", err)
+	}
+}
+
+// TestRecordRenewByCountsThePass: a record is due to be renewed within the record interval and
+// two passes, each an interval plus as long as the pass that made it took: a slow pass (a
+// thousand slots, a standby restart) must not make the next record look overdue (rule 8).
+func TestRecordRenewByCountsThePass(t *testing.T) {
+	e := testEngine(t, &fakeObserver{}, &fakeApplier{})
+	taken := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	snap := twoNodeSnapshot()
+	snap.Taken = taken
+	e.now = func() time.Time { return taken.Add(3 * time.Second) } // the pass took 3 s so far
+	e.recordGate(snap, topology.MethodSQL, nil)
+	want := taken.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+3*time.Second))
+	if e.journal.Gate == nil || !e.journal.Gate.RenewBy.Equal(want) {
+		t.Fatalf("renew_by %v, want %v (record interval %s, interval %s, a pass of 3 s)", e.journal.Gate, want, e.cfg.GateRecordInterval, e.cfg.Interval)
 	}
 }

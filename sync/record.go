@@ -277,7 +277,9 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 	if rec.StandbyCutOff {
 		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(snap))
 	}
-	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*e.cfg.Interval)
+	// The next record comes with a pass within GateRecordInterval, each pass an interval plus
+	// as long as this one took (a thousand slots, a standby restart): two of them for room.
+	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(snap.Taken), 0)))
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
