@@ -301,13 +301,10 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 			var streamedAgo time.Duration
 			if a.answer.WithoutPrimary {
 				observed = a.answer.ObservedAt
-				if last := wd.recv.lastStreamed(a.answer.Asked); alive && !last.IsZero() {
-					// Judged without a primary that was alive: the gate may do so only once the
-					// standby has not streamed for --primary-gone-after; before that, it promised
-					// what a judgement with the primary promises (rule 8). A second of margin
-					// for the sampling.
-					streamedAgo = a.answer.Asked.Sub(last)
-					promised = promised || streamedAgo < gateGoneAfter-time.Second
+				if alive {
+					var live bool
+					live, streamedAgo = promisedAlive(a.answer, wd.recv)
+					promised = promised || live
 				}
 			}
 			if wd.hook && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
@@ -331,6 +328,20 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 		}
 	}
 	return out
+}
+
+// promisedAlive: an answer judged without a primary that was alive promised what a judgement
+// with it promises unless the standby had not streamed for --primary-gone-after when the gate
+// judged (rule 8; a check watches the standby up to that long first), with a second of margin
+// for the sampling; streamedAgo is how long that was (0: never seen streaming).
+func promisedAlive(a GateAnswer, recv *receiverLog) (promised bool, streamedAgo time.Duration) {
+	judged := a.judgedAt()
+	last := recv.lastStreamed(judged)
+	if last.IsZero() {
+		return false, 0
+	}
+	streamedAgo = judged.Sub(last)
+	return streamedAgo < gateGoneAfter-time.Second, streamedAgo
 }
 
 func (wd *world) startFeed(ctx context.Context, i int, n *integration.Node) {

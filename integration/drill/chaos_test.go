@@ -453,3 +453,29 @@ func TestReachedFailpoint(t *testing.T) {
 		}
 	}
 }
+
+// TestPromisedAlive: an answer judged without a primary that was alive is held to a judgement
+// with it unless the standby had not streamed for --primary-gone-after when the gate judged,
+// not when it was asked: a check watches the standby that long before judging (the explorer's
+// hook-route-and-standby-cut plan counted the gate's answer, judged 10 s after it was asked, as
+// a lie).
+func TestPromisedAlive(t *testing.T) {
+	asked := time.Now()
+	recv := &receiverLog{samples: []receiverSample{{at: asked.Add(-2 * time.Second), streaming: true}, {at: asked.Add(-700 * time.Millisecond), streaming: true},
+		{at: asked.Add(-600 * time.Millisecond), streaming: false}, {at: asked.Add(11 * time.Second), streaming: false}}}
+	for _, c := range []struct {
+		name     string
+		judged   time.Time
+		promised bool
+	}{
+		{"judged at once", asked.Add(50 * time.Millisecond), true},
+		{"judged 2 s later", asked.Add(2 * time.Second), true},
+		{"judged after watching the standby 10 s", asked.Add(10500 * time.Millisecond), false},
+		{"no judgement time given: when asked", time.Time{}, true},
+	} {
+		got, ago := promisedAlive(GateAnswer{Asked: asked, Judged: c.judged, WithoutPrimary: true}, recv)
+		if got != c.promised {
+			t.Errorf("%s: promised %v (standby streamed %s before), want %v", c.name, got, ago, c.promised)
+		}
+	}
+}

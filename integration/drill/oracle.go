@@ -31,7 +31,10 @@ const (
 
 // GateAnswer is one `slotsync check --json` answer, as an HA hook reads it.
 type GateAnswer struct {
-	Asked      time.Time         `json:"asked"`
+	Asked time.Time `json:"asked"`
+	// Judged: when the gate judged (its answer's checked_at); a check may watch the standby for
+	// up to --primary-gone-after before it judges without the primary.
+	Judged     time.Time         `json:"judged,omitzero"`
 	Exit       int               `json:"exit_code"`
 	CannotTell bool              `json:"cannot_tell,omitempty"`
 	Error      string            `json:"error,omitempty"`
@@ -52,7 +55,7 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
 	}
-	a := GateAnswer{Asked: asked, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Slots: map[string]Answer{}, Reasons: map[string][]string{}}
+	a := GateAnswer{Asked: asked, Judged: raw.CheckedAt, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Slots: map[string]Answer{}, Reasons: map[string][]string{}}
 	if raw.Report == nil {
 		return a, nil
 	}
@@ -91,10 +94,21 @@ func (a GateAnswer) For(slot string) Answer {
 	return AnswerNotReady // a slot the gate did not name is not promised
 }
 
+// judgedAt is when the gate judged: its own word, else when it was asked.
+func (a GateAnswer) judgedAt() time.Time {
+	if a.Judged.After(a.Asked) {
+		return a.Judged
+	}
+	return a.Asked
+}
+
 // brief is the answer in a line: its exit code, how it judged, and each slot's reasons.
 func (a GateAnswer) brief() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s exit %d", a.Asked.Format("15:04:05.000"), a.Exit)
+	if d := a.judgedAt().Sub(a.Asked); d >= time.Second {
+		fmt.Fprintf(&b, " (judged %.1f s later)", d.Seconds())
+	}
 	if a.WithoutPrimary {
 		b.WriteString(" without the primary")
 	}
