@@ -39,18 +39,20 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL")
 	case FaultStandbyRestart:
 		return wd.restartStandby(ctx)
-	case FaultReceiverStalled:
-		// The standby's WAL receiver stalls (a starved or swapping standby, a network that
-		// holds its packets): the consumers, served by the primary, get ahead of it.
+	case FaultSenderStalled:
+		// The primary's walsender to the standby stalls (a starved primary, a network that holds
+		// the standby's packets): the consumers, served by their own walsenders, get ahead of the
+		// standby, and what it was not sent is lost with a kill of the primary. (Stopping the
+		// standby's receiver instead leaves the WAL sent in its socket, read once it goes on.)
 		var pid int
-		if err := p.Standby.QueryRow(ctx, "SELECT coalesce((SELECT pid FROM pg_stat_wal_receiver), 0)", nil, &pid); err != nil {
+		if err := p.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL LIMIT 1), 0)", nil, &pid); err != nil {
 			return err
 		}
 		if pid == 0 {
-			return skipped("the standby's WAL receiver is not running")
+			return skipped("no walsender streams to the standby")
 		}
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			return fmt.Errorf("stop the WAL receiver %d: %w", pid, err)
+			return fmt.Errorf("stop the walsender %d: %w", pid, err)
 		}
 		time.AfterFunc(s.For, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	case FaultStandbyCutOff:

@@ -32,7 +32,7 @@ const (
 	FaultOtherPlugin       Fault = "slot_recreated_other_plugin" // a slot made again with the other plugin, its consumer speaking that one
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
 	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while
-	FaultReceiverStalled   Fault = "wal_receiver_stalled"        // the standby's WAL receiver stopped (SIGSTOP) for a while: it falls behind
+	FaultSenderStalled     Fault = "wal_sender_stalled"          // the primary's walsender to the standby stopped (SIGSTOP) for a while: the standby falls behind
 	FaultStandbyCutOff     Fault = "standby_cut_off"             // the standby's primary_conninfo emptied for a while: it does not stream, the primary lives on
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
@@ -44,7 +44,7 @@ const (
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
 	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
-	FaultPrimaryRestart, FaultSwitchover, FaultSidecarPause, FaultStandbyKill, FaultCopyDropped, FaultReceiverStalled}
+	FaultPrimaryRestart, FaultSwitchover, FaultSidecarPause, FaultStandbyKill, FaultCopyDropped, FaultSenderStalled}
 
 // ChaosConf are the settings the chaos drill's pairs need for every fault: prepared transactions
 // (without them FaultTwoPhase prepares nothing).
@@ -70,8 +70,8 @@ type Step struct {
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
 // under the same version (a plan recorded in a report replays under any, from the report).
 //
-// 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby's WAL
-// receiver stalled, the standby killed -9 and a copy dropped on the standby are drawn too; a
+// 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby's
+// walsender stalled, the standby killed -9 and a copy dropped on the standby are drawn too; a
 // slot made again may leave its consumer away.
 const DrawVersion = 3
 
@@ -124,7 +124,7 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 			s.Slot = slots[rng.Intn(len(slots))].name
 		case FaultSlotRecreated, FaultSlotBehind:
 			s.Slot, s.Away = slots[rng.Intn(len(slots))].name, rng.Intn(4) == 0
-		case FaultSidecarPause, FaultReceiverStalled:
+		case FaultSidecarPause, FaultSenderStalled:
 			s.For = time.Duration(500+rng.Intn(3500)) * time.Millisecond
 		case FaultPrimaryRoute:
 			s.For = time.Duration(1000+rng.Intn(5000)) * time.Millisecond

@@ -26,7 +26,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
-	"readiness:consumer_ahead_of_standby":  {"hook-receiver-stalled"},
+	"readiness:consumer_ahead_of_standby":  {"hook-sender-stalled"},
 	"readiness:copy_catalog_unprotected":   {"hook-catalog-vacuum", "hook-slot-made-again"},
 	"without:missing":                      {"copy-dropped-then-kill"},
 	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
@@ -119,9 +119,10 @@ func MatrixPlans() []Plan {
 		// A slot made again with the other plugin (its consumer now speaks that one): the copy
 		// of the slot before would not decode for it (rule 2's identity).
 		hookPlan("hook-other-plugin", nil, Step{Fault: FaultOtherPlugin, Slot: "drill_pgoutput"}),
-		// The standby's WAL receiver stalled 2 s before the question, for 4 s: the consumers get
-		// ahead of it (rule 5). (A receiver cut reconnects within milliseconds.)
-		hookPlan("hook-receiver-stalled", []Step{{At: 1000 * ms, Fault: FaultReceiverStalled, For: 4000 * ms}}),
+		// The primary's walsender to the standby stalled 2 s before the question, for 4 s: the
+		// consumers get ahead of the standby (rule 5). (A walsender cut reconnects within
+		// milliseconds.)
+		hookPlan("hook-sender-stalled", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}),
 		// slotsync paused, then the standby cut off from a primary that lives on (its
 		// primary_conninfo emptied), then slotsync's route to it cut: the gate may judge without
 		// the primary only once the standby has not streamed for --primary-gone-after (rule 8).
@@ -133,9 +134,9 @@ func MatrixPlans() []Plan {
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
 		// The primary's address (a VIP) moved to the candidate before the promotion, the
-		// standby's receiver stalled 2 s before: the gate reaches the standby itself, in
+		// standby's walsender stalled 2 s before: the gate reaches the standby itself, in
 		// recovery, while the primary lives and its consumers get ahead (rule 8, finding 1).
-		hookPlan("hook-address-moved-early", []Step{{At: 1000 * ms, Fault: FaultReceiverStalled, For: 4000 * ms}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
+		hookPlan("hook-address-moved-early", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
