@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -219,6 +220,8 @@ type world struct {
 	liveness []string
 	// armedAt: the failpoint slotsync's first process was armed with (reachedFailpoint).
 	armedAt string
+	// stalled: the primary's walsender to the standby, while FaultSenderStalled holds it.
+	stalled atomic.Int64
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

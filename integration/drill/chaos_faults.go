@@ -54,7 +54,12 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 			return fmt.Errorf("stop the walsender %d: %w", pid, err)
 		}
-		time.AfterFunc(s.For, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		wd.stalled.Store(int64(pid))
+		time.AfterFunc(s.For, func() {
+			if wd.stalled.CompareAndSwap(int64(pid), 0) {
+				_ = syscall.Kill(pid, syscall.SIGCONT)
+			}
+		})
 	case FaultStandbyCutOff:
 		return wd.cutOffStandby(ctx, s.For)
 	case FaultAddressMoved:
@@ -111,7 +116,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 			}
 		}
 	case FaultPrimaryRestart:
-		if err := p.Primary.Kill(ctx); err != nil {
+		if err := wd.killPrimary(ctx); err != nil {
 			return err
 		}
 		return p.Primary.Start(ctx)
@@ -463,3 +468,13 @@ func (wd *world) cutOffStandby(ctx context.Context, d time.Duration) error {
 
 // pgQuote is s as an SQL string literal.
 func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// killPrimary kills the primary -9, a walsender it stalled first: stopped, it would not die with
+// the others and, continued later, would still send the standby the WAL it held back (a primary
+// whose host dies takes it along).
+func (wd *world) killPrimary(ctx context.Context) error {
+	if pid := wd.stalled.Swap(0); pid != 0 {
+		_ = syscall.Kill(int(pid), syscall.SIGKILL)
+	}
+	return wd.pair.Primary.Kill(ctx)
+}

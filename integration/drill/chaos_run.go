@@ -152,7 +152,7 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
 	if plan.Kill {
-		err = wd.pair.Primary.Kill(ctx)
+		err = wd.killPrimary(ctx)
 	} else {
 		err = wd.pair.Primary.Stop(ctx)
 	}
@@ -207,7 +207,7 @@ func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, bin
 			return with, without, false, ctx.Err()
 		}
 	}
-	if err = wd.pair.Primary.Kill(ctx); err != nil {
+	if err = wd.killPrimary(ctx); err != nil {
 		return with, without, false, err
 	}
 	wd.pauseWrites()
