@@ -33,7 +33,7 @@ var mutantPlans = map[string][]string{
 	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut"},
 	"record-outlived":                      {"hook-slot-behind"},
-	"upstream-unchecked":                   {"hook-address-moved-early"},
+	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-slot-made-again"},
 }
@@ -137,6 +137,11 @@ func MatrixPlans() []Plan {
 		// standby's walsender stalled 2 s before: the gate reaches the standby itself, in
 		// recovery, while the primary lives and its consumers get ahead (rule 8, finding 1).
 		hookPlan("hook-address-moved-early", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
+		// The same address moved early, just after a slot was copied again behind its copy (its
+		// consumer away): the record, fresh, says READY; only the primary knows the slot went
+		// back, and it is alive.
+		hookPlan("hook-address-moved-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true},
+			Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}

@@ -33,6 +33,9 @@ var mutantSample = []struct {
 	{name: "record-outlived", major: 17, plan: "hook-slot-behind"},
 	// Rule 2's identity: a slot made again with the other plugin.
 	{name: "readiness:identity_mismatch", major: 17, plan: "hook-other-plugin"},
+	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
+	// just after a slot went back; the standby itself taken for a demoted primary.
+	{name: "upstream-unchecked", major: 17, plan: "hook-address-moved-slot-behind"},
 }
 
 // samplePlan is the plan a sample entry names.
