@@ -268,9 +268,9 @@ func answers(it ChaosIteration) string {
 
 // TestChaosCatchesALyingGate: the oracle is checked against a gate that answers READY for every
 // slot while nothing syncs them (a stand-in for slotsync: `run` does nothing, `check` always says
-// READY). The plan (seed 43) switches over and back, then stops the primary cleanly: each switch
-// made on its READY loses the slots, and so does the promotion; the chaos drill must call the
-// switches losses after READY and the last answer READY while loss.
+// READY). The plan switches over and back, then stops the primary cleanly: each switch made on
+// its READY loses the slots, and so does the promotion; the chaos drill must call the switches
+// losses after READY and the last answer READY while loss.
 func TestChaosCatchesALyingGate(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		liar := filepath.Join(t.TempDir(), "slotsync")
@@ -285,7 +285,9 @@ esac
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
-		rep, err := Chaos(ctx, ChaosOptions{Seed: 43, Iterations: 1, Slotsync: liar, StateDir: t.TempDir(),
+		// Written, not drawn: a seed draws another plan under each draw version.
+		plan := Plan{Name: "a lying gate", Live: 3500 * time.Millisecond, Steps: []Step{{At: 1500 * time.Millisecond, Fault: FaultSwitchover}}}
+		rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: liar, StateDir: t.TempDir(),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend)})
 			}})
