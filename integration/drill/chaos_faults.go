@@ -76,10 +76,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		wd.proxy.Redirect(to)
 		time.AfterFunc(s.For, func() { wd.proxy.Redirect(back) })
 	case FaultStandbyKill:
-		if err := p.Standby.Kill(ctx); err != nil {
-			return err
-		}
-		return p.Standby.Start(ctx)
+		return wd.killStandby(ctx)
 	case FaultConsumerReconnect:
 		select {
 		case wd.feeds[wd.feedOf(s.Slot)].next <- struct{}{}:
@@ -132,6 +129,33 @@ func (wd *world) restartStandby(ctx context.Context) error {
 		return nil
 	}
 	wd.log.Info("standby restart failed; waiting for the standby", "error", err)
+	if up := wd.standbyUp(ctx); up != nil {
+		return fmt.Errorf("%v; then: %v", err, up)
+	}
+	return nil
+}
+
+// killStandby kills the standby -9 and starts it again as a service manager would: a start that
+// fails is tried again every second for 20 s (a process of the old server still holding its
+// shared memory: "pre-existing shared memory block is still in use", seen in CI), and the
+// standby must then be back in recovery.
+func (wd *world) killStandby(ctx context.Context) error {
+	if err := wd.pair.Standby.Kill(ctx); err != nil {
+		return err
+	}
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		if err = wd.pair.Standby.Start(ctx); err == nil {
+			return nil
+		}
+		wd.log.Info("standby start after kill -9 failed; trying again", "error", err)
+		if rec, qerr := wd.pair.Standby.InRecovery(ctx); qerr == nil && rec {
+			return nil // another start brought it back
+		}
+		if !sleepUntil(ctx, time.Now().Add(time.Second)) {
+			return ctx.Err()
+		}
+	}
 	if up := wd.standbyUp(ctx); up != nil {
 		return fmt.Errorf("%v; then: %v", err, up)
 	}
