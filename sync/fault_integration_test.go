@@ -192,8 +192,7 @@ func TestFaultRecordStandbyCutOff(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
-		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
-		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		f.cutOffStandby()
 		waitNotStreaming(t, f)
 		if slots := f.pass(); !slots["cdc"].Verdict.Ready {
 			t.Fatalf("the pass that records the gate: %+v", slots["cdc"])

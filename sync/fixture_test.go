@@ -100,6 +100,14 @@ func (f *fixture) must(err error) {
 	}
 }
 
+// cutOffStandby empties the standby's primary_conninfo: its WAL receiver stops and does not come
+// back (the caller waits for that as it needs), while the primary lives on.
+func (f *fixture) cutOffStandby() {
+	f.t.Helper()
+	f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
+	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+}
+
 // pass runs one sync pass and returns the report entry of each slot by name.
 func (f *fixture) pass() map[string]SlotReport {
 	f.t.Helper()

@@ -191,8 +191,7 @@ func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
 
 		// Rule 5: with the standby cut off from the primary, a consumer that confirms more is
 		// ahead of everything the standby holds: NOT READY, with the distance in bytes.
-		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
-		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		f.cutOffStandby()
 		waitNoReceiver(t, f)
 		f.insert(3)
 		f.consume(p, "paused")
@@ -307,8 +306,7 @@ func TestConsumerSentAheadOfStandby(t *testing.T) {
 		f.insert(2)
 		f.untilReady("cdc", func() { f.consume(p, "cdc") })
 
-		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET primary_conninfo = ''"))
-		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		f.cutOffStandby()
 		waitNoReceiver(t, f)
 		ps, _ := f.slotOn(p, "cdc")
 		f.insert(3)
