@@ -449,7 +449,7 @@ func TestRotatedPasswordFileIsReadAgain(t *testing.T) {
 // the copy). Without the primary the gate cannot tell: the standby replayed commits made after
 // the record was due. It answered READY from the stale record before.
 func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
 		f.cfg.PrimaryGoneAfter, f.cfg.GateRecordInterval = time.Second, time.Second
