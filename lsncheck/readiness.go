@@ -174,8 +174,8 @@ func Readiness(in ReadinessInput) Verdict {
 			"slotsync neither advances nor vouches for it; run slotsync with --adopt-copies to make it again as its own, or drop it on the standby")
 	}
 	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase != p.TwoPhase {
-		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)",
-			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase)
+		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)%s",
+			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase, twoPhaseAtRisk(c, p))
 	}
 	if in.RequireSynced && !in.CopySynced {
 		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)")
@@ -324,4 +324,15 @@ func plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// twoPhaseAtRisk says what a copy without two_phase risks when only two_phase sets it apart from
+// a primary slot that has it (rule 4, two_phase): its consumer holds prepared the transactions
+// it received as PREPARE since two_phase was turned on, and such a copy sends each of them again,
+// whole, at its COMMIT PREPARED.
+func twoPhaseAtRisk(c, p Seen) string {
+	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase || !p.TwoPhase {
+		return ""
+	}
+	return ": a transaction the consumer received as PREPARE since two_phase was turned on, and still prepared, would reach it again whole at its COMMIT PREPARED"
 }

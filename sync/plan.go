@@ -330,7 +330,9 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		return a
 	}
 	// two_phase turned on while transactions are prepared: a new copy would wait for them, and
-	// there would be no copy meanwhile. The copy stays (NOT READY, another identity) until then.
+	// there would be no copy meanwhile. The copy stays (NOT READY, another identity) until then:
+	// kept or made now, it would send again, whole, each of them its consumer holds prepared
+	// (rule 4, two_phase; TestTwoPhaseTurnedOnPrepareReceived).
 	if in.Traits.OwnDecoding && ps.TwoPhase && !cp.TwoPhase && cp.Database == ps.Database && cp.Plugin == ps.Plugin && len(in.Prepared[ps.Database]) > 0 {
 		a.Kind, a.Code = KindNone, CodeTwoPhaseWaits
 		a.Reason = fmt.Sprintf("two_phase was turned on while %d transaction(s) are prepared in database %q: the copy is made again once they are resolved (a new copy would wait for them, and there would be no copy meanwhile)",

@@ -951,6 +951,44 @@ func TestTwoPhaseTurnedOnWhilePrepared(t *testing.T) {
 	})
 }
 
+// TestTwoPhaseTurnedOnPrepareReceived (gate issue, item 5: the loss the wait prevents; 18): as
+// TestTwoPhaseTurnedOnWhilePrepared, but the consumer reads on after two_phase is turned on and
+// receives the prepared transaction as PREPARE. The copy without two_phase is NOT READY
+// (two_phase_change_waits, identity_mismatch). Promoted anyway, at COMMIT PREPARED it sends the
+// transaction again, whole: the consumer gets its rows twice (a subscriber, which holds it
+// prepared under the same name, fails to apply it, again and again). A copy made now, whose
+// two_phase_at would be its own consistent point, past the PREPARE, would send it again the same
+// way; only the primary slot's two_phase_at, which PostgreSQL 18's own sync copies, would not.
+func TestTwoPhaseTurnedOnPrepareReceived(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
+		p := f.pair.Primary
+		f.readyCopy()
+		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (4000); PREPARE TRANSACTION 'p'"))
+		rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+		f.must(err)
+		_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc ( TWO_PHASE true )").ReadAll()
+		rc.Close(context.Background())
+		f.must(err)
+		if got := f.consume(p, "cdc"); !equalInts(got, []int{4000}) {
+			t.Fatalf("setup: the consumer received %v, want the prepared transaction [4000]", got)
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r := f.pass()["cdc"]
+		if r.Code != CodeTwoPhaseWaits || r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonIdentityMismatch) {
+			t.Fatalf("two_phase turned on, the consumer holding a transaction prepared: %+v", r)
+		}
+		if !strings.Contains(r.Verdict.Detail, "would reach it again whole") {
+			t.Fatalf("the NOT READY does not say what is at risk: %q", r.Verdict.Detail)
+		}
+		f.must(f.pair.Promote(f.ctx))
+		f.must(f.pair.Standby.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p'"))
+		if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, []int{4000}) {
+			t.Fatalf("after promotion the copy sent %v; want the prepared transaction again, whole ([4000]): the loss the NOT READY names", got)
+		}
+	})
+}
+
 // TestDoctorWithoutReadAllStats (operators review round 4, finding 6): a role without
 // pg_read_all_stats passed doctor, yet every unplanned failover then answered CANNOT TELL and
 // rule 5 could not see what walsenders sent. doctor now fails read_all_stats on both nodes, and
