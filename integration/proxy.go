@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"errors"
-	"io"
 	"net"
 	stdsync "sync"
 )
@@ -97,14 +95,18 @@ func (p *Proxy) pipe(src, dst net.Conn) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				break
-			}
 			break
 		}
 	}
 	p.drop(src)
-	p.drop(dst)
+	p.mu.Lock()
+	hole := p.blackhole
+	p.mu.Unlock()
+	if !hole {
+		p.drop(dst)
+	}
+	// Cut, the other side never learns that this one closed (a host that lost its power): its
+	// connection stays open, silent, until its own timeout or a Reset.
 }
 
 func (p *Proxy) drop(c net.Conn) {
@@ -114,7 +116,8 @@ func (p *Proxy) drop(c net.Conn) {
 	c.Close()
 }
 
-// Blackhole cuts the network: open connections stop moving data and new ones hang.
+// Blackhole cuts the network: open connections stop moving data, a side that closes is not
+// told to the other, and new connections hang.
 func (p *Proxy) Blackhole() {
 	p.mu.Lock()
 	p.blackhole = true

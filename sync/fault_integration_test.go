@@ -473,3 +473,50 @@ func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 		}
 	})
 }
+
+// TestFaultReceiverSilentlyCut (gate issue, item 6: the review's finding 6): the standby's
+// route to its primary goes silent (a blackhole: packets dropped, the connection never closed,
+// as when a host loses its power), then the primary dies. With wal_receiver_timeout = 0 the WAL
+// receiver never notices and keeps the status "streaming". The gate takes that for a live
+// primary (CANNOT TELL: do not promote) only until the receiver has heard nothing for
+// topology.SilentReceiverBound; then the primary counts as lost, and after --primary-gone-after
+// the gate judges without it: READY. Before, a hook waited for as long as the receiver claimed
+// to stream, without end.
+func TestFaultReceiverSilentlyCut(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter, f.cfg.ObserveTimeout = time.Second, 2*time.Second
+		f.startEngine()
+		proxy := f.standbyThroughProxy()
+		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET wal_receiver_timeout = 0"))
+		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+		f.readyCopy()
+		f.insert(1)
+		f.consume(f.pair.Primary, "cdc")
+		f.untilReady("cdc", func() {})
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		proxy.Blackhole()
+		cut := time.Now()
+		f.must(f.pair.Primary.Kill(f.ctx))
+
+		_, err := f.eng.Inspect(f.ctx)
+		if !errors.Is(err, ErrPrimaryAlive) {
+			t.Fatalf("the receiver silent for less than %s: want CANNOT TELL (primary alive), got %v", topology.SilentReceiverBound, err)
+		}
+		for {
+			rep, err := f.eng.Inspect(f.ctx)
+			if err == nil && rep.Ready() && len(rep.Slots) == 1 {
+				t.Logf("READY %s after the route went silent", time.Since(cut).Round(time.Second))
+				return
+			}
+			if !errors.Is(err, ErrCannotTell) {
+				t.Fatalf("while the receiver is silent: want CANNOT TELL or READY, got %v (slots %+v)", err, rep.Slots)
+			}
+			if time.Since(cut) > topology.SilentReceiverBound+20*time.Second {
+				t.Fatalf("still CANNOT TELL %s after the standby's route went silent: %v", time.Since(cut).Round(time.Second), err)
+			}
+			time.Sleep(2 * time.Second)
+		}
+	})
+}

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"regexp"
 	"strconv"
+	"strings"
 	stdsync "sync"
 	"testing"
 	"time"
@@ -222,6 +224,35 @@ func (f *fixture) primaryThroughProxy() *integration.Proxy {
 	f.t.Cleanup(func() { _ = proxy.Close() })
 	f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
 	return proxy
+}
+
+// standbyThroughProxy re-points the standby's WAL receiver at its primary through a loopback
+// proxy that a fault test can cut, and waits until it streams through it.
+func (f *fixture) standbyThroughProxy() *integration.Proxy {
+	f.t.Helper()
+	addr, err := f.pair.Primary.Addr(f.ctx)
+	f.must(err)
+	proxy, err := integration.NewProxy(addr)
+	f.must(err)
+	f.t.Cleanup(func() { _ = proxy.Close() })
+	var conninfo string
+	f.must(f.pair.Standby.QueryRow(f.ctx, "SHOW primary_conninfo", nil, &conninfo))
+	conninfo = regexp.MustCompile(`\b(host|hostaddr|port)=\S+`).ReplaceAllString(conninfo, "")
+	conninfo += fmt.Sprintf(" host=127.0.0.1 port=%d", proxy.Port())
+	f.must(f.pair.Standby.Exec(f.ctx, fmt.Sprintf("ALTER SYSTEM SET primary_conninfo = '%s'", strings.ReplaceAll(conninfo, "'", "''"))))
+	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var port int
+		err := f.pair.Standby.QueryRow(f.ctx, "SELECT coalesce(sender_port, 0) FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &port)
+		if err == nil && port == proxy.Port() {
+			return proxy
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the standby does not stream through the proxy (port %d, err %v)", port, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // pgCtl is the shell words that run the pair's pg_ctl as the user its servers run as.
