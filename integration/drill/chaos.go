@@ -80,6 +80,11 @@ type ChaosIteration struct {
 	Applied []string `json:"applied,omitempty"`
 	Skipped []string `json:"skipped,omitempty"`
 	Armed   string   `json:"armed,omitempty"`
+	// Truths: what the servers said right before the question and the primary's end (Truth);
+	// BindingByServers: the answer with the primary is binding because the servers said no
+	// consumer held anything the standby lacked when the primary went, though writes went on.
+	Truths           []Truth `json:"truths,omitempty"`
+	BindingByServers bool    `json:"binding_by_servers,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -222,6 +227,39 @@ type world struct {
 	armedAt string
 	// stalled: the primary's walsender to the standby, while FaultSenderStalled holds it.
 	stalled atomic.Int64
+	// truths: what the servers said right before the question and right before the primary's
+	// end (readTruth), in order.
+	truths []Truth
+}
+
+// slotNames are the drill's slots, in the order of its feeds.
+func (wd *world) slotNames() []string {
+	out := make([]string, len(wd.feeds))
+	for i, f := range wd.feeds {
+		out[i] = f.c.slot
+	}
+	return out
+}
+
+// noteTruth reads the servers' truth of the moment when; a hook's question read again replaces
+// the one before it (the last question is the one the promotion followed).
+func (wd *world) noteTruth(ctx context.Context, when string) {
+	t := readTruth(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), when)
+	if n := len(wd.truths); n > 0 && wd.truths[n-1].When == when {
+		wd.truths[n-1] = t
+		return
+	}
+	wd.truths = append(wd.truths, t)
+}
+
+// truthOf is the truth read of the moment when (zero when none was read).
+func (wd *world) truthOf(when string) Truth {
+	for _, t := range wd.truths {
+		if t.When == when {
+			return t
+		}
+	}
+	return Truth{}
 }
 
 // writes is the writer's run, paused around switchovers and at the cutover.

@@ -52,6 +52,10 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		return err
 	}
 	wd.walEnd, wd.hook = walEnd, plan.Hook
+	it.Truths = wd.truths
+	if !binding && wd.bindingByServers(plan, walEnd) {
+		binding, it.BindingByServers = true, true
+	}
 	durable := make([]map[int]int, len(wd.feeds))
 	consumers := make([]*consumer, len(wd.feeds))
 	for i, f := range wd.feeds {
@@ -145,12 +149,14 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.frozen = true
 	}
 	quiet := wd.quiet(plan)
+	wd.noteTruth(ctx, truthQuestion)
 	if with, err = wd.ask(ctx); err != nil {
 		return with, without, false, err
 	}
 	if quiet != "" && !with.allReady() {
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
+	wd.noteTruth(ctx, truthEnd)
 	if plan.Kill {
 		err = wd.killPrimary(ctx)
 	} else {
@@ -196,6 +202,7 @@ func (wd *world) quiet(plan Plan) string {
 func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, binding bool, err error) {
 	deadline := time.Now().Add(HookBound)
 	for {
+		wd.noteTruth(ctx, truthQuestion)
 		if with, err = wd.ask(ctx); err != nil {
 			return with, without, false, err
 		}
@@ -207,6 +214,7 @@ func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, bin
 			return with, without, false, ctx.Err()
 		}
 	}
+	wd.noteTruth(ctx, truthEnd)
 	if err = wd.killPrimary(ctx); err != nil {
 		return with, without, false, err
 	}
@@ -310,8 +318,12 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 			if wd.hook && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
 				// The writes went on after the answer: a consumer that went ahead of the
 				// standby after it did so on its own; the answer promised only that none was
-				// ahead when it was asked.
+				// ahead when it was asked: as the servers said right before it, else as the
+				// consumer recorded.
 				promised = f.c.confirmedAt(a.answer.Asked) > wd.walEnd
+				if held, ok := heldAt(wd.truthOf(truthQuestion), f.c.slot); ok {
+					promised = held > wd.walEnd
+				}
 			}
 			allowed := f.c.confirmedAt(observed)
 			early := 0
@@ -366,4 +378,27 @@ func (wd *world) stopFeeds() {
 	for i := range wd.feeds {
 		wd.stopFeed(i)
 	}
+}
+
+// The moments whose truth is read (Truth.When).
+const (
+	truthQuestion = "question"
+	truthEnd      = "primary's end"
+)
+
+// bindingByServers: an answer with the primary followed by a kill while the writes went on
+// still binds the gate when the servers said, right before the kill, that no consumer held
+// anything the standby lacked at its promotion, and no step of the plan acted from the
+// question on: whatever was lost then, the gate's READY had promised.
+func (wd *world) bindingByServers(plan Plan, walEnd pglogrepl.LSN) bool {
+	if !plan.Kill || plan.Hook || wd.switched > 0 {
+		return false
+	}
+	question := plan.Live + plan.Quiesce
+	for _, s := range plan.Steps {
+		if s.At+s.For >= question {
+			return false
+		}
+	}
+	return noneAheadAt(wd.truthOf(truthEnd), wd.slotNames(), walEnd)
 }
