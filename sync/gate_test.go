@@ -75,6 +75,11 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		if c.reason != "" && (len(got[0].Verdict.Reasons) != 1 || got[0].Verdict.Reasons[0] != c.reason) {
 			t.Errorf("%s: reasons %v, want %s", c.name, got[0].Verdict.Reasons, c.reason)
 		}
+		// The answer says per slot whether its consumer was held back (only a READY of a
+		// held-back slot promises no consumer ahead of the standby).
+		if want := c.ready && strings.Contains(c.name, "held back"); got[0].HeldBack != want {
+			t.Errorf("%s: held_back %v, want %v", c.name, got[0].HeldBack, want)
+		}
 	}
 	// Exact: the copy trailed its consumer at the last observation, so a promotion would
 	// redeliver; a copy that stood at its consumer's position is READY.

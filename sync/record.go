@@ -213,6 +213,7 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			v.Detail = "ready at the last observation with the primary, and the copy is still there, valid, with its WAL"
 			if gs.HeldBack {
 				v.Detail += "; no consumer could be ahead of the standby (a failover slot, and synchronized_standby_slots lists this standby)"
+				sr.HeldBack = true
 			}
 		}
 		sr.Verdict = v

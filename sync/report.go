@@ -31,6 +31,10 @@ type SlotReport struct {
 	// Gate is false for slots the readiness gate ignores (temporary or unselected ones).
 	Gate    bool             `json:"gate"`
 	Verdict lsncheck.Verdict `json:"verdict"`
+	// HeldBack, judged without the primary: a failover slot while the primary's
+	// synchronized_standby_slots listed this standby, so its consumer could not be ahead of the
+	// standby. A READY without it does not rule that out (rule 8).
+	HeldBack bool `json:"held_back,omitempty"`
 
 	// For the gate record: the copy must stay server-synced (native), and its two_phase.
 	requireSynced, copyTwoPhase, primaryTwoPhase bool

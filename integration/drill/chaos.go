@@ -230,6 +230,23 @@ type world struct {
 	// truths: what the servers said right before the question and right before the primary's
 	// end (readTruth), in order.
 	truths []Truth
+	// syncStandbySkipped: why Plan.SyncStandbySlots was not applied ("" when it was).
+	syncStandbySkipped string
+}
+
+// listStandby makes the primary's synchronized_standby_slots list the standby's physical slot
+// (Plan.SyncStandbySlots); it returns why not when the pair or the plan does not allow it.
+func (wd *world) listStandby(ctx context.Context, plan Plan) (string, error) {
+	switch {
+	case wd.pair.Major < 17:
+		return "synchronized_standby_slots needs 17+", nil
+	case plan.Has(FaultSwitchover):
+		return "a switchover would leave the old primary's list naming a slot it does not have", nil
+	}
+	if err := wd.pair.Primary.Exec(ctx, "ALTER SYSTEM SET synchronized_standby_slots = '"+integration.PhysicalSlot+"'"); err != nil {
+		return "", err
+	}
+	return "", wd.pair.Primary.Exec(ctx, "SELECT pg_reload_conf()")
 }
 
 // slotNames are the drill's slots, in the order of its feeds.
@@ -310,6 +327,12 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 				proxy.Close()
 				return nil, err
 			}
+		}
+	}
+	if plan.SyncStandbySlots {
+		if wd.syncStandbySkipped, err = wd.listStandby(ctx, plan); err != nil {
+			proxy.Close()
+			return nil, err
 		}
 	}
 	args, err := sidecarArgs(pair, opts.Method, wd.gateArgs)

@@ -34,6 +34,13 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	defer wd.stopFeeds()
 
+	switch {
+	case !plan.SyncStandbySlots:
+	case wd.syncStandbySkipped != "":
+		it.Skipped = append(it.Skipped, "synchronized_standby_slots: "+wd.syncStandbySkipped)
+	default:
+		it.Applied = append(it.Applied, "synchronized_standby_slots = "+integration.PhysicalSlot)
+	}
 	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
 	it.Problems = append(it.Problems, wd.switchProblems...)
 	with, without, binding, err := wd.cutover(ctx, plan)
@@ -304,7 +311,9 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 		} {
 			// What the answer promises depends on how the gate judged: an answer asked while
 			// the primary ran may still be judged without it (its route cut).
-			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.SynchronizedStandby
+			// Without the primary, only a slot the answer says was held back (a failover slot
+			// while synchronized_standby_slots listed the standby) had no consumer ahead.
+			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.HeldBack[f.c.slot]
 			alive := a.asked == askedWithPrimary
 			var streamedAgo time.Duration
 			if a.answer.WithoutPrimary {

@@ -92,7 +92,8 @@ func TestAssess(t *testing.T) {
 
 func TestParseCheck(t *testing.T) {
 	out := []byte(`{"ready":false,"exit_code":1,"method":"sql","without_primary":{"observed_at":"2026-12-01T10:00:00Z","synchronized_standby":true},
-		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false}},{"name":"c","gate":false,"verdict":{"ready":true}}]}`)
+		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false}},{"name":"c","gate":false,"verdict":{"ready":true}},
+		{"name":"f","gate":true,"held_back":true,"verdict":{"ready":true}}]}`)
 	a, err := parseCheck(out, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -102,6 +103,12 @@ func TestParseCheck(t *testing.T) {
 	}
 	if !a.WithoutPrimary || !a.SynchronizedStandby || a.ObservedAt.IsZero() || a.Method != "sql" {
 		t.Fatalf("without the primary: %+v", a)
+	}
+	// synchronized_standby_slots holds back only failover slots' consumers: the answer promises
+	// no consumer ahead only for the slots it says were held back (f), not for a (seed 5000 of
+	// draw 4 on 17 counted a's READY, its consumer ahead, as a lie).
+	if a.HeldBack["a"] || !a.HeldBack["f"] {
+		t.Fatalf("held back: %+v", a.HeldBack)
 	}
 	if e, err := parseCheck([]byte(`{"ready":false,"exit_code":3,"error":"bad flag"}`), 3, time.Now()); err != nil || e.For("a") != AnswerError {
 		t.Fatalf("an error is not a NOT READY: %+v %v", e, err)

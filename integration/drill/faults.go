@@ -73,7 +73,9 @@ type Step struct {
 // 3: a third of the failovers are a hook's (Plan.Hook); slotsync paused, the standby's
 // walsender stalled, the standby killed -9 and a copy dropped on the standby are drawn too; a
 // slot made again may leave its consumer away.
-const DrawVersion = 3
+// 4: as 3, and a third of the plans have the primary's synchronized_standby_slots list the
+// standby (Plan.SyncStandbySlots, 17+).
+const DrawVersion = 4
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -102,6 +104,11 @@ type Plan struct {
 	// confirmed after it is theirs, not the gate's (the oracle judges a consumer ahead of the
 	// standby by its offset when the gate was asked).
 	Hook bool `json:"hook,omitempty"`
+	// SyncStandbySlots: the primary's synchronized_standby_slots lists the standby's physical
+	// slot from the start (17+; not with a switchover, which would leave the old primary's list
+	// naming a slot it does not have): no consumer gets what the standby has not flushed, and
+	// an answer without the primary promises that too (rule 8).
+	SyncStandbySlots bool `json:"synchronized_standby_slots,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -143,6 +150,7 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	if rng.Intn(3) == 0 {
 		p.Hook, p.Kill, p.Quiesce = true, true, 0
 	}
+	p.SyncStandbySlots = rng.Intn(3) == 0
 	return p
 }
 
@@ -191,6 +199,9 @@ func (p Plan) String() string {
 	}
 	if p.Freeze {
 		b.WriteString("; slotsync paused from the question to the promotion")
+	}
+	if p.SyncStandbySlots {
+		b.WriteString("; synchronized_standby_slots lists the standby")
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")

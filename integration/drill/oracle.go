@@ -42,11 +42,13 @@ type GateAnswer struct {
 	Slots      map[string]Answer `json:"slots"`
 	// Reasons: why each slot is NOT READY (the gate's reason codes).
 	Reasons map[string][]string `json:"reasons,omitempty"`
-	// Without the primary: when the judged record was observed, and whether it promised that no
-	// consumer could be ahead of the standby.
-	WithoutPrimary      bool      `json:"without_primary"`
-	ObservedAt          time.Time `json:"observed_at,omitzero"`
-	SynchronizedStandby bool      `json:"synchronized_standby,omitempty"`
+	// Without the primary: when the judged record was observed, whether the primary's
+	// synchronized_standby_slots listed the standby, and the slots for which the answer promised
+	// that no consumer could be ahead of the standby (failover slots then: held_back).
+	WithoutPrimary      bool            `json:"without_primary"`
+	ObservedAt          time.Time       `json:"observed_at,omitzero"`
+	SynchronizedStandby bool            `json:"synchronized_standby,omitempty"`
+	HeldBack            map[string]bool `json:"held_back,omitempty"`
 }
 
 // parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type.
@@ -73,6 +75,12 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 		}
 		if s.Verdict.Ready {
 			a.Slots[s.Name] = AnswerReady
+		}
+		if s.HeldBack {
+			if a.HeldBack == nil {
+				a.HeldBack = map[string]bool{}
+			}
+			a.HeldBack[s.Name] = true
 		}
 	}
 	return a, nil
