@@ -217,12 +217,19 @@ func (f *fixture) readyCopy() {
 // it is started again.
 func (f *fixture) primaryThroughProxy() *integration.Proxy {
 	f.t.Helper()
+	proxy := f.proxyToPrimary()
+	f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
+	return proxy
+}
+
+// proxyToPrimary is a loopback proxy to the primary, closed with the test.
+func (f *fixture) proxyToPrimary() *integration.Proxy {
+	f.t.Helper()
 	addr, err := f.pair.Primary.Addr(f.ctx)
 	f.must(err)
 	proxy, err := integration.NewProxy(addr)
 	f.must(err)
 	f.t.Cleanup(func() { _ = proxy.Close() })
-	f.cfg.PrimaryDSN = fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable connect_timeout=2", proxy.Port())
 	return proxy
 }
 
@@ -230,11 +237,7 @@ func (f *fixture) primaryThroughProxy() *integration.Proxy {
 // proxy that a fault test can cut, and waits until it streams through it.
 func (f *fixture) standbyThroughProxy() *integration.Proxy {
 	f.t.Helper()
-	addr, err := f.pair.Primary.Addr(f.ctx)
-	f.must(err)
-	proxy, err := integration.NewProxy(addr)
-	f.must(err)
-	f.t.Cleanup(func() { _ = proxy.Close() })
+	proxy := f.proxyToPrimary()
 	var conninfo string
 	f.must(f.pair.Standby.QueryRow(f.ctx, "SHOW primary_conninfo", nil, &conninfo))
 	conninfo = regexp.MustCompile(`\b(host|hostaddr|port)=\S+`).ReplaceAllString(conninfo, "")

@@ -913,6 +913,22 @@ func TestTwoPhaseCopyWaitsForPrepared(t *testing.T) {
 	})
 }
 
+// twoPhaseTurnedOnWhilePrepared makes a READY copy of slot cdc (sql method, 18), prepares a
+// transaction inserting 4000 as 'p', then turns the slot's two_phase on, as ALTER SUBSCRIPTION
+// … SET (two_phase = true) does.
+func twoPhaseTurnedOnWhilePrepared(t *testing.T, major int) (*fixture, *integration.Node) {
+	f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
+	p := f.pair.Primary
+	f.readyCopy()
+	f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (4000); PREPARE TRANSACTION 'p'"))
+	rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
+	f.must(err)
+	_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc ( TWO_PHASE true )").ReadAll()
+	rc.Close(context.Background())
+	f.must(err)
+	return f, p
+}
+
 // TestTwoPhaseTurnedOnWhilePrepared (gate issue, item 2b; 18, where a slot's two_phase can be
 // turned on, as ALTER SUBSCRIPTION … SET (two_phase = true) does): a transaction is prepared,
 // then the slot gets two_phase. A new copy would wait for the prepared transaction, and there
@@ -921,15 +937,7 @@ func TestTwoPhaseCopyWaitsForPrepared(t *testing.T) {
 // primary reaches the consumer exactly once, with nothing left prepared.
 func TestTwoPhaseTurnedOnWhilePrepared(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{18}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
-		p := f.pair.Primary
-		f.readyCopy()
-		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (4000); PREPARE TRANSACTION 'p'"))
-		rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
-		f.must(err)
-		_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc ( TWO_PHASE true )").ReadAll()
-		rc.Close(context.Background())
-		f.must(err)
+		f, _ := twoPhaseTurnedOnWhilePrepared(t, major)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		r := f.pass()["cdc"]
 		if r.Code != CodeTwoPhaseWaits || r.Verdict.Ready {
@@ -961,15 +969,7 @@ func TestTwoPhaseTurnedOnWhilePrepared(t *testing.T) {
 // way; only the primary slot's two_phase_at, which PostgreSQL 18's own sync copies, would not.
 func TestTwoPhaseTurnedOnPrepareReceived(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{18}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
-		p := f.pair.Primary
-		f.readyCopy()
-		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (4000); PREPARE TRANSACTION 'p'"))
-		rc, err := pgconn.Connect(f.ctx, p.ReplicationDSN("app", true))
-		f.must(err)
-		_, err = rc.Exec(f.ctx, "ALTER_REPLICATION_SLOT cdc ( TWO_PHASE true )").ReadAll()
-		rc.Close(context.Background())
-		f.must(err)
+		f, p := twoPhaseTurnedOnWhilePrepared(t, major)
 		if got := f.consume(p, "cdc"); !equalInts(got, []int{4000}) {
 			t.Fatalf("setup: the consumer received %v, want the prepared transaction [4000]", got)
 		}
