@@ -22,7 +22,9 @@ var ErrUnsupportedMethod = errors.New("method not available")
 type Engine struct {
 	cfg Config
 	log hclog.Logger
-	obs observer
+	// obs reads the nodes; ctl changes them beside the methods (one pgObserver in production).
+	obs nodeReader
+	ctl nodeControl
 	// methods makes the method chosen; recoverer finishes what a crash interrupted (both nil
 	// in read-only engines).
 	methods   func(topology.Method) (method.Method, error)
@@ -33,42 +35,63 @@ type Engine struct {
 	sess      []method.Session
 	journal   *Journal
 
-	// lastStop is the last error that stopped Run: a later Run stopping for the same reason
-	// (the daemon re-checks) does not log it again.
-	lastStop   string
 	restarting atomic.Bool
 	// mem is what the engine keeps from one pass to the next (memory.go).
-	mem          memory
-	lastWarnings string
-	// role is the local node's role at the last pass that could tell.
-	role Role
-	// withoutPrimary: the last judgement was made without the primary (logged once).
-	withoutPrimary bool
+	mem memory
+	// logged: what the engine said once and does not say again each pass; live: when it
+	// began and last saw the standby stream from its primary (liveness.go); watching: the
+	// watch between passes (watch.go); writes: how the journal's writes fare (journal.go).
+	logged   logged
+	live     liveness
+	watching watching
+	writes   journalWrites
 	// driving: the last pass drove the server's slot sync (--native-drive): the next one runs
 	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
 	// read before the primary slots they are judged against (rule 4).
 	driving bool
-	// journalFailing: what the last journal write that failed was for ("" once one succeeds);
-	// journalErrors: how many writes failed since the engine started.
-	journalFailing string
-	journalErrors  int
-	// nothingSelected: the last pass's selection matched none of the primary's slots (logged once).
-	nothingSelected bool
-	// standbySlotsErr: the last failure to set synchronized_standby_slots, logged once.
-	standbySlotsErr string
 	// lock makes this engine the state directory's only writer.
-	lock *stateLock
-	// watchEvery: how often the watch between passes looks now; watchAdvances: how many
-	// advances it made (watch.go).
-	watchEvery    time.Duration
-	watchAdvances int
-	now           func() time.Time
-	sleep         func(ctx context.Context, d time.Duration) error
+	lock  *stateLock
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
 	// stillFailingEvery: how often a pass failing with the same error is logged again.
 	stillFailingEvery time.Duration
-	// started: the engine's first pass; lastStreaming: the last pass that saw the standby
-	// stream from its primary (liveness.go, primaryLost).
+}
+
+// logged is what the engine said once, so as not to say it again each pass.
+type logged struct {
+	// lastStop is the last error that stopped Run: a later Run stopping for the same reason
+	// (the daemon re-checks) does not log it again.
+	lastStop string
+	// warnings: the last pass's prerequisite warnings.
+	warnings string
+	// role is the local node's role at the last pass that could tell.
+	role Role
+	// withoutPrimary: the last judgement was made without the primary.
+	withoutPrimary bool
+	// nothingSelected: the last pass's selection matched none of the primary's slots.
+	nothingSelected bool
+	// standbySlotsErr: the last failure to set synchronized_standby_slots.
+	standbySlotsErr string
+}
+
+// liveness is when the engine made its first pass and when a pass last saw the standby stream
+// from its primary (liveness.go, primaryLost).
+type liveness struct {
 	started, lastStreaming time.Time
+}
+
+// watching is the watch between passes (watch.go): how often it looks now, and how many
+// advances it made.
+type watching struct {
+	every    time.Duration
+	advances int
+}
+
+// journalWrites: what the last journal write that failed was for ("" once one succeeds), and
+// how many writes failed since the engine started.
+type journalWrites struct {
+	failing string
+	errors  int
 }
 
 // sleepCtx waits d, or less if ctx ends.
@@ -118,8 +141,8 @@ func New(cfg Config) (*Engine, error) {
 }
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
-	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, journal: j, watchEvery: cfg.WatchInterval,
-		mem: newMemory(), lastWarnings: "[]", now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
+	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, ctl: obs, journal: j, watching: watching{every: cfg.WatchInterval},
+		mem: newMemory(), logged: logged{warnings: "[]"}, now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a
@@ -163,10 +186,10 @@ func (e *Engine) Inspect(ctx context.Context) (Report, error) { return e.pass(ct
 // nodes are observed, and a read-only engine (check, status) follows the journal the daemon
 // writes.
 func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
-	if e.started.IsZero() {
+	if e.live.started.IsZero() {
 		// The first pass drives the server's sync before it knows the method for sure: --native-drive
 		// with --method native (a single pass, run --once, would otherwise never drive it).
-		e.started, e.driving = e.now(), e.cfg.Native.Drive && e.cfg.Method == topology.MethodNative
+		e.live.started, e.driving = e.now(), drivesServerSync(e.cfg)
 	}
 	if apply && e.recoverer != nil && e.recoverer.Recover(ctx) {
 		e.obs.Reset()
@@ -174,7 +197,7 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	if apply && e.driving {
 		// Before the observation: the server copies each primary slot as it is now, which a
 		// primary slot read earlier in the pass may be behind (a consumer confirmed meanwhile).
-		if err := e.obs.SyncSlots(ctx); err != nil {
+		if err := e.ctl.SyncSlots(ctx); err != nil {
 			e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
 		}
 	}
@@ -203,9 +226,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return e.asPrimary(ctx, rep, snap, apply)
 	}
 	e.noteRole(RoleStandby)
-	if e.withoutPrimary {
+	if e.logged.withoutPrimary {
 		e.log.Info("the primary answers again: the gate judges with it")
-		e.withoutPrimary = false
+		e.logged.withoutPrimary = false
 	}
 	if snap.PrimaryChanged && apply {
 		e.log.Info("following the standby's primary_conninfo to its primary", "primary", snap.PrimaryAddr, "logs_in_as", snap.PrimaryUser,
@@ -318,10 +341,10 @@ func withoutJournal(slots []SlotReport) {
 // noteSelection logs, once per change, a selection that matches none of the primary's logical
 // slots (an applying engine only: check and doctor say it in their answer).
 func (e *Engine) noteSelection(rep Report, apply bool) {
-	if !apply || rep.NothingSelected() == e.nothingSelected {
+	if !apply || rep.NothingSelected() == e.logged.nothingSelected {
 		return
 	}
-	e.nothingSelected = rep.NothingSelected()
+	e.logged.nothingSelected = rep.NothingSelected()
 	if p := topology.SelectionProblem(rep.Selected, rep.Unselected); p != nil {
 		e.log.Error(p.Issue, "fix", p.Fix)
 	} else {
@@ -406,10 +429,10 @@ func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.M
 // logWarnings logs the pair's warnings when they change, not every pass.
 func (e *Engine) logWarnings(ws []topology.Problem) {
 	key := fmt.Sprint(ws)
-	if key == e.lastWarnings {
+	if key == e.logged.warnings {
 		return
 	}
-	e.lastWarnings = key
+	e.logged.warnings = key
 	for _, w := range ws {
 		e.log.Warn(w.Node+": "+w.Issue, "check", w.Check, "fix", w.Fix)
 	}
@@ -444,9 +467,9 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 		}
 		switch {
 		case err == nil:
-			if e.lastStop != "" {
+			if e.logged.lastStop != "" {
 				e.log.Info("the problem that stopped syncing is gone; syncing again")
-				e.lastStop = ""
+				e.logged.lastStop = ""
 			}
 			if lastErr != "" {
 				e.log.Info("sync passes succeed again", "failed_for_seconds", e.now().Sub(failingSince).Round(time.Second).Seconds())
@@ -454,8 +477,8 @@ func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
 			}
 			wait = e.cfg.Interval
 		case Classify(err) == Stop:
-			if msg := err.Error(); msg != e.lastStop {
-				e.lastStop = msg
+			if msg := err.Error(); msg != e.logged.lastStop {
+				e.logged.lastStop = msg
 				if errors.Is(err, topology.ErrPromoted) {
 					e.log.Warn(msg)
 				} else {

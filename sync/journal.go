@@ -186,16 +186,16 @@ func (e *Engine) commit(next *Journal, fp error, what string) error {
 		err = next.Save(e.cfg.StateDir)
 	}
 	if err != nil {
-		e.journalErrors++
-		if e.journalFailing == "" {
+		e.writes.errors++
+		if e.writes.failing == "" {
 			e.log.Warn("could not write the journal: "+what, "error", err, "state_dir", e.cfg.StateDir)
 		}
-		e.journalFailing = what
+		e.writes.failing = what
 		return err
 	}
-	if e.journalFailing != "" {
-		e.log.Info("the journal is written again", "after", e.journalFailing)
-		e.journalFailing = ""
+	if e.writes.failing != "" {
+		e.log.Info("the journal is written again", "after", e.writes.failing)
+		e.writes.failing = ""
 	}
 	e.journal = next
 	return nil
@@ -313,7 +313,7 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 
 // journalHealth is how the engine's journal writes fare (Report.Journal).
 func (e *Engine) journalHealth() *JournalHealth {
-	h := &JournalHealth{WriteErrors: e.journalErrors, Failing: e.journalFailing}
+	h := &JournalHealth{WriteErrors: e.writes.errors, Failing: e.writes.failing}
 	if e.journal != nil && e.journal.Gate != nil {
 		h.GateRecordAt = e.journal.Gate.ObservedAt
 	}

@@ -61,11 +61,11 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
 		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
-	if !e.withoutPrimary {
+	if !e.logged.withoutPrimary {
 		e.log.Warn("the primary cannot be asked: the gate judges without it, from the standby and the last observation of the primary",
 			"why", perr.Error(), "observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),
 			"synchronized_standby", rec.SynchronizedStandby)
-		e.withoutPrimary = true
+		e.logged.withoutPrimary = true
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	if apply {
@@ -146,15 +146,15 @@ func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
 	}
 	streaming := livePrimarySeen(info, err)
 	if streaming {
-		e.lastStreaming = e.now()
+		e.live.lastStreaming = e.now()
 	}
 	if !apply || e.cfg.ReadOnly || e.journal == nil {
 		return
 	}
 	lostAt := e.journal.StandbyLostPrimaryAt
 	switch {
-	case !streaming && info.InRecovery && lostAt.IsZero() && !e.lastStreaming.IsZero():
-		lostAt = e.lastStreaming
+	case !streaming && info.InRecovery && lostAt.IsZero() && !e.live.lastStreaming.IsZero():
+		lostAt = e.live.lastStreaming
 	case streaming && !lostAt.IsZero():
 		lostAt = time.Time{}
 	default:
@@ -169,15 +169,15 @@ func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
 // tell: what it saw itself, else what the daemon recorded (unless a later record saw it stream),
 // else nothing before this engine's first pass.
 func (e *Engine) lastStreamed() time.Time {
-	if !e.lastStreaming.IsZero() {
-		return e.lastStreaming
+	if !e.live.lastStreaming.IsZero() {
+		return e.live.lastStreaming
 	}
 	if j := e.journal; j != nil && !j.StandbyLostPrimaryAt.IsZero() {
 		if rec := j.Gate; rec == nil || rec.StandbyCutOff || !rec.ObservedAt.After(j.StandbyLostPrimaryAt) {
 			return j.StandbyLostPrimaryAt
 		}
 	}
-	return e.started
+	return e.live.started
 }
 
 // primaryLost holds the judgement without the primary until the standby has lost it: no WAL

@@ -32,6 +32,51 @@ type memory struct {
 	gateOpen string
 }
 
+// The transitions of memory after an applying pass (remember, noteOutcome).
+
+// copySpent: a standby restart was spent on slot's copy, whether the standby took it or refused
+// it: after MaxAttempts the planner gives up (lesson 1, no loops).
+func (m *memory) copySpent(slot string) { m.copies[slot]++ }
+
+// copyMade: slot's copy was made (again); it is no longer to be made again.
+func (m *memory) copyMade(slot string) { delete(m.recopy, slot) }
+
+// copyWALGone: the standby no longer has the WAL from the copy's restart_lsn (ProvesWAL): the
+// next pass makes it again.
+func (m *memory) copyWALGone(slot string) {
+	m.recopy[slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
+}
+
+// copyReady: slot's copy is READY; the copies spent on it no longer count.
+func (m *memory) copyReady(slot string) { delete(m.copies, slot) }
+
+// failed: an action on slot failed with err; it is held back with an exponential backoff from
+// interval up to most. It returns the backoff, and whether the error is new (to be logged).
+func (m *memory) failed(slot string, err error, interval, most time.Duration, now time.Time) (time.Duration, bool) {
+	f := m.failures[slot]
+	if f == nil {
+		f = &slotFailure{}
+		m.failures[slot] = f
+	}
+	f.count++
+	backoff := min(interval<<min(f.count, 10), most)
+	f.retryAt = now.Add(backoff)
+	msg := err.Error()
+	news := msg != f.lastErr
+	f.lastErr = msg
+	return backoff, news
+}
+
+// recovered: an action on slot changed it after failures: how many, and whether it had failed.
+func (m *memory) recovered(slot string) (int, bool) {
+	f := m.failures[slot]
+	if f == nil {
+		return 0, false
+	}
+	delete(m.failures, slot)
+	return f.count, true
+}
+
 // forgetWatch ends the watch until the next full pass that succeeds.
 func (m *memory) forgetWatch() {
 	m.watched, m.watchFrom = nil, topology.ServerID{}
@@ -97,21 +142,19 @@ func (e *Engine) remember(snap Observation, actions []Action, results []result, 
 	for i, a := range actions {
 		r := results[i]
 		if r.CountsAsCopy {
-			// A restart was spent on this slot, whether the standby took the copy or refused
-			// it: after MaxAttempts the planner gives up (lesson 1, no loops).
-			e.mem.copies[a.Slot]++
+			e.mem.copySpent(a.Slot)
 		}
 		if (a.Kind == KindCreate || a.Kind == KindRecreate) && r.done() {
-			delete(e.mem.recopy, a.Slot)
+			e.mem.copyMade(a.Slot)
 		}
 		if a.Kind == KindAdvance && topology.WALRemoved(r.Err) && e.traits.ProvesWAL {
-			e.mem.recopy[a.Slot] = "the standby no longer has the WAL from the copy's restart_lsn: copying it again"
+			e.mem.copyWALGone(a.Slot)
 		}
 		e.noteOutcome(a, r)
 	}
 	for _, sr := range slots {
 		if sr.Verdict.Ready {
-			delete(e.mem.copies, sr.Name)
+			e.mem.copyReady(sr.Name)
 		}
 	}
 	e.watchable(actions, results, after)
@@ -166,24 +209,16 @@ func (e *Engine) noteOutcome(a Action, r result) {
 		return
 	}
 	if r.Err != nil {
-		f := e.mem.failures[a.Slot]
-		if f == nil {
-			f = &slotFailure{}
-			e.mem.failures[a.Slot] = f
-		}
-		f.count++
-		backoff := min(e.cfg.Interval<<min(f.count, 10), e.cfg.MaxBackoff)
-		f.retryAt = e.now().Add(backoff)
-		if msg := r.Err.Error(); msg != f.lastErr {
-			f.lastErr = msg
-			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", msg,
+		if backoff, news := e.mem.failed(a.Slot, r.Err, e.cfg.Interval, e.cfg.MaxBackoff, e.now()); news {
+			e.log.Warn("slot action failed", "slot", a.Slot, "action", a.Kind, "error", r.Err.Error(),
 				"class", Classify(r.Err).String(), "retry_in_seconds", backoff.Seconds())
 		}
 		return
 	}
-	if f := e.mem.failures[a.Slot]; f != nil && a.Changes() {
-		e.log.Info("slot recovered", "slot", a.Slot, "after_failures", f.count)
-		delete(e.mem.failures, a.Slot)
+	if a.Changes() {
+		if after, was := e.mem.recovered(a.Slot); was {
+			e.log.Info("slot recovered", "slot", a.Slot, "after_failures", after)
+		}
 	}
 	switch a.Kind {
 	case KindCreate, KindRecreate, KindDrop, KindForget, KindSetFailover:

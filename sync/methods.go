@@ -47,3 +47,9 @@ func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
 	}
 	return statefile.NewRecovery(cfg.Statefile, deps)
 }
+
+// drivesServerSync says whether the engine drives the server's slot sync itself
+// (--native-drive with the native method): each pass runs pg_sync_replication_slots() first.
+func drivesServerSync(cfg Config) bool {
+	return cfg.Native.Drive && cfg.Method == topology.MethodNative
+}

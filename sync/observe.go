@@ -100,16 +100,19 @@ type NodeError struct {
 func (e *NodeError) Error() string { return fmt.Sprintf("observe %s: %v", e.Node, e.Err) }
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// observer takes snapshots. The real one reads PostgreSQL; tests substitute others.
+// observer is what the engine reads and changes on the nodes. The real one is PostgreSQL;
+// tests substitute others.
 type observer interface {
+	nodeReader
+	nodeControl
+}
+
+// nodeReader is the read side of the nodes: the observation a pass judges, and what a pass or
+// the watch reads again.
+type nodeReader interface {
 	Observe(ctx context.Context) (Observation, error)
 	// StandbySlots re-reads the standby's slots after a pass changed them.
 	StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error)
-	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
-	SyncSlots(ctx context.Context) error
-	// SetStandbySlots sets synchronized_standby_slots (ALTER SYSTEM, then a reload) on the
-	// primary, or on the local node when it is the primary (onPrimary false).
-	SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error
 	// History reads the primary's timeline history (topology.TimelineHistory).
 	History(ctx context.Context, tli int) (map[int]lsncheck.LSN, error)
 	// Watch reads the positions the watch between passes needs (watch.go).
@@ -118,6 +121,17 @@ type observer interface {
 	Reset()
 	Close()
 }
+
+// nodeControl is what the engine changes on the nodes beside the methods' slot actions.
+type nodeControl interface {
+	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
+	SyncSlots(ctx context.Context) error
+	// SetStandbySlots sets synchronized_standby_slots (ALTER SYSTEM, then a reload) on the
+	// primary, or on the local node when it is the primary (onPrimary false).
+	SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error
+}
+
+var _ observer = (*pgObserver)(nil)
 
 // pgObserver keeps one connection to each node and drops it on any error.
 type pgObserver struct {

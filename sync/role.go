@@ -2,7 +2,6 @@ package sync
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -17,10 +16,10 @@ const (
 
 // noteRole logs a change of the local node's role, once.
 func (e *Engine) noteRole(r Role) {
-	if e.role == r {
+	if e.logged.role == r {
 		return
 	}
-	if (e.role != "" || r == RolePrimary) && !e.cfg.ReadOnly {
+	if (e.logged.role != "" || r == RolePrimary) && !e.cfg.ReadOnly {
 		// Read-only commands (check, status) say it in their answer; only the daemon logs it.
 		switch r {
 		case RolePrimary:
@@ -29,7 +28,7 @@ func (e *Engine) noteRole(r Role) {
 			e.log.Info("this node is a standby: syncing slots from its primary")
 		}
 	}
-	e.role = r
+	e.logged.role = r
 }
 
 // asPrimary is a pass on a node that is the primary (rule 9): nothing is synced; applying
@@ -109,29 +108,4 @@ func ownSlots(j *Journal, node NodeState, sel Selection, now time.Time, interval
 	}
 	next.OwnSlotsAt = now
 	return next, true
-}
-
-// manageStandbySlots applies PlanStandbySlots to the primary's synchronized_standby_slots
-// (onPrimary) or, beside a primary, to its own. A failure (most often a missing grant) is
-// logged when it first happens or changes, and the pass goes on: syncing does not depend on it.
-func (e *Engine) manageStandbySlots(ctx context.Context, onPrimary bool, in StandbySlotsInput) {
-	ch, ok := PlanStandbySlots(in)
-	if !ok {
-		return
-	}
-	where := "on this node"
-	if onPrimary {
-		where = "on the primary"
-	}
-	err := e.obs.SetStandbySlots(ctx, onPrimary, ch.Next)
-	if err != nil {
-		if msg := err.Error(); msg != e.standbySlotsErr {
-			e.standbySlotsErr = msg
-			e.log.Warn("could not set synchronized_standby_slots "+where, "error", msg, "wanted", strings.Join(ch.Next, ","),
-				"fix", "GRANT ALTER SYSTEM ON PARAMETER synchronized_standby_slots TO <slotsync's role>; GRANT EXECUTE ON FUNCTION pg_reload_conf() TO <slotsync's role>")
-		}
-		return
-	}
-	e.standbySlotsErr = ""
-	e.log.Info("synchronized_standby_slots set "+where, "from", in.Setting, "to", strings.Join(ch.Next, ","), "why", strings.Join(ch.Why, "; "))
 }

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
@@ -93,4 +94,29 @@ func StandbySlotsSQL(names []string) (string, error) {
 		}
 	}
 	return fmt.Sprintf("ALTER SYSTEM SET synchronized_standby_slots = '%s'", strings.Join(names, ",")), nil
+}
+
+// manageStandbySlots applies PlanStandbySlots to the primary's synchronized_standby_slots
+// (onPrimary) or, beside a primary, to its own. A failure (most often a missing grant) is
+// logged when it first happens or changes, and the pass goes on: syncing does not depend on it.
+func (e *Engine) manageStandbySlots(ctx context.Context, onPrimary bool, in StandbySlotsInput) {
+	ch, ok := PlanStandbySlots(in)
+	if !ok {
+		return
+	}
+	where := "on this node"
+	if onPrimary {
+		where = "on the primary"
+	}
+	err := e.ctl.SetStandbySlots(ctx, onPrimary, ch.Next)
+	if err != nil {
+		if msg := err.Error(); msg != e.logged.standbySlotsErr {
+			e.logged.standbySlotsErr = msg
+			e.log.Warn("could not set synchronized_standby_slots "+where, "error", msg, "wanted", strings.Join(ch.Next, ","),
+				"fix", "GRANT ALTER SYSTEM ON PARAMETER synchronized_standby_slots TO <slotsync's role>; GRANT EXECUTE ON FUNCTION pg_reload_conf() TO <slotsync's role>")
+		}
+		return
+	}
+	e.logged.standbySlotsErr = ""
+	e.log.Info("synchronized_standby_slots set "+where, "from", in.Setting, "to", strings.Join(ch.Next, ","), "why", strings.Join(ch.Why, "; "))
 }

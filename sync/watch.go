@@ -38,7 +38,7 @@ type WatchSample struct {
 // watchUntil runs the watch until deadline (or ctx ends, then it returns false).
 func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 	for {
-		next := time.Now().Add(e.watchEvery)
+		next := time.Now().Add(e.watching.every)
 		if len(e.mem.watched) == 0 || e.cfg.WatchInterval <= 0 || next.After(deadline) {
 			next = deadline
 		}
@@ -53,7 +53,7 @@ func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 		look := e.watch(ctx)
 		// Looking keeps to a tenth of the time or less, however many slots it reads (advances,
 		// work the consumer asked for, do not slow it down).
-		e.watchEvery = max(e.cfg.WatchInterval, 10*look)
+		e.watching.every = max(e.cfg.WatchInterval, 10*look)
 	}
 }
 
@@ -101,7 +101,7 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 		}
 		w.copyAt = max(end, target)
 		e.mem.watched[name] = w
-		e.watchAdvances++
+		e.watching.advances++
 		_ = failpoint.Hit("watch.after-advance")
 	}
 	return look

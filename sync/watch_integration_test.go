@@ -68,7 +68,7 @@ func TestWatchAdvancesBetweenPasses(t *testing.T) {
 		cancel()
 		<-done
 		done <- nil // for the deferred wait
-		if f.eng.watchAdvances == 0 {
+		if f.eng.watching.advances == 0 {
 			t.Fatal("no advance was made by the watch")
 		}
 	})
