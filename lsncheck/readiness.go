@@ -2,8 +2,9 @@ package lsncheck
 
 import (
 	"fmt"
-	"github.com/slotsync/slotsync/internal/failpoint"
 	"strings"
+
+	"github.com/slotsync/slotsync/internal/failpoint"
 )
 
 // Reason is a machine-readable cause of a NOT READY verdict.
@@ -186,13 +187,22 @@ func Readiness(in ReadinessInput) Verdict {
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
-		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's restart_lsn %s", c.RestartLSN)
+		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's "+
+			"restart_lsn %s", c.RestartLSN)
 	}
 	if in.TwoPhaseAtUnsynced {
-		add(ReasonTwoPhaseNotSynced, "a failover slot with two_phase: PostgreSQL 17's slot sync does not carry two_phase_at, so prepared transactions may be sent again after a promotion (18 syncs it)")
+		add(
+			ReasonTwoPhaseNotSynced,
+			"a failover slot with two_phase: PostgreSQL 17's slot sync does not carry two_phase_at, so prepared transactions may be sent again after a promotion (18 "+
+				"syncs it)",
+		)
 	}
 	if in.TwoPhasePending {
-		add(ReasonTwoPhasePreparing, "two_phase: transactions prepared on the primary while the copy was made are not resolved and confirmed past yet; until they are, a promotion would send them again as PREPARE")
+		add(
+			ReasonTwoPhasePreparing,
+			"two_phase: transactions prepared on the primary while the copy was made are not resolved and confirmed past yet; until they are, a promotion would send "+
+				"them again as PREPARE",
+		)
 	}
 	if in.DecodeError != "" {
 		add(ReasonCopyCannotDecode, "the copy's last advance failed to decode: %s", in.DecodeError)
@@ -214,8 +224,14 @@ func Readiness(in ReadinessInput) Verdict {
 		}
 	}
 	if in.OwnDecoding && !catalogProtected(in) {
-		add(ReasonCatalogUnprotected, "the copy's catalog_xmin %d is older than the primary slot's %d, and the standby's physical slot has not yet been seen holding it (horizon %d) at a position the standby has replayed",
-			c.CatalogXmin, p.CatalogXmin, in.StandbyHorizon)
+		add(
+			ReasonCatalogUnprotected,
+			"the copy's catalog_xmin %d is older than the primary slot's %d, and the standby's physical slot has not yet been seen holding it (horizon %d) at a "+
+				"position the standby has replayed",
+			c.CatalogXmin,
+			p.CatalogXmin,
+			in.StandbyHorizon,
+		)
 	}
 	// A state-file copy carries the primary's restart_lsn and catalog_xmin when installed; once
 	// the standby's own decoding has advanced it (CopyAdvancedHere), they move by the same rules
@@ -245,24 +261,44 @@ func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 		}
 		switch {
 		case in.StandbyHorizon == 0:
-			add(ReasonCatalogUnprotected, "the standby's physical slot keeps no catalog rows on the primary, not those from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby streaming through its slot?)",
-				c.CatalogXmin)
+			add(
+				ReasonCatalogUnprotected,
+				"the standby's physical slot keeps no catalog rows on the primary, not those from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby "+
+					"streaming through its slot?)",
+				c.CatalogXmin,
+			)
 		case XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
 			// PostgreSQL moves a physical slot's catalog_xmin only forward (or from none:
 			// walsender.c, PhysicalReplicationSlotNewXmin): feedback older than it is ignored.
-			add(ReasonCatalogUnprotected, "the standby's physical slot keeps catalog rows from xid %d, newer than the copy's catalog_xmin %d, and the primary never moves it back: "+
-				"the copy is covered only once its consumer moves it past xid %d (its catalog hold keeps the rows until then, for --catalog-hold-timeout; an idle consumer's copy is made again after it)",
-				in.StandbyHorizon, c.CatalogXmin, in.StandbyHorizon)
+			add(
+				ReasonCatalogUnprotected,
+				"the standby's physical slot keeps catalog rows from xid %d, newer than the copy's catalog_xmin %d, and the primary never moves it back: "+
+					"the copy is covered only once its consumer moves it past xid %d (its catalog hold keeps the rows until then, for --catalog-hold-timeout; an idle "+
+					"consumer's copy is made again after it)",
+				in.StandbyHorizon,
+				c.CatalogXmin,
+				in.StandbyHorizon,
+			)
 		case in.HorizonSeenAt == 0:
-			add(ReasonCatalogUnprotected, "the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept those rows: a VACUUM may have removed them (the copy is made again)",
-				c.CatalogXmin)
+			add(
+				ReasonCatalogUnprotected,
+				"the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept "+
+					"those rows: a VACUUM may have removed them (the copy is made again)",
+				c.CatalogXmin,
+			)
 		}
 	}
 	if in.RequireSnapshot && !in.CopySnapshot {
 		if in.CopySnapshotUnknown {
-			add(ReasonCopySnapshotUnknown, "cannot tell whether the standby has the decoding snapshot at the copy's restart_lsn %s (GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO the slotsync role, on the primary)", c.RestartLSN)
+			add(
+				ReasonCopySnapshotUnknown,
+				"cannot tell whether the standby has the decoding snapshot at the copy's restart_lsn %s (GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO the "+
+					"slotsync role, on the primary)",
+				c.RestartLSN,
+			)
 		} else {
-			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a transaction open across it", c.RestartLSN)
+			add(ReasonCopySnapshotMissing, "the standby has no decoding snapshot at the copy's restart_lsn %s: decoding there would rebuild one and could skip a "+
+				"transaction open across it", c.RestartLSN)
 		}
 	}
 }

@@ -147,7 +147,8 @@ func (c *Config) Validate() error {
 		name     string
 		v        *int
 		fallback int
-	}{{"workers", &c.Workers, d.Workers}, {"create workers", &c.CreateWorkers, d.CreateWorkers}, {"max attempts", &c.Statefile.MaxAttempts, d.Statefile.MaxAttempts}} {
+	}{{"workers", &c.Workers, d.Workers}, {"create workers", &c.CreateWorkers, d.CreateWorkers},
+		{"max attempts", &c.Statefile.MaxAttempts, d.Statefile.MaxAttempts}} {
 		if err := orDefault(f.name, f.v, f.fallback); err != nil {
 			return err
 		}
@@ -158,8 +159,11 @@ func (c *Config) Validate() error {
 	if c.MaxRecordAge >= c.Native.StandbyGoneAfter {
 		// Rule 10: a record's "held back" outlives the standby's entry in
 		// synchronized_standby_slots, which any node's sidecar takes out after --standby-gone-after.
-		return &topology.ConfigError{Field: "max record age", Problem: fmt.Sprintf("(%s) is not below --standby-gone-after (%s)", c.MaxRecordAge, c.Native.StandbyGoneAfter),
-			Fix: "give --max-record-age a value below --standby-gone-after (the same --standby-gone-after on every node)"}
+		return &topology.ConfigError{
+			Field:   "max record age",
+			Problem: fmt.Sprintf("(%s) is not below --standby-gone-after (%s)", c.MaxRecordAge, c.Native.StandbyGoneAfter),
+			Fix:     "give --max-record-age a value below --standby-gone-after (the same --standby-gone-after on every node)",
+		}
 	}
 	if c.WatchInterval == 0 {
 		c.WatchInterval = d.WatchInterval

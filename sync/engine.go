@@ -257,12 +257,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			Own: snap.Standby.Info.PrimarySlotName, OwnStreaming: snap.Physical.Active, GoneAfter: e.cfg.Native.StandbyGoneAfter})
 	}
 
-	started := snap.Primary.Info.StartedAt
-	actions := Plan(PlanInput{History: e.history(ctx, snap.Primary.Info.Timeline), Prepared: snap.Prepared, Primary: snap.Primary, Standby: snap.Standby, Journal: e.journal, Select: e.cfg.Select, Traits: e.traits,
-		Recopy: e.mem.recopy, Native: e.cfg.Native, DropLeftAlone: e.cfg.DropLeftAlone, AdoptCopies: e.cfg.AdoptCopies, AdvanceStep: e.cfg.AdvanceStep,
-		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
-			lsncheck.RestartLSNMayRegress(snap.Primary.Info.VersionNum),
-		Failing: e.backoffs(apply), Now: e.now(), Copies: e.mem.copies, MaxCopies: e.cfg.Statefile.MaxAttempts})
+	actions := Plan(e.planInput(ctx, snap, apply))
 	results := make([]result, len(actions))
 	after := snap.Standby.Slots
 	if apply {
@@ -280,7 +275,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		}
 		results, rep.StandbyRestarts = e.execute(ctx, snap, actions)
 		_ = failpoint.Hit("engine.actions-done")
-		if err := e.recordResults(actions, results, started, snap.Primary.Info.Timeline); err != nil {
+		if err := e.recordResults(actions, results, snap.Primary.Info.StartedAt, snap.Primary.Info.Timeline); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if e.anyChanged(actions, results) {
@@ -306,6 +301,32 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// planInput is what the plan of a pass decides from: the observation, the journal, the memory
+// and the configuration.
+func (e *Engine) planInput(ctx context.Context, snap Observation, apply bool) PlanInput {
+	started := snap.Primary.Info.StartedAt
+	return PlanInput{
+		History:       e.history(ctx, snap.Primary.Info.Timeline),
+		Prepared:      snap.Prepared,
+		Primary:       snap.Primary,
+		Standby:       snap.Standby,
+		Journal:       e.journal,
+		Select:        e.cfg.Select,
+		Traits:        e.traits,
+		Recopy:        e.mem.recopy,
+		Native:        e.cfg.Native,
+		DropLeftAlone: e.cfg.DropLeftAlone,
+		AdoptCopies:   e.cfg.AdoptCopies,
+		AdvanceStep:   e.cfg.AdvanceStep,
+		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
+			lsncheck.RestartLSNMayRegress(snap.Primary.Info.VersionNum),
+		Failing:   e.backoffs(apply),
+		Now:       e.now(),
+		Copies:    e.mem.copies,
+		MaxCopies: e.cfg.Statefile.MaxAttempts,
+	}
 }
 
 // markProtection records, after an applying pass, what rule 4 learned of each copy's catalog

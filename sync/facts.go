@@ -51,7 +51,9 @@ func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, 
 	var next *Journal
 	for name, ent := range j.Slots {
 		cp, ok := copies[name]
-		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) || !kept(name, cp) {
+		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 ||
+			lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) ||
+			!kept(name, cp) {
 			continue
 		}
 		if next == nil {

@@ -116,7 +116,8 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 	}
 	if errors.Is(err, fs.ErrPermission) {
 		return nil, nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s cannot be read by this user: %v", p, err),
-			Fix: "run this command as the daemon's user or as a member of the state directory's group (examples/systemd: Group=postgres, so that Patroni's hook reads it), or give the user read access"}
+			Fix: "run this command as the daemon's user or as a member of the state directory's group (examples/systemd: Group=postgres, so that Patroni's hook reads " +
+				"it), or give the user read access"}
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("read journal: %w", err)
@@ -125,8 +126,12 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 	if err := json.Unmarshal(data, &got); err == nil && got.Version > journalVersion {
 		// A newer slotsync wrote it (a rollback of the binary): moving it aside would orphan
 		// every copy; stop instead, changing nothing.
-		return nil, nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s was written by a newer slotsync (journal version %d; this one reads %d)", p, got.Version, journalVersion),
-			Fix: "run the newer slotsync again; or, to use this one, move the journal aside (its copies are then NOT READY, copy_not_ours, until made again with --adopt-copies)"}
+		return nil, nil, &topology.ConfigError{
+			Field:   "state directory",
+			Problem: fmt.Sprintf("%s was written by a newer slotsync (journal version %d; this one reads %d)", p, got.Version, journalVersion),
+			Fix: "run the newer slotsync again; or, to use this one, move the journal aside (its copies are then NOT READY, copy_not_ours, until made again with " +
+				"--adopt-copies)",
+		}
 	}
 	if err := json.Unmarshal(data, &got); err != nil || got.Version != journalVersion || got.Slots == nil {
 		if readOnly {
@@ -140,7 +145,13 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 		if err != nil {
 			why = err.Error()
 		}
-		return empty, fmt.Errorf("journal %s was unreadable (%s); moved to %s: standby copies made before are now treated as not ours (never dropped or advanced; NOT READY, copy_not_ours) until slotsync makes them again (--adopt-copies) or you drop them", p, why, aside), nil
+		return empty, fmt.Errorf(
+			"journal %s was unreadable (%s); moved to %s: standby copies made before are now treated as not ours (never dropped or advanced; NOT READY, "+
+				"copy_not_ours) until slotsync makes them again (--adopt-copies) or you drop them",
+			p,
+			why,
+			aside,
+		), nil
 	}
 	return &got, nil, nil
 }

@@ -114,7 +114,10 @@ func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, now time
 	case livePrimarySeen(standby, perr):
 		return ErrPrimaryAlive
 	case standby.ReceiverStatus == "unknown":
-		return fmt.Errorf("%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)", ErrCannotTell)
+		return fmt.Errorf(
+			"%w: the role may not see whether the standby still streams from its primary (GRANT pg_read_all_stats, or pg_monitor, TO the slotsync role)",
+			ErrCannotTell,
+		)
 	case maxAge > 0 && age > maxAge:
 		return fmt.Errorf("%w: the last observation of the primary is %s old, past --max-record-age %s: slots made since are unknown to it",
 			ErrCannotTell, age.Round(time.Second), maxAge)

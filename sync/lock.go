@@ -35,8 +35,11 @@ func lockStateDir(dir string) (*stateLock, error) {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &topology.ConfigError{Field: "state directory", Problem: fmt.Sprintf("%s is in use by another slotsync (%s)", dir, strings.TrimSpace(string(holder))),
-				Fix: "run one slotsync run per state directory: stop the other one, or give this one its own --state-dir"}
+			return nil, &topology.ConfigError{
+				Field:   "state directory",
+				Problem: fmt.Sprintf("%s is in use by another slotsync (%s)", dir, strings.TrimSpace(string(holder))),
+				Fix:     "run one slotsync run per state directory: stop the other one, or give this one its own --state-dir",
+			}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}

@@ -230,15 +230,28 @@ func plan(in PlanInput) []Action {
 			a.Primary = ps
 			actions = append(actions, a)
 		case ps.Invalidated:
-			act(KindSkip, CodePrimaryInvalidated, "invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is", ps.InvalidationReason)
+			act(
+				KindSkip,
+				CodePrimaryInvalidated,
+				"invalidated on the primary (%s): its consumer must resnapshot; the standby copy is left as it is",
+				ps.InvalidationReason,
+			)
 		case !ps.Known():
 			act(KindSkip, CodePrimaryUnknown, "the primary slot has no positions yet (still being created)")
 		case hasCopy && cp.Synced:
 			act(KindSkip, CodeServerSynced, "the standby copy is kept by the server's own slot sync (synced=true)")
 		case hasCopy && !owned && in.AdoptCopies && cp.Database == ps.Database && cp.Plugin == ps.Plugin && !cp.Active:
-			act(KindRecreate, CodeAdopted, "a copy of this slot that slotsync has no record of (its journal was lost or corrupt): making it again as slotsync's own (--adopt-copies)")
+			act(
+				KindRecreate,
+				CodeAdopted,
+				"a copy of this slot that slotsync has no record of (its journal was lost or corrupt): making it again as slotsync's own (--adopt-copies)",
+			)
 		case hasCopy && !owned:
-			act(KindSkip, CodeNotOurs, "the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy")
+			act(
+				KindSkip,
+				CodeNotOurs,
+				"the standby has a slot of this name that slotsync did not create: it is never touched; drop it on the standby if it is a stale copy",
+			)
 		case !hasCopy && owned:
 			act(KindCreate, CodeCopyMissing, "the standby copy slotsync made is missing: creating it again")
 		case !hasCopy:
@@ -267,7 +280,10 @@ func plan(in PlanInput) []Action {
 		case !hasCopy:
 			a.Kind, a.Code, a.Reason = KindForget, CodeGoneFromBoth, "gone from both nodes"
 		case cp.Active:
-			a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf("dropped on the primary, but the copy is in use on the standby (pid %d): left alone", cp.ActivePID)
+			a.Kind, a.Code, a.Reason = KindSkip, CodeCopyInUse, fmt.Sprintf(
+				"dropped on the primary, but the copy is in use on the standby (pid %d): left alone",
+				cp.ActivePID,
+			)
 		case cp.Synced:
 			a.Kind, a.Code, a.Reason = KindForget, CodeNowServerSynced, "the copy is now kept by the server's own slot sync"
 		case cp.Identity != entry.Identity:
@@ -309,10 +325,14 @@ func planFailoverSlot(in PlanInput, name string, ps, cp topology.Slot, hasCopy, 
 		a.Reason = "a same-name slot with synced=false blocks the server's slot sync: dropping it (--drop-stale)"
 	case hasCopy && !cp.Synced && cp.Active:
 		a.Kind, a.Code = KindSkip, CodeStaleBlocksSync
-		a.Reason = fmt.Sprintf("a same-name slot with synced=false, in use (pid %d), blocks the server's slot sync of every slot: stop its user and drop it", cp.ActivePID)
+		a.Reason = fmt.Sprintf(
+			"a same-name slot with synced=false, in use (pid %d), blocks the server's slot sync of every slot: stop its user and drop it",
+			cp.ActivePID,
+		)
 	case hasCopy && !cp.Synced:
 		a.Kind, a.Code = KindSkip, CodeStaleBlocksSync
-		a.Reason = "a same-name slot with synced=false blocks the server's slot sync of every slot: drop it on the standby (SELECT pg_drop_replication_slot('" + name + "')), or run with --drop-stale"
+		a.Reason = "a same-name slot with synced=false blocks the server's slot sync of every slot: drop it on the standby (SELECT " +
+			"pg_drop_replication_slot('" + name + "')), or run with --drop-stale"
 	case hasCopy:
 		a.Kind, a.Code, a.Reason = KindNone, CodeFailoverKept, "failover=true: kept by the server's slot sync"
 	default:
@@ -335,8 +355,12 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	// (rule 4, two_phase; TestTwoPhaseTurnedOnPrepareReceived).
 	if in.Traits.OwnDecoding && ps.TwoPhase && !cp.TwoPhase && cp.Database == ps.Database && cp.Plugin == ps.Plugin && len(in.Prepared[ps.Database]) > 0 {
 		a.Kind, a.Code = KindNone, CodeTwoPhaseWaits
-		a.Reason = fmt.Sprintf("two_phase was turned on while %d transaction(s) are prepared in database %q: the copy is made again once they are resolved (a new copy would wait for them, and there would be no copy meanwhile)",
-			len(in.Prepared[ps.Database]), ps.Database)
+		a.Reason = fmt.Sprintf(
+			"two_phase was turned on while %d transaction(s) are prepared in database %q: the copy is made again once they are resolved (a new copy would wait for "+
+				"them, and there would be no copy meanwhile)",
+			len(in.Prepared[ps.Database]),
+			ps.Database,
+		)
 		return a
 	}
 	// Rule 2 beyond a fork: a copy synced on a timeline the primary's history has left, with
@@ -424,10 +448,21 @@ func beyondFork(in PlanInput, entry *Entry, cp topology.Slot) (string, bool) {
 	end, ok := in.History[entry.Timeline]
 	switch {
 	case !ok:
-		return fmt.Sprintf("the copy was synced on timeline %d, which is not in the history of the primary's timeline %d (or the history could not be read): copying it again", entry.Timeline, cur), true
+		return fmt.Sprintf(
+			"the copy was synced on timeline %d, which is not in the history of the primary's timeline %d (or the history could not be read): copying it again",
+			entry.Timeline,
+			cur,
+		), true
 	case cp.RestartLSN > end || cp.ConfirmedFlush > end:
-		return fmt.Sprintf("the copy (restart_lsn %s, confirmed_flush %s) is past %s, where timeline %d ended in the primary's history (timeline %d): its positions are of the abandoned history",
-			cp.RestartLSN, cp.ConfirmedFlush, end, entry.Timeline, cur), true
+		return fmt.Sprintf(
+			"the copy (restart_lsn %s, confirmed_flush %s) is past %s, where timeline %d ended in the primary's history (timeline %d): its positions are of the "+
+				"abandoned history",
+			cp.RestartLSN,
+			cp.ConfirmedFlush,
+			end,
+			entry.Timeline,
+			cur,
+		), true
 	}
 	return "", false
 }
@@ -442,8 +477,12 @@ func catalogLapsed(in PlanInput, name string, ps, cp topology.Slot, entry *Entry
 		catalogKept(in.Primary.Slots, in.Standby.Info.PrimarySlotName, name, cp.CatalogXmin) {
 		return "", false
 	}
-	return fmt.Sprintf("the copy's catalog rows (from xid %d) were not shown kept until the standby's feedback covered them: the primary slot keeps rows from xid %d and the copy's catalog hold is gone (it expired, failed to take, or went with a restart); copying it again",
-		cp.CatalogXmin, ps.CatalogXmin), true
+	return fmt.Sprintf(
+		"the copy's catalog rows (from xid %d) were not shown kept until the standby's feedback covered them: the primary slot keeps rows from xid %d and the "+
+			"copy's catalog hold is gone (it expired, failed to take, or went with a restart); copying it again",
+		cp.CatalogXmin,
+		ps.CatalogXmin,
+	), true
 }
 
 // advanceTo is rule 1's advance of a copy at copyAt, for the plan and the watch alike: toward

@@ -241,11 +241,13 @@ func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 		age.Round(time.Millisecond))
 	switch {
 	case synced:
-		return s + "The primary's synchronized_standby_slots lists this standby: consumers of failover slots could not be ahead of it (each slot says whether it is one); consumers of the others could."
+		return s + "The primary's synchronized_standby_slots lists this standby: consumers of failover slots could not be ahead of it (each slot says whether it " +
+			"is one); consumers of the others could."
 	case major >= 17:
 		return s + "The primary's synchronized_standby_slots does not list this standby: a consumer could have been a few bytes ahead of it (set it to prevent that)."
 	}
-	return s + "Before PostgreSQL 17 nothing keeps consumers behind this standby: one could have been a few bytes ahead of it (see consumer_ahead_bytes of the last observation)."
+	return s + "Before PostgreSQL 17 nothing keeps consumers behind this standby: one could have been a few bytes ahead of it (see consumer_ahead_bytes of the " +
+		"last observation)."
 }
 
 // notInRecord reports the copies slotsync made that the record does not judge (made after it):

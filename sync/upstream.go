@@ -45,12 +45,18 @@ func JudgeUpstream(f UpstreamFacts) error {
 		return ErrPrimaryInRecovery // the fault explorer's mutant: the review's finding 1 (test builds only)
 	case r.SystemID != s.SystemID:
 		return &topology.PrereqError{Problems: []topology.Problem{{Check: "system_identifier", Node: "primary",
-			Issue: fmt.Sprintf("the server taken for the primary is in recovery and of another cluster (system identifier %s, the standby's %s)", r.SystemID, s.SystemID),
-			Fix:   "point --primary (or the standby's primary_conninfo) at the read-write primary of the standby's own cluster"}}}
+			Issue: fmt.Sprintf(
+				"the server taken for the primary is in recovery and of another cluster (system identifier %s, the standby's %s)",
+				r.SystemID,
+				s.SystemID,
+			),
+			Fix: "point --primary (or the standby's primary_conninfo) at the read-write primary of the standby's own cluster"}}}
 	case r.StartedAt == s.StartedAt:
 		return &topology.PrereqError{Problems: []topology.Problem{{Check: "primary_is_standby", Node: "primary",
-			Issue: "the server taken for the primary is the standby itself (same system identifier and start time): an address that reaches the candidate, such as a VIP moved before the promotion",
-			Fix:   "point --primary at the read-write primary's own address, not at a VIP or Service that may reach the standby; or leave --primary out to follow the standby's primary_conninfo"}}}
+			Issue: "the server taken for the primary is the standby itself (same system identifier and start time): an address that reaches the candidate, such as a " +
+				"VIP moved before the promotion",
+			Fix: "point --primary at the read-write primary's own address, not at a VIP or Service that may reach the standby; or leave --primary out to follow the " +
+				"standby's primary_conninfo"}}}
 	case r.ReceiverStatus == "streaming" && !f.ItStreamsFromStandby:
 		return primaryAlive{why: "CANNOT TELL: the server taken for the primary is in recovery and streams from another server: a primary is alive upstream of it " +
 			"(do not promote; point --primary, or the standby's primary_conninfo, at the read-write primary)"}

@@ -71,7 +71,8 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 	look := time.Since(start)
 	// Only from the very primary the last full pass verified (rule 7): never from a server in
 	// recovery, restarted, or another one the link reaches now.
-	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 || (sample.From != e.mem.watchFrom || sample.From.InRecovery) && !failpoint.Mutant("watch-unbound") {
+	if err != nil || !sample.InRecovery || sample.Replay == 0 || len(e.sess) == 0 ||
+		(sample.From != e.mem.watchFrom || sample.From.InRecovery) && !failpoint.Mutant("watch-unbound") {
 		e.mem.forgetWatch()
 		return look
 	}

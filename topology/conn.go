@@ -316,8 +316,13 @@ func (e *ConfigError) Error() string { return fmt.Sprintf("%s %s: %s", e.Field, 
 // ErrNoPrimaryConninfo: no primary was given and the standby's primary_conninfo is empty, as an
 // HA manager leaves it while there is no leader (or this role cannot read it:
 // ErrPrimaryConninfoUnreadable wraps it).
-var ErrNoPrimaryConninfo = errors.New("no primary given and the standby's primary_conninfo is empty (no leader right now, or an HA manager re-pointing the standby)")
+var ErrNoPrimaryConninfo = errors.New(
+	"no primary given and the standby's primary_conninfo is empty (no leader right now, or an HA manager re-pointing the standby)",
+)
 
 // ErrPrimaryConninfoUnreadable: no primary was given and this role may not read the standby's
 // primary_conninfo (it is ErrNoPrimaryConninfo too).
-var ErrPrimaryConninfoUnreadable = fmt.Errorf("%w: this role may not read it (GRANT pg_read_all_settings TO the slotsync role, or give --primary)", ErrNoPrimaryConninfo)
+var ErrPrimaryConninfoUnreadable = fmt.Errorf(
+	"%w: this role may not read it (GRANT pg_read_all_settings TO the slotsync role, or give --primary)",
+	ErrNoPrimaryConninfo,
+)

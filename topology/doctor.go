@@ -54,7 +54,8 @@ var doctorChecks = []struct {
 // Doctor checks every prerequisite for method and returns one Check per item, each failed one
 // with its fix. primarySlots is how many logical slots slotsync would copy; unselected names the
 // primary's logical slots the selection leaves out.
-func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int, synced []SyncedStandbySlot, unselected []string) []Check {
+func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int,
+	synced []SyncedStandbySlot, unselected []string) []Check {
 	var probs []Problem
 	if p := SelectionProblem(primarySlots, unselected); p != nil {
 		probs = append(probs, *p)
@@ -78,8 +79,13 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 	}
 	if need := primarySlots + standbySlots + 1; standby.MaxReplicationSlots < need {
 		probs = append(probs, Problem{Check: "max_replication_slots", Node: "standby",
-			Issue: fmt.Sprintf("max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room", standby.MaxReplicationSlots, primarySlots, standbySlots),
-			Fix:   fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
+			Issue: fmt.Sprintf(
+				"max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room",
+				standby.MaxReplicationSlots,
+				primarySlots,
+				standbySlots,
+			),
+			Fix: fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
 	}
 	if method == MethodStatefile && !primary.CanReadStateFiles {
 		probs = append(probs, Problem{Check: "state_files", Node: "primary",
@@ -88,8 +94,9 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 	}
 	if method == MethodStatefile && standby.InRecovery && !standby.CanStatFiles {
 		probs = append(probs, Problem{Check: "decoding_snapshots", Node: "standby",
-			Issue: "the role may not call pg_stat_file(text, boolean): slotsync cannot see whether a copy's decoding snapshot is on the standby, so every copy stays NOT READY",
-			Fix:   "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO <slotsync role> (on the primary; the standby replays it)"})
+			Issue: "the role may not call pg_stat_file(text, boolean): slotsync cannot see whether a copy's decoding snapshot is on the standby, so every copy stays " +
+				"NOT READY",
+			Fix: "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO <slotsync role> (on the primary; the standby replays it)"})
 	}
 	if method == MethodStatefile && !primary.CanCheckpoint {
 		fix := "GRANT pg_checkpoint TO <slotsync role>"
@@ -102,23 +109,31 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 
 	if t := standby.IdleSlotTimeout; t != "" && t != "0" {
 		probs = append(probs, Problem{Check: "idle_replication_slot_timeout", Node: "standby",
-			Issue: fmt.Sprintf("idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot", t),
-			Fix:   "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then SELECT pg_reload_conf()"})
+			Issue: fmt.Sprintf(
+				"idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot",
+				t,
+			),
+			Fix: "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then " +
+				"SELECT pg_reload_conf()"})
 	}
 	if !standby.CanReadAllStats {
 		probs = append(probs, Problem{Check: "read_all_stats", Node: "standby",
-			Issue: "the role may not see the standby's WAL receiver: without the primary (every unplanned failover) the gate cannot tell whether a primary is alive, and answers CANNOT TELL",
-			Fix:   "GRANT pg_read_all_stats TO <slotsync role> (on the primary; the standby replays it)"})
+			Issue: "the role may not see the standby's WAL receiver: without the primary (every unplanned failover) the gate cannot tell whether a primary is alive, " +
+				"and answers CANNOT TELL",
+			Fix: "GRANT pg_read_all_stats TO <slotsync role> (on the primary; the standby replays it)"})
 	}
 	if !primary.CanReadAllStats && primary.VersionNum != 0 {
 		probs = append(probs, Problem{Check: "read_all_stats", Node: "primary",
-			Issue: "the role may not see what the walsenders sent to consumers: rule 5 then counts only what they confirmed, and a consumer holding more than the standby goes unseen",
-			Fix:   "GRANT pg_read_all_stats TO <slotsync role>"})
+			Issue: "the role may not see what the walsenders sent to consumers: rule 5 then counts only what they confirmed, and a consumer holding more than the " +
+				"standby goes unseen",
+			Fix: "GRANT pg_read_all_stats TO <slotsync role>"})
 	}
 	if standby.ManagedByPatroni {
 		probs = append(probs, Problem{Check: "ha_manager", Node: "standby",
-			Issue: "Patroni manages this node: unless its DCS configuration has ignore_slots for logical slots, Patroni drops every copy slotsync makes on a replica (\"Dropped unknown replication slot\"), and it promotes without asking slotsync's gate",
-			Fix:   "patronictl edit-config: ignore_slots: [{type: logical}]; postgresql.pre_promote: the hook in examples/patroni (with SLOTSYNC_STANDBY and SLOTSYNC_STATE_DIR in Patroni's environment)"})
+			Issue: "Patroni manages this node: unless its DCS configuration has ignore_slots for logical slots, Patroni drops every copy slotsync makes on a replica " +
+				"(\"Dropped unknown replication slot\"), and it promotes without asking slotsync's gate",
+			Fix: "patronictl edit-config: ignore_slots: [{type: logical}]; postgresql.pre_promote: the hook in examples/patroni (with SLOTSYNC_STANDBY and " +
+				"SLOTSYNC_STATE_DIR in Patroni's environment)"})
 	}
 
 	var out []Check

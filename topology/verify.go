@@ -47,8 +47,11 @@ func ChooseMethod(standby NodeInfo, requested Method) (Method, error) {
 		return MethodSQL, nil
 	case MethodSQL:
 		if major < 16 {
-			return "", &ConfigError{Field: "method", Problem: fmt.Sprintf("sql needs PostgreSQL 16+ (this pair runs %d): a standby before 16 cannot create logical slots", major),
-				Fix: "use --method statefile (or auto)"}
+			return "", &ConfigError{
+				Field:   "method",
+				Problem: fmt.Sprintf("sql needs PostgreSQL 16+ (this pair runs %d): a standby before 16 cannot create logical slots", major),
+				Fix:     "use --method statefile (or auto)",
+			}
 		}
 	case MethodNative:
 		if major < 17 {
@@ -156,7 +159,9 @@ func CheckFollows(primary, standby NodeInfo, phys PhysicalSlot) error {
 		return &NotFollowingError{Why: fmt.Sprintf("it receives timeline %d, the primary writes timeline %d", standby.Timeline, primary.Timeline)}
 	}
 	if standby.ReceiverStatus == "streaming" && phys.Exists && !phys.Active {
-		return &NotFollowingError{Why: fmt.Sprintf("it streams, but its slot %q on this primary is not in use: it streams from another server", standby.PrimarySlotName)}
+		return &NotFollowingError{
+			Why: fmt.Sprintf("it streams, but its slot %q on this primary is not in use: it streams from another server", standby.PrimarySlotName),
+		}
 	}
 	return nil
 }
@@ -236,7 +241,8 @@ func nativeProblems(standby NodeInfo) []Problem {
 	if !standby.HasConninfoDBName {
 		probs = append(probs, Problem{Check: "primary_conninfo_dbname", Node: "standby",
 			Issue: "primary_conninfo names no dbname (or slotsync may not read it): the server's slot sync cannot connect",
-			Fix:   "add dbname=postgres to primary_conninfo on the standby (ALTER SYSTEM SET primary_conninfo = '… dbname=postgres'; SELECT pg_reload_conf()); slotsync needs pg_read_all_settings to read it"})
+			Fix: "add dbname=postgres to primary_conninfo on the standby (ALTER SYSTEM SET primary_conninfo = '… dbname=postgres'; SELECT pg_reload_conf()); " +
+				"slotsync needs pg_read_all_settings to read it"})
 	}
 	return probs
 }
@@ -272,13 +278,17 @@ func NativeWarnings(primary, standby NodeInfo, listed []SyncedStandbySlot) []Pro
 			}
 			probs = append(probs, Problem{Check: "synchronized_standby_slots", Node: "primary",
 				Issue: fmt.Sprintf("synchronized_standby_slots lists %q, which is %s: logical decoding of failover slots waits for it", l.Name, state),
-				Fix:   "remove it from synchronized_standby_slots on the primary (ALTER SYSTEM SET synchronized_standby_slots = '…'; SELECT pg_reload_conf()) or bring that standby back"})
+				Fix: "remove it from synchronized_standby_slots on the primary (ALTER SYSTEM SET synchronized_standby_slots = '…'; SELECT pg_reload_conf()) or bring " +
+					"that standby back"})
 		}
 	}
 	if !found {
 		list := strings.Join(append(names, standby.PrimarySlotName), ",")
 		probs = append(probs, Problem{Check: "synchronized_standby_slots", Node: "primary",
-			Issue: fmt.Sprintf("synchronized_standby_slots does not list this standby's slot %q: consumers of failover slots can get ahead of this standby", standby.PrimarySlotName),
+			Issue: fmt.Sprintf(
+				"synchronized_standby_slots does not list this standby's slot %q: consumers of failover slots can get ahead of this standby",
+				standby.PrimarySlotName,
+			),
 			Fix: fmt.Sprintf("ALTER SYSTEM SET synchronized_standby_slots = '%s'; SELECT pg_reload_conf() on the primary, or run slotsync with "+
 				"--manage-synchronized-standby-slots (17+), which keeps it; the trade-off: consumers of failover slots then wait for this standby "+
 				"while it lags or is cut off, at most --standby-gone-after once it is gone (slotsync beside the primary takes it out)", list)})

@@ -138,7 +138,8 @@ func printCheck(w io.Writer, r checkResult) {
 	}
 	printRedelivery(w, r.Redelivery)
 	for _, a := range r.ConsumersAhead {
-		fmt.Fprintf(w, "consumer of %s is %s ahead of the standby: a promotion now would hand it a history without changes it already received\n", a.Slot, bytesText(a.Bytes))
+		fmt.Fprintf(w, "consumer of %s is %s ahead of the standby: a promotion now would hand it a history without changes it already "+
+			"received\n", a.Slot, bytesText(a.Bytes))
 	}
 	if r.Ready {
 		fmt.Fprintf(w, "READY: promoting the standby now loses nothing for any of %d slots\n", countGated(r.Slots))
@@ -154,7 +155,8 @@ func printCheck(w io.Writer, r checkResult) {
 // printRedelivery says, per READY copy behind its consumer, what a promotion now may deliver again.
 func printRedelivery(w io.Writer, windows []slotsync.Redelivery) {
 	for _, rd := range windows {
-		fmt.Fprintf(w, "redelivery window of %s: %s to %s (%s%s): after a promotion now, a consumer that resumes from its slot's position (not its own) receives these again\n",
+		fmt.Fprintf(w, "redelivery window of %s: %s to %s (%s%s): after a promotion now, a consumer that resumes from its slot's position (not its own) receives "+
+			"these again\n",
 			rd.Slot, rd.From, rd.To, map[bool]string{true: "at least ", false: ""}[rd.AtLeast], bytesText(rd.Bytes))
 	}
 }
@@ -252,7 +254,8 @@ func printStatus(w io.Writer, r checkResult) {
 	tw.Flush()
 	printRedelivery(w, r.Redelivery)
 	for _, name := range r.StandbyOnly {
-		fmt.Fprintf(w, "standby-only slot %s: not on the primary and not made by slotsync (never touched; it holds WAL and catalog rows on the standby until someone drops it)\n", name)
+		fmt.Fprintf(w, "standby-only slot %s: not on the primary and not made by slotsync (never touched; it holds WAL and catalog rows on the standby until "+
+			"someone drops it)\n", name)
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s: %s (fix: %s)\n", wn.Node, wn.Issue, wn.Fix)

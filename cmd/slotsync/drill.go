@@ -145,7 +145,8 @@ func planDrill(c *cli.Context) (drillPlan, error) {
 	p := drillPlan{local: c.Bool("local"), major: c.Int("major"), failovers: 1, iterations: c.Int("iterations"),
 		seed: c.Int64("seed"), duration: c.Duration("duration")}
 	if !p.local && c.String("standby") == "" && os.Getenv("SLOTSYNC_STANDBY") != "" {
-		return p, configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and --promote-yes on the command line, or --local")
+		return p, configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and " +
+			"--promote-yes on the command line, or --local")
 	}
 	if p.local == (c.String("standby") != "") || (p.local && c.String("primary") != "") {
 		return p, configError("give either --local or --primary and --standby")

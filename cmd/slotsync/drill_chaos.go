@@ -65,6 +65,16 @@ func printChaos(w io.Writer, rep drill.ChaosReport) {
 	}
 	rep.Tally.Markdown(w)
 	t := rep.Tally.Total
-	fmt.Fprintf(w, "seed %d, draw %d (replay an iteration with --seed <its seed> --iterations 1 under the same draw, or --plan with its JSON line): %d failovers, %d READY answers checked, %d READY while loss, %d problems, %s\n",
-		rep.Seed, drill.DrawVersion, rep.Tally.Failovers, t.Ready, t.Lies, t.Problems, map[bool]string{true: "PASS", false: "FAIL"}[rep.OK])
+	fmt.Fprintf(
+		w,
+		"seed %d, draw %d (replay an iteration with --seed <its seed> --iterations 1 under the same draw, or --plan with its JSON line): %d failovers, %d READY "+
+			"answers checked, %d READY while loss, %d problems, %s\n",
+		rep.Seed,
+		drill.DrawVersion,
+		rep.Tally.Failovers,
+		t.Ready,
+		t.Lies,
+		t.Problems,
+		map[bool]string{true: "PASS", false: "FAIL"}[rep.OK],
+	)
 }

@@ -43,33 +43,54 @@ var slotLabels = []string{"slot", "database", "plugin"}
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
-	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion without loss."}, slotLabels)
-	m.notReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_not_ready_reason", Help: "1 for each reason a slot's copy is NOT READY (docs/CLI.md lists them; some only wait, some need a human)."}, append(slotLabels, "reason"))
-	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "How far the standby copy's confirmed_flush trails the primary's (0 when it does not; slotsync_slot_copy_ahead_bytes when it is ahead)."}, slotLabels)
-	m.copyAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_copy_ahead_bytes", Help: "How far the standby copy's confirmed_flush is ahead of its consumer's (a new copy waiting for its consumer; 0 when not ahead)."}, slotLabels)
-	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each node."}, append(slotLabels, "node"))
-	m.redelivery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_redelivery_bytes", Help: "READY copies: the WAL between the copy's confirmed_flush and its consumer's, whose transactions a consumer resuming from the slot's position receives again after a promotion now."}, slotLabels)
-	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the standby's WAL."}, slotLabels)
+	m.slotReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_ready", Help: "1 when the slot's standby copy can be used after a promotion " +
+		"without loss."}, slotLabels)
+	m.notReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_not_ready_reason", Help: "1 for each reason a slot's copy is NOT READY " +
+		"(docs/CLI.md lists them; some only wait, some need a human)."}, append(slotLabels, "reason"))
+	m.syncLag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_sync_lag_bytes", Help: "How far the standby copy's confirmed_flush trails the " +
+		"primary's (0 when it does not; slotsync_slot_copy_ahead_bytes when it is ahead)."}, slotLabels)
+	m.copyAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_copy_ahead_bytes", Help: "How far the standby copy's confirmed_flush is " +
+		"ahead of its consumer's (a new copy waiting for its consumer; 0 when not ahead)."}, slotLabels)
+	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each " +
+		"node."}, append(slotLabels, "node"))
+	m.redelivery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_redelivery_bytes", Help: "READY copies: the WAL between the copy's " +
+		"confirmed_flush and its consumer's, whose transactions a consumer resuming from the slot's position receives again after a promotion now."}, slotLabels)
+	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the " +
+		"standby's WAL."}, slotLabels)
 	m.runs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_sync_runs_total", Help: "Sync passes attempted."})
-	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes (scope=pass) and failed slot actions (scope=slot), by class (retry, skip_slot, stop)."}, []string{"class", "scope"})
+	m.errs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "slotsync_sync_errors_total", Help: "Failed passes (scope=pass) and failed slot actions " +
+		"(scope=slot), by class (retry, skip_slot, stop)."}, []string{"class", "scope"})
 	m.duration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "slotsync_sync_duration_seconds", Help: "Duration of sync passes.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}})
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
-	m.standbyRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_standby_restarts_total", Help: "Standby restarts made by slotsync (state-file method)."})
+	m.standbyRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_standby_restarts_total", Help: "Standby restarts made by slotsync " +
+		"(state-file method)."})
 	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node."}, []string{"node"})
-	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would answer)."})
-	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), 0 when it is a standby."})
-	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
-	m.selection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_primary_slots", Help: "The primary's logical slots (temporary ones left out) the selection matches (selected=true) and leaves out (selected=false)."}, []string{"selected"})
-	m.notOurs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_copies_not_ours", Help: "Standby slots of a selected primary slot's name that slotsync has no record of making (a lost or corrupt journal, or another tool's): NOT READY, copy_not_ours; --adopt-copies makes them again."})
-	m.journalErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_journal_write_errors_total", Help: "Journal writes that failed (the state directory full, read-only, or gone)."})
-	m.recordAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_record_age_seconds", Help: "Age of the gate record, the observation of the primary the gate judges from without it (rule 8): past --max-record-age it cannot."})
-	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without the primary, from the journal's last observation."})
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."}, []string{"version", "commit", "date", "goversion"})
+	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would " +
+		"answer)."})
+	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), " +
+		"0 when it is a standby."})
+	m.leftAlone = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_left_alone_slots", Help: "Standby logical slots slotsync does not sync: copies it " +
+		"made and no longer syncs (made_by=slotsync; --drop-left-alone drops them), and slots it did not make (made_by=other)."}, []string{"made_by"})
+	m.selection = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_primary_slots", Help: "The primary's logical slots (temporary ones left out) the " +
+		"selection matches (selected=true) and leaves out (selected=false)."}, []string{"selected"})
+	m.notOurs = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_copies_not_ours", Help: "Standby slots of a selected primary slot's name that slotsync " +
+		"has no record of making (a lost or corrupt journal, or another tool's): NOT READY, copy_not_ours; --adopt-copies makes them again."})
+	m.journalErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_journal_write_errors_total", Help: "Journal writes that failed (the state " +
+		"directory full, read-only, or gone)."})
+	m.recordAge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_record_age_seconds", Help: "Age of the gate record, the observation of the " +
+		"primary the gate judges from without it (rule 8): past --max-record-age it cannot."})
+	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without " +
+		"the primary, from the journal's last observation."})
+	build := prometheus.NewGaugeVec(
+		prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."},
+		[]string{"version", "commit", "date", "goversion"},
+	)
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.runs, m.errs, m.duration,
-		m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary, m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
+	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery,
+		m.runs, m.errs, m.duration, m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary,
+		m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

@@ -325,7 +325,8 @@ func (d *daemon) handler() http.Handler {
 		case d.now().Sub(d.lastAttempt) > d.staleAfter:
 			http.Error(w, fmt.Sprintf("no pass for %s: the loop is stuck", d.now().Sub(d.lastAttempt).Round(time.Second)), http.StatusServiceUnavailable)
 		case d.journalFailing != "":
-			http.Error(w, "the journal cannot be written (last: "+d.journalFailing+"): see the log; without the primary the gate judges from an older record, then cannot", http.StatusServiceUnavailable)
+			http.Error(w, "the journal cannot be written (last: "+
+				""+d.journalFailing+"): see the log; without the primary the gate judges from an older record, then cannot", http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintln(w, "ok")
 		}
@@ -379,7 +380,8 @@ func (f freshness) answer(now time.Time, p passes) checkResult {
 	case p.last == nil || p.lastErr != nil || now.Sub(p.last.Started) > f.staleAfter || now.Sub(p.lastAttempt) > f.nextPassWithin:
 		err := p.lastErr
 		if err == nil || p.degraded != nil {
-			err = fmt.Errorf("no observation in the last %s, or no pass ended in the last %s (a pass is slow or stuck connecting, or the loop is stuck): readiness unknown",
+			err = fmt.Errorf("no observation in the last %s, or no pass ended in the last %s (a pass is slow or stuck connecting, or the loop is stuck): readiness "+
+				"unknown",
 				f.staleAfter, f.nextPassWithin)
 		}
 		return newCheckResult(nil, err)

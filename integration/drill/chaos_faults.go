@@ -45,7 +45,8 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		// standby, and what it was not sent is lost with a kill of the primary. (Stopping the
 		// standby's receiver instead leaves the WAL sent in its socket, read once it goes on.)
 		var pid int
-		if err := p.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL LIMIT 1), 0)", nil, &pid); err != nil {
+		if err := p.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL "+
+			"LIMIT 1), 0)", nil, &pid); err != nil {
 			return err
 		}
 		if pid == 0 {

@@ -215,7 +215,16 @@ func engines(pair *integration.Pair, n int, opts Options, log hclog.Logger) (eng
 // more. A consumer that disconnects early can keep the gate closed: the primary slot's
 // restart_lsn moves only on the consumer's confirmations (see the readiness rule 4). It returns
 // how long the gate took to open after the writes stopped.
-func live(ctx context.Context, pair *integration.Pair, eng, gate *slotsync.Engine, consumers []*consumer, w *writer, phase int, opts Options, log hclog.Logger) (time.Duration, error) {
+func live(
+	ctx context.Context,
+	pair *integration.Pair,
+	eng, gate *slotsync.Engine,
+	consumers []*consumer,
+	w *writer,
+	phase int,
+	opts Options,
+	log hclog.Logger,
+) (time.Duration, error) {
 	runCtx, stopSync := context.WithCancel(ctx)
 	defer stopSync()
 	syncDone := make(chan error, 1)
@@ -285,7 +294,16 @@ func promote(ctx context.Context, pair *integration.Pair, kill bool, log hclog.L
 
 // resume writes on the new primary and has each consumer resume from its own offset, then
 // judges what each got against what the new primary holds.
-func resume(ctx context.Context, pair *integration.Pair, consumers []*consumer, w *writer, durable []map[int]int, phase int, fv FailoverVerdict, log hclog.Logger) (FailoverVerdict, error) {
+func resume(
+	ctx context.Context,
+	pair *integration.Pair,
+	consumers []*consumer,
+	w *writer,
+	durable []map[int]int,
+	phase int,
+	fv FailoverVerdict,
+	log hclog.Logger,
+) (FailoverVerdict, error) {
 	if err := w.batch(ctx, pair.Standby, 5); err != nil {
 		return fv, err
 	}

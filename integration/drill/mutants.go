@@ -66,12 +66,20 @@ func Mutants() []Mutant {
 	for _, r := range withoutMutants {
 		out = append(out, Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)})
 	}
-	out = append(out,
+	out = append(
+		out,
 		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
 		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
-		Mutant{Name: "watch-unbound", Majors: []int{16, 17, 18}, Why: "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)"},
-		Mutant{Name: "record-outlived", Why: "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)"},
+		Mutant{
+			Name:   "watch-unbound",
+			Majors: []int{16, 17, 18},
+			Why:    "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)",
+		},
+		Mutant{
+			Name: "record-outlived",
+			Why:  "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)",
+		},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 	)
 	for i := range out {
@@ -136,7 +144,11 @@ func MatrixPlans() []Plan {
 		// The primary's address (a VIP) moved to the candidate before the promotion, the
 		// standby's walsender stalled 2 s before: the gate reaches the standby itself, in
 		// recovery, while the primary lives and its consumers get ahead (rule 8, finding 1).
-		hookPlan("hook-address-moved-early", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}, Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
+		hookPlan(
+			"hook-address-moved-early",
+			[]Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}},
+			Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second},
+		),
 		// The same address moved early, just after a slot was copied again behind its copy (its
 		// consumer away): the record, fresh, says READY; only the primary knows the slot went
 		// back, and it is alive.
@@ -152,7 +164,13 @@ func MatrixPlans() []Plan {
 // the live phase, each right after the one before.
 func hookPlan(name string, before []Step, last ...Step) Plan {
 	live := 3000 * time.Millisecond
-	p := Plan{Name: name, Live: live, Hook: true, Kill: true, Steps: append(before, Step{At: live - 200*time.Millisecond, Fault: FaultSidecarPause, For: HookBound + 5*time.Second})}
+	p := Plan{
+		Name:  name,
+		Live:  live,
+		Hook:  true,
+		Kill:  true,
+		Steps: append(before, Step{At: live - 200*time.Millisecond, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}),
+	}
 	for _, s := range last {
 		s.At = live
 		p.Steps = append(p.Steps, s)

@@ -57,7 +57,15 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
 	}
-	a := GateAnswer{Asked: asked, Judged: raw.CheckedAt, Exit: exit, CannotTell: raw.CannotTell, Error: raw.Error, Slots: map[string]Answer{}, Reasons: map[string][]string{}}
+	a := GateAnswer{
+		Asked:      asked,
+		Judged:     raw.CheckedAt,
+		Exit:       exit,
+		CannotTell: raw.CannotTell,
+		Error:      raw.Error,
+		Slots:      map[string]Answer{},
+		Reasons:    map[string][]string{},
+	}
 	if raw.Report == nil {
 		return a, nil
 	}
@@ -199,8 +207,12 @@ func (j Judged) Assess() Judged {
 	case j.RepeatedEarly > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
 	case j.IsAhead() && j.AheadPromised:
-		j.Lie, j.Why = true, fmt.Sprintf("READY %s with no consumer ahead promised, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
-			j.Asked, j.Ahead, j.AheadOfStandby)
+		j.Lie, j.Why = true, fmt.Sprintf(
+			"READY %s with no consumer ahead promised, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
+			j.Asked,
+			j.Ahead,
+			j.AheadOfStandby,
+		)
 	}
 	return j
 }

@@ -118,7 +118,11 @@ func TallyOf(its []ChaosIteration) Tally {
 
 // Markdown writes the tally as the table docs/RELIABILITY.md carries.
 func (t Tally) Markdown(w io.Writer) {
-	fmt.Fprintln(w, "| major | method | fault | failovers | READY (checked) | READY while loss | READY, consumer ahead (not ruled out) | NOT READY | NOT READY, then loss | CANNOT TELL | error | redelivered | problems | binding answers | an always-READY gate caught on |")
+	fmt.Fprintln(
+		w,
+		"| major | method | fault | failovers | READY (checked) | READY while loss | READY, consumer ahead (not ruled out) | NOT READY | NOT READY, then loss | "+
+			"CANNOT TELL | error | redelivered | problems | binding answers | an always-READY gate caught on |",
+	)
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range append(t.Rows, t.Total) {
 		major := fmt.Sprint(r.Major)

@@ -90,8 +90,12 @@ func StartPair(t testing.TB, opts integration.Options) *integration.Pair {
 	}
 	if opts.Backend == "docker" && opts.Launch == nil {
 		if withDocker == nil {
-			t.Fatalf("%s=docker: the Docker backend is not linked into these tests: run them with -tags docker (scripts/test.sh does when %s=docker), or set Options.Launch to docker.Launch",
-				integration.EnvBackend, integration.EnvBackend)
+			t.Fatalf(
+				"%s=docker: the Docker backend is not linked into these tests: run them with -tags docker (scripts/test.sh does when %s=docker), or set Options.Launch "+
+					"to docker.Launch",
+				integration.EnvBackend,
+				integration.EnvBackend,
+			)
 		}
 		var err error
 		if opts, err = withDocker(ctx, opts); err != nil {

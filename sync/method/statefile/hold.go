@@ -117,7 +117,13 @@ func (h *catalogHold) expire(name string, hd *holding) {
 	if h.held[name] != hd {
 		return // released already
 	}
-	h.log.Warn("released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on, and the standby up?); the copy is made again", "slot", name, "held", h.maxHold.String())
+	h.log.Warn(
+		"released the catalog hold of a slot copy the standby's feedback never covered (is hot_standby_feedback on, and the standby up?); the copy is made again",
+		"slot",
+		name,
+		"held",
+		h.maxHold.String(),
+	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	h.drop(ctx, name, hd)

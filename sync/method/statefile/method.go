@@ -457,9 +457,16 @@ func (m *Method) readStates(ctx context.Context, conn *pgx.Conn, pending []topol
 		}
 		if snap == nil {
 			scratch[ps.Name] = lsncheck.LSN(st.RestartLSN)
-			m.log.Debug("the primary has no decoding snapshot at the slot's restart_lsn either: the copy decodes from there as the primary would", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String())
+			m.log.Debug(
+				"the primary has no decoding snapshot at the slot's restart_lsn either: the copy decodes from there as the primary would",
+				"slot",
+				ps.Name,
+				"restart_lsn",
+				lsncheck.LSN(st.RestartLSN).String(),
+			)
 		} else {
-			m.log.Debug("copying the slot with the primary's decoding snapshot", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String(), "snapshot_bytes", len(snap.Data))
+			m.log.Debug("copying the slot with the primary's decoding "+
+				"snapshot", "slot", ps.Name, "restart_lsn", lsncheck.LSN(st.RestartLSN).String(), "snapshot_bytes", len(snap.Data))
 		}
 		states = append(states, stateCopy{st, snap})
 	}

@@ -118,7 +118,14 @@ func (stagedRestart) admit(m *Method, pending []topology.Slot, out map[string]er
 // install: once the copies are loaded, their decoding snapshots and the WAL they need that the
 // standby removed are put back. A restart that fails leaves the standby to its manager; if the
 // server is down then, the staged copies are removed and the restart tried once more without them.
-func (s stagedRestart) install(ctx context.Context, m *Method, in Installer, states []stateCopy, out map[string]error, fetchWAL func(context.Context) error) bool {
+func (s stagedRestart) install(
+	ctx context.Context,
+	m *Method,
+	in Installer,
+	states []stateCopy,
+	out map[string]error,
+	fetchWAL func(context.Context) error,
+) bool {
 	ctx, done := m.restartContext(ctx, states)
 	defer done()
 	if err := m.stillInRecovery(ctx); err != nil {
