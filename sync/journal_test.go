@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"maps"
+	"path/filepath"
 
 	"os"
 	"reflect"
@@ -191,5 +192,50 @@ func TestRecordRenewByCountsThePass(t *testing.T) {
 	want := taken.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+3*time.Second))
 	if e.journal.Gate == nil || !e.journal.Gate.RenewBy.Equal(want) {
 		t.Fatalf("renew_by %v, want %v (record interval %s, interval %s, a pass of 3 s)", e.journal.Gate, want, e.cfg.GateRecordInterval, e.cfg.Interval)
+	}
+}
+
+func TestJournalFromAnotherClusterStops(t *testing.T) {
+	e := testEngine(t, &fakeObserver{snap: twoNodeSnapshot()}, &fakeApplier{})
+	e.journal.SystemID = "7"
+	_, err := e.RunOnce(context.Background())
+	if Classify(err) != Stop || !strings.Contains(err.Error(), "own --state-dir") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestJournalRoundTripAndCorruption(t *testing.T) {
+	dir := t.TempDir()
+	j, warn, err := LoadJournal(dir, false)
+	if err != nil || warn != nil || len(j.Slots) != 0 {
+		t.Fatalf("missing journal: %+v %v %v", j, warn, err)
+	}
+	id, err := NewIncarnationID()
+	if err != nil || len(id) != 16 {
+		t.Fatalf("incarnation %q %v", id, err)
+	}
+	j.SystemID = "7"
+	j.Slots["a"] = &Entry{Incarnation: id, Identity: idA, Primary: lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}}
+	if err := j.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, warn, err := LoadJournal(dir, false)
+	if err != nil || warn != nil || back.Slots["a"].Incarnation != id || back.Slots["a"].Primary != j.Slots["a"].Primary {
+		t.Fatalf("round trip: %+v %v %v", back, warn, err)
+	}
+	leftovers, _ := filepath.Glob(filepath.Join(dir, "*.tmp-*"))
+	if len(leftovers) != 0 {
+		t.Fatalf("temp files left: %v", leftovers)
+	}
+	if err := os.WriteFile(filepath.Join(dir, JournalFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back, warn, err = LoadJournal(dir, false)
+	if err != nil || warn == nil || len(back.Slots) != 0 {
+		t.Fatalf("corrupt journal: %+v %v %v", back, warn, err)
+	}
+	aside, _ := filepath.Glob(filepath.Join(dir, JournalFile+".corrupt-*"))
+	if len(aside) != 1 {
+		t.Fatalf("corrupt journal not kept aside: %v", aside)
 	}
 }

@@ -1,0 +1,136 @@
+package sync
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/topology"
+)
+
+func TestJudgeWithoutPrimary(t *testing.T) {
+	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
+	copyPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
+	primPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2100000, CatalogXmin: 700}
+	rec := func(ready bool) *GateRecord {
+		return &GateRecord{ObservedAt: time.Unix(100, 0), Slots: map[string]GateSlot{
+			"a": {Identity: idA, Ready: ready, Reasons: nil, Detail: "x", Primary: primPos, Copy: copyPos},
+		}}
+	}
+	standby := func(mod func(*topology.Slot)) NodeState {
+		s := slot(idA, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
+		if mod != nil {
+			mod(&s)
+		}
+		return NodeState{Info: topology.NodeInfo{InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{"a": s}}
+	}
+	cases := []struct {
+		name   string
+		rec    *GateRecord
+		node   NodeState
+		ready  bool
+		reason lsncheck.Reason
+	}{
+		{"ready then, still there", rec(true), standby(nil), true, ""},
+		{"ready then, advanced since", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x2080000 }), true, ""},
+		{"not ready then stays not ready", rec(false), standby(nil), false, ""},
+		{"copy gone", rec(true), NodeState{Slots: map[string]topology.Slot{}}, false, lsncheck.ReasonMissing},
+		{"copy invalidated", rec(true), standby(func(s *topology.Slot) { s.Invalidated = true }), false, lsncheck.ReasonCopyInvalidated},
+		{"WAL lost", rec(true), standby(func(s *topology.Slot) { s.WALStatus = "lost" }), false, lsncheck.ReasonCopyWALMissing},
+		{"another plugin", rec(true), standby(func(s *topology.Slot) { s.Plugin = "wal2json" }), false, lsncheck.ReasonIdentityMismatch},
+		{"moved back: another slot", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x1800000 }), false, lsncheck.ReasonIdentityMismatch},
+		{"temporary", rec(true), standby(func(s *topology.Slot) { s.Temporary = true }), false, lsncheck.ReasonTemporary},
+		{"another two_phase", rec(true), standby(func(s *topology.Slot) { s.TwoPhase = true }), false, lsncheck.ReasonIdentityMismatch},
+		{"being made when recorded", rec(true).beingMade([]string{"a"}), standby(nil), false, lsncheck.ReasonCopyBeingMade},
+		{"another timeline", onTimeline(rec(true), 2), withTimeline(standby(nil), 3), false, lsncheck.ReasonRecordOtherTimeline},
+		{"same timeline", onTimeline(rec(true), 3), withTimeline(standby(nil), 3), true, ""},
+		{"a restartpoint's older timeline, no receiver (review round 4, finding 7)", onTimeline(rec(true), 3), withTimeline(standby(nil), 2), true, ""},
+		{"the receiver's timeline differs", onTimeline(rec(true), 3), func() NodeState { n := withTimeline(standby(nil), 3); n.Info.Timeline = 4; return n }(), false, lsncheck.ReasonRecordOtherTimeline},
+		{"standby WAL below the consumer", rec(true), func() NodeState { n := standby(nil); n.Info.ReplayLSN = 0x2000000; return n }(), false, lsncheck.ReasonConsumerAheadOfStandby},
+		{"below the demoted primary's WAL end", rec(true), standby(nil), false, lsncheck.ReasonConsumerAheadOfStandby},
+		{"the primary slot's two_phase is not the copy's (finding 9)", func() *GateRecord {
+			r, f := rec(true), false
+			gs := r.Slots["a"]
+			gs.Identity.TwoPhase, gs.CopyTwoPhase = true, &f
+			r.Slots["a"] = gs
+			return r
+		}(), standby(nil), false, lsncheck.ReasonIdentityMismatch},
+		{"cut off, held back (rule 10)", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(399, 0)), standby(nil), true, ""},
+		{"cut off, held back past its entry's end", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(400, 0)), standby(nil), false, lsncheck.ReasonRecordStandbyCutOff},
+	}
+	for _, c := range cases {
+		var demotedEnd lsncheck.LSN
+		if strings.Contains(c.name, "demoted") {
+			demotedEnd = 0x9000100
+		}
+		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false, demotedEnd)
+		if len(got) != 1 || got[0].Name != "a" || !got[0].Gate || got[0].Verdict.Ready != c.ready {
+			t.Errorf("%s: %+v", c.name, got)
+			continue
+		}
+		if c.reason != "" && (len(got[0].Verdict.Reasons) != 1 || got[0].Verdict.Reasons[0] != c.reason) {
+			t.Errorf("%s: reasons %v, want %s", c.name, got[0].Verdict.Reasons, c.reason)
+		}
+		// The answer says per slot whether its consumer was held back (only a READY of a
+		// held-back slot promises no consumer ahead of the standby).
+		if want := c.ready && strings.Contains(c.name, "held back"); got[0].HeldBack != want {
+			t.Errorf("%s: held_back %v, want %v", c.name, got[0].HeldBack, want)
+		}
+	}
+	// Exact: the copy trailed its consumer at the last observation, so a promotion would
+	// redeliver; a copy that stood at its consumer's position is READY.
+	if got := JudgeWithoutPrimary(rec(true), standby(nil), Selection{}, true, 0); got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonCopyBehind {
+		t.Errorf("exact, behind: %+v", got[0].Verdict)
+	}
+	atConsumer := rec(true)
+	gs := atConsumer.Slots["a"]
+	gs.Primary = copyPos
+	atConsumer.Slots["a"] = gs
+	if got := JudgeWithoutPrimary(atConsumer, standby(nil), Selection{}, true, 0); !got[0].Verdict.Ready {
+		t.Errorf("exact, at the consumer: %+v", got[0].Verdict)
+	}
+	// A slot not selected is not judged; a native copy must still be server-synced.
+	r := rec(true)
+	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: primPos, RequireSynced: true}
+	node := standby(nil)
+	node.Slots["b"] = slot(idB, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
+	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}}, false, 0)
+	if len(got) != 1 || got[0].Name != "b" || got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonNotSynced {
+		t.Errorf("selection and synced: %+v", got)
+	}
+}
+
+func TestGateRecordChangesAreWrittenAtOnce(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 1, ConfirmedFlush: 2, CatalogXmin: 3}
+	reports := func(ready bool, cf lsncheck.LSN) []SlotReport {
+		p := pos
+		p.ConfirmedFlush = cf
+		return []SlotReport{{Name: "a", Database: "app", Plugin: "pgoutput", Gate: true, Primary: &p, Copy: &p, Verdict: lsncheck.Verdict{Ready: ready}},
+			{Name: "tmp", Gate: false}}
+	}
+	a := newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(true, 2))
+	if len(a.Slots) != 1 {
+		t.Fatalf("ungated slots recorded: %+v", a.Slots)
+	}
+	if !a.sameVerdicts(newGateRecord(time.Unix(9, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(true, 9))) {
+		t.Error("a move of positions alone is not a change of verdict")
+	}
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, false, topology.NodeInfo{}, reports(false, 2))) {
+		t.Error("READY to NOT READY must be written at once")
+	}
+	if a.sameVerdicts(newGateRecord(time.Unix(0, 0), topology.MethodSQL, true, topology.NodeInfo{}, reports(true, 2))) {
+		t.Error("a change of synchronized_standby_slots must be written at once")
+	}
+}
+
+// heldBack makes a record made while the standby was cut off, its slot held back by
+// synchronized_standby_slots until until (rule 10).
+func heldBack(r *GateRecord, until time.Time) *GateRecord {
+	r.StandbyCutOff, r.HeldBackUntil = true, until
+	for name, gs := range r.Slots {
+		gs.HeldBack = true
+		r.Slots[name] = gs
+	}
+	return r
+}
