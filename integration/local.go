@@ -51,7 +51,7 @@ func (s *localServer) start(ctx context.Context) error {
 		if err == nil || attempt == 2 || !strings.Contains(s.logTail(), "Address already in use") {
 			return err
 		}
-		port, perr := freePort()
+		port, perr := FreePort()
 		if perr != nil {
 			return err
 		}
@@ -216,8 +216,8 @@ func runCtx(ctx context.Context, cmd *exec.Cmd) error {
 	}
 }
 
-// freePort asks the kernel for a free loopback TCP port.
-func freePort() (int, error) {
+// FreePort asks the kernel for a free loopback TCP port.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -161,7 +161,7 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 		return p, fmt.Errorf("give %s to %s: %w", dir, run.name, err)
 	}
 	newServer := func(name string) (*localServer, error) {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -301,8 +301,9 @@ func (p *Pair) Close() error {
 	return errors.Join(errs...)
 }
 
-// poll calls check every interval until it reports done, returns an error, or ctx/timeout ends.
-func poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
+// Poll calls check every interval until it reports done (nil), or ctx or timeout ends (an error
+// naming what was awaited and the last error check returned).
+func Poll(ctx context.Context, timeout time.Duration, what string, check func(ctx context.Context) (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -327,7 +328,7 @@ func poll(ctx context.Context, timeout time.Duration, what string, check func(ct
 
 // WaitStreaming waits until the primary shows the standby streaming.
 func (p *Pair) WaitStreaming(ctx context.Context) error {
-	return poll(ctx, 2*time.Minute, "the standby to stream", func(ctx context.Context) (bool, error) {
+	return Poll(ctx, 2*time.Minute, "the standby to stream", func(ctx context.Context) (bool, error) {
 		var n int
 		err := p.Primary.QueryRow(ctx,
 			"SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
@@ -356,7 +357,7 @@ func (p *Pair) ReplayLSN(ctx context.Context) (pglogrepl.LSN, error) {
 
 // WaitReplayed waits until the standby has replayed up to lsn.
 func (p *Pair) WaitReplayed(ctx context.Context, lsn pglogrepl.LSN) error {
-	return poll(ctx, 2*time.Minute, fmt.Sprintf("the standby to replay %s", lsn), func(ctx context.Context) (bool, error) {
+	return Poll(ctx, 2*time.Minute, fmt.Sprintf("the standby to replay %s", lsn), func(ctx context.Context) (bool, error) {
 		got, err := p.ReplayLSN(ctx)
 		return got >= lsn, err
 	})
@@ -382,7 +383,7 @@ func (p *Pair) PauseReplay(ctx context.Context) error {
 	if p.Major < 14 {
 		query = "SELECT pg_is_wal_replay_paused()"
 	}
-	return poll(ctx, time.Minute, "replay to pause", func(ctx context.Context) (bool, error) {
+	return Poll(ctx, time.Minute, "replay to pause", func(ctx context.Context) (bool, error) {
 		var paused bool
 		err := p.Standby.QueryRow(ctx, query, nil, &paused)
 		return paused, err
@@ -400,7 +401,7 @@ func (p *Pair) Promote(ctx context.Context) error {
 		if err := runPromoteCommand(ctx, p.promoteCommand); err != nil {
 			return err
 		}
-		return poll(ctx, 2*time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
+		return Poll(ctx, 2*time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
 			rec, err := p.Standby.InRecovery(ctx)
 			return !rec, err
 		})
@@ -419,7 +420,7 @@ func (p *Pair) Promote(ctx context.Context) error {
 			return errors.New("promote standby: pg_promote returned false")
 		}
 	}
-	return poll(ctx, time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
+	return Poll(ctx, time.Minute, "the promoted standby to leave recovery", func(ctx context.Context) (bool, error) {
 		rec, err := p.Standby.InRecovery(ctx)
 		return !rec, err
 	})
@@ -559,7 +560,7 @@ func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 // directory of the pair, named prefix and a number, given to the servers' user, with a port of
 // its own; not started.
 func (p *Pair) cloneOfPrimary(ctx context.Context, prim *localServer, prefix string) (*localServer, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
@@ -235,7 +236,7 @@ func TestSlowSlotTimesOutAlone(t *testing.T) {
 }
 
 func TestRunStopsOnlyForHumans(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &pgtest.LockedBuffer{}
 	mk := func(err error) *Engine {
 		e := testEngine(t, &fakeObserver{err: err}, &fakeApplier{})
 		e.cfg.Interval, e.cfg.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond
@@ -324,7 +325,7 @@ func TestNoNudgeForReadiness(t *testing.T) {
 }
 
 func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &pgtest.LockedBuffer{}
 	stop := &topology.PrereqError{Problems: []topology.Problem{{Check: "hot_standby_feedback", Node: "standby", Issue: "off", Fix: "on"}}}
 	e := testEngine(t, &fakeObserver{err: stop}, &fakeApplier{})
 	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
@@ -341,7 +342,7 @@ func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
 // TestPersistentErrorIsLoggedAgain: a pass failing with the same error is logged once, then
 // again at a steady rhythm, saying for how long it has failed.
 func TestPersistentErrorIsLoggedAgain(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &pgtest.LockedBuffer{}
 	e := testEngine(t, &fakeObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}, &fakeApplier{})
 	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 	e.cfg.Interval, e.cfg.MaxBackoff = time.Millisecond, 2*time.Millisecond

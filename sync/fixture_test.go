@@ -1,13 +1,11 @@
 package sync
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
-	stdsync "sync"
 	"testing"
 	"time"
 
@@ -19,30 +17,12 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu  stdsync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // fixture is a real pair with an "app" database, a table, and an engine syncing it.
 type fixture struct {
 	t    *testing.T
 	ctx  context.Context
 	pair *integration.Pair
-	logs *lockedBuffer
+	logs *pgtest.LockedBuffer
 	cfg  Config
 	eng  *Engine
 	next int // next row id to insert
@@ -63,7 +43,7 @@ func newFixtureWith(t *testing.T, major int, method topology.Method, opts integr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	opts.Major = major
-	f := &fixture{t: t, ctx: ctx, pair: pgtest.StartPair(t, opts), logs: &lockedBuffer{}, next: 1}
+	f := &fixture{t: t, ctx: ctx, pair: pgtest.StartPair(t, opts), logs: &pgtest.LockedBuffer{}, next: 1}
 	var haveApp bool
 	f.must(f.pair.Primary.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = 'app')", nil, &haveApp))
 	if !haveApp {

@@ -102,7 +102,7 @@ func TestPlannedSwitchoverExact(t *testing.T) {
 		// The exact gate holds while the copy trails the consumer by even one transaction.
 		written = append(written, f.insert(1)...)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		waitFor(t, "the consumer to confirm the last row", func() bool {
+		pgtest.WaitFor(t, "the consumer to confirm the last row", time.Minute, func() bool {
 			s, _ := f.slotOn(f.pair.Primary, "cdc")
 			cp, _ := f.slotOn(f.pair.Standby, "cdc")
 			return len(before.ids()) == len(written) && s.ConfirmedFlush > cp.ConfirmedFlush
@@ -110,7 +110,7 @@ func TestPlannedSwitchoverExact(t *testing.T) {
 		if rep, ok := readyExact(); ok {
 			t.Fatalf("the exact gate opened with the copy behind its consumer: %+v", rep.Slots)
 		}
-		waitFor(t, "the daemon to catch the consumer's final confirmation", func() bool {
+		pgtest.WaitFor(t, "the daemon to catch the consumer's final confirmation", time.Minute, func() bool {
 			f.pass()
 			_, ok := readyExact()
 			return ok
@@ -131,7 +131,7 @@ func TestPlannedSwitchoverExact(t *testing.T) {
 			more = append(more, f.next)
 			f.next++
 		}
-		waitFor(t, "the consumer to resume on the promoted node", func() bool { return len(after.ids()) >= len(more) })
+		pgtest.WaitFor(t, "the consumer to resume on the promoted node", time.Minute, func() bool { return len(after.ids()) >= len(more) })
 		after.stop()
 		if got := before.ids(); !equalInts(got, written) {
 			t.Fatalf("before the switchover the consumer got %v, want %v", got, written)
@@ -140,15 +140,4 @@ func TestPlannedSwitchoverExact(t *testing.T) {
 			t.Fatalf("after the switchover the consumer got %v, want exactly %v: repeated or lost changes", got, more)
 		}
 	})
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 60 s for %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 }

@@ -37,7 +37,7 @@ func TestWatchAdvancesBetweenPasses(t *testing.T) {
 		f.insert(3)
 		f.consume(f.pair.Primary, "cdc")
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		waitFor(t, "the watch to move the copy to the consumer", func() bool { ps, cp := copyAt(); return cp == ps })
+		pgtest.WaitFor(t, "the watch to move the copy to the consumer", time.Minute, func() bool { ps, cp := copyAt(); return cp == ps })
 
 		// Replay paused: the consumer moves on, the copy stops at the replay position.
 		f.must(f.pair.PauseReplay(f.ctx))
@@ -51,7 +51,7 @@ func TestWatchAdvancesBetweenPasses(t *testing.T) {
 		}
 		f.must(f.pair.ResumeReplay(f.ctx))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		waitFor(t, "the watch to catch up after replay resumed", func() bool { ps, cp := copyAt(); return cp == ps })
+		pgtest.WaitFor(t, "the watch to catch up after replay resumed", time.Minute, func() bool { ps, cp := copyAt(); return cp == ps })
 
 		// Another incarnation under the same name, its restart_lsn back where 'older' is: the
 		// watch does not touch the copy; only a full pass would (a minute away).

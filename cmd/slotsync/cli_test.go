@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	stdsync "sync"
 	"syscall"
 	"testing"
 	"time"
@@ -215,16 +214,10 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})
-		must := func(err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		must(pair.Primary.Exec(ctx, "CREATE DATABASE app"))
-		must(pair.Primary.ExecDB(ctx, "app", "CREATE TABLE t (id int)"))
-		must(pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		must(pair.WaitCaughtUp(ctx))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "CREATE DATABASE app"))
+		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "CREATE TABLE t (id int)"))
+		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		state := t.TempDir()
 		pair_ := []string{"--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres")}
 		args := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, pair_...), extra...) }
@@ -273,10 +266,10 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		// from the standby's primary_conninfo when --primary is not given.
 		deadline := time.Now().Add(90 * time.Second)
 		for {
-			must(pair.Primary.ExecDB(ctx, "app", "INSERT INTO t VALUES (1)"))
-			must(pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
-			must(pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
-			must(pair.WaitCaughtUp(ctx))
+			pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "INSERT INTO t VALUES (1)"))
+			pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
+			pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+			pgtest.Must(t, pair.WaitCaughtUp(ctx))
 			slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...)
 			r = slotsyncCmd(t, []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres")}, "check", "--json")
 			if r.code == 0 {
@@ -292,13 +285,13 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		// The consumer confirms more; no pass follows: the READY copy is behind it, and the
 		// answer says what a consumer resuming from the slot's position would receive again,
 		// from the copy's confirmed_flush to the consumer's (issue 34 item 2).
-		must(pair.Primary.ExecDB(ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
-		must(pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
-		must(pair.WaitCaughtUp(ctx))
+		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
+		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		r = slotsyncCmd(t, nil, args("check", "--json", "--summary", "--state-dir", state)...)
 		c = parseCheck(t, r)
 		var primaryConfirmed string
-		must(pair.Primary.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
+		pgtest.Must(t, pair.Primary.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
 		if !c.Ready || len(c.Redelivery) != 1 || c.Redelivery[0].Slot != "cdc" || c.Redelivery[0].To.String() != primaryConfirmed ||
 			c.Redelivery[0].Bytes != int64(c.Redelivery[0].To-c.Redelivery[0].From) || c.Redelivery[0].Bytes <= 0 || c.Redelivery[0].AtLeast {
 			t.Fatalf("the redelivery window of a READY copy behind its consumer (confirmed %s): %+v\n%s", primaryConfirmed, c.Redelivery, r.stdout)
@@ -328,9 +321,9 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		}
 		// DSNs in URL form, and libpq's PG* variables filling what a DSN leaves out.
 		paddr, err := pair.Primary.Addr(ctx)
-		must(err)
+		pgtest.Must(t, err)
 		saddr, err := pair.Standby.Addr(ctx)
-		must(err)
+		pgtest.Must(t, err)
 		sport := saddr[strings.LastIndex(saddr, ":")+1:]
 		r = slotsyncCmd(t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
 			"check", "--primary", "postgres://postgres@"+paddr+"/postgres?sslmode=disable", "--standby", "host=127.0.0.1", "--json")
@@ -339,8 +332,8 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		}
 
 		// A broken prerequisite: doctor exits 1 and prints the line that fixes it.
-		must(pair.Standby.Exec(ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
-		must(pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
+		pgtest.Must(t, pair.Standby.Exec(ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
+		pgtest.Must(t, pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
 		time.Sleep(300 * time.Millisecond)
 		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != exitNotReady || !strings.Contains(r.stdout, "ALTER SYSTEM SET hot_standby_feedback = on") {
 			t.Fatalf("doctor with hot_standby_feedback off: %d\n%s", r.code, r.stdout)
@@ -348,20 +341,20 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		if r := slotsyncCmd(t, nil, args("check")...); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "hot_standby_feedback = on") {
 			t.Fatalf("check with a failed prerequisite: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		must(pair.Standby.Exec(ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
-		must(pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
+		pgtest.Must(t, pair.Standby.Exec(ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
+		pgtest.Must(t, pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
 		time.Sleep(300 * time.Millisecond)
 
 		// Rule 8, the gate without the primary. A second slot whose copy is not ready yet.
-		must(pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
-		must(pair.WaitCaughtUp(ctx))
+		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
+		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 {
 			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
 		if c = parseCheck(t, slotsyncCmd(t, nil, args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
 			t.Fatalf("check with a new copy: %+v", c)
 		}
-		must(pair.Primary.Kill(ctx)) // as pg_ctl stop -m immediate, or a crash
+		pgtest.Must(t, pair.Primary.Kill(ctx)) // as pg_ctl stop -m immediate, or a crash
 		discovered := []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres"), "SLOTSYNC_STATE_DIR=" + state}
 		for _, env := range [][]string{nil, discovered} {
 			a := args("check", "--json", "--state-dir", state)
@@ -398,15 +391,6 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 	})
 }
 
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func get(url string) (int, string) {
 	resp, err := http.Get(url)
 	if err != nil {
@@ -415,34 +399,6 @@ func get(url string) (int, string) {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(timeout); !ok(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// safeBuffer collects a process's output while the test reads it.
-type safeBuffer struct {
-	mu stdsync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *safeBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *safeBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestDaemonAgainstARealPair runs the sidecar, scrapes its metrics and endpoints, cuts the
@@ -455,7 +411,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"); err != nil {
 			t.Fatal(err)
 		}
-		port := freePort(t)
+		port := pgtest.FreePort(t)
 		base := fmt.Sprintf("http://127.0.0.1:%d", port)
 		// The password is ignored by trust authentication; it must never be printed.
 		secret := " password=daemonsecret42"
@@ -463,7 +419,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		cmd := exec.Command(binary, "run", "--primary", pair.Primary.DSN("postgres")+secret, "--standby", pair.Standby.DSN("postgres")+secret,
 			"--state-dir", state, "--interval", "200ms", "--max-backoff", "1s", "--listen", fmt.Sprintf("127.0.0.1:%d", port),
 			"--log-format", "json", "--shutdown-timeout", "5s")
-		logs := &safeBuffer{}
+		logs := &pgtest.LockedBuffer{}
 		cmd.Stdout, cmd.Stderr = logs, logs
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -477,7 +433,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			}
 		}()
 
-		waitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+		pgtest.WaitFor(t, "/readyz", 30*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
 		if code, _ := get(base + "/livez"); code != 200 {
 			t.Fatalf("/livez %d", code)
 		}
@@ -495,7 +451,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Errorf("no not-ready reason series for the fresh copy:\n%s", grepLines(m, "slotsync_slot_"))
 		}
 		// The consumer confirms past the copy: the gate opens.
-		waitFor(t, "/promotion-ready", 60*time.Second, func() bool {
+		pgtest.WaitFor(t, "/promotion-ready", 60*time.Second, func() bool {
 			_ = pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()")
 			_ = pair.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)")
 			code, _ := get(base + "/promotion-ready")
@@ -520,7 +476,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if err := pair.Primary.Stop(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
+		pgtest.WaitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
 			code, body := get(base + "/promotion-ready")
 			return code == 200 && strings.Contains(body, `"without_primary"`)
 		})
@@ -539,8 +495,8 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if err := pair.Primary.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
-		waitFor(t, "the gate with the primary back", 60*time.Second, func() bool {
+		pgtest.WaitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+		pgtest.WaitFor(t, "the gate with the primary back", 60*time.Second, func() bool {
 			code, body := get(base + "/promotion-ready")
 			return code == 200 && !strings.Contains(body, `"without_primary"`)
 		})
@@ -549,7 +505,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if err := pair.Promote(ctx); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "/promotion-ready to say this node is the primary", 30*time.Second, func() bool {
+		pgtest.WaitFor(t, "/promotion-ready to say this node is the primary", 30*time.Second, func() bool {
 			code, body := get(base + "/promotion-ready")
 			return code == 503 && strings.Contains(body, `"role": "primary"`)
 		})
@@ -564,7 +520,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the SIGHUP to be logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "SIGHUP: nothing is reloaded") })
+		pgtest.WaitFor(t, "the SIGHUP to be logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "SIGHUP: nothing is reloaded") })
 		if code, _ := get(base + "/livez"); code != 200 {
 			t.Fatalf("/livez after SIGHUP: %d", code)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"golang.org/x/crypto/bcrypt"
@@ -132,7 +133,7 @@ func TestListenerBasicAuth(t *testing.T) {
 	if err := os.WriteFile(webConfig, []byte("basic_auth_users:\n  prometheus: "+string(hash)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", pgtest.FreePort(t))
 	cmd := exec.Command(binary, "run", "--standby", "host=127.0.0.1 port=1 connect_timeout=1", "--state-dir", filepath.Join(dir, "state"),
 		"--listen", addr, "--web-config-file", webConfig)
 	if err := cmd.Start(); err != nil {
@@ -151,7 +152,7 @@ func TestListenerBasicAuth(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "the listener", 10*time.Second, func() bool { return status("prometheus", "s3cret") == http.StatusOK })
+	pgtest.WaitFor(t, "the listener", 10*time.Second, func() bool { return status("prometheus", "s3cret") == http.StatusOK })
 	if code := status("", ""); code != http.StatusUnauthorized {
 		t.Fatalf("/livez without credentials: %d, want 401", code)
 	}
@@ -162,7 +163,7 @@ func TestListenerBasicAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := slotsyncCmd(t, nil, "run", "--standby", "host=127.0.0.1 port=1", "--state-dir", filepath.Join(dir, "state2"),
-		"--listen", fmt.Sprintf("127.0.0.1:%d", freePort(t)), "--web-config-file", webConfig)
+		"--listen", fmt.Sprintf("127.0.0.1:%d", pgtest.FreePort(t)), "--web-config-file", webConfig)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "--web-config-file") {
 		t.Fatalf("an invalid web configuration: exit %d, %s", r.code, r.stderr)
 	}

@@ -56,28 +56,22 @@ func TestGateAfterACrashMidRecreate(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})
-		must := func(err error) {
-			t.Helper()
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
 		fp := failpointBinary(t)
-		must(pair.Primary.Exec(ctx, "CREATE TABLE t (id int)"))
-		must(pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('old', 'test_decoding')"))
-		must(pair.Primary.Exec(ctx, "INSERT INTO t VALUES (1)"))
-		must(pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		must(pair.WaitCaughtUp(ctx))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "CREATE TABLE t (id int)"))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('old', 'test_decoding')"))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "INSERT INTO t VALUES (1)"))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		state := t.TempDir()
 		args := func(cmd string, extra ...string) []string {
 			return append([]string{cmd, "--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres"), "--state-dir", state}, extra...)
 		}
 		deadline := time.Now().Add(90 * time.Second)
 		for {
-			must(pair.Primary.Exec(ctx, "INSERT INTO t VALUES (2)"))
-			must(pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
-			must(pair.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
-			must(pair.WaitCaughtUp(ctx))
+			pgtest.Must(t, pair.Primary.Exec(ctx, "INSERT INTO t VALUES (2)"))
+			pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
+			pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+			pgtest.Must(t, pair.WaitCaughtUp(ctx))
 			slotsyncCmd(t, nil, args("run", "--once", "--slots", "cdc")...)
 			if r := slotsyncCmd(t, nil, args("check", "--slots", "cdc")...); r.code == 0 {
 				break
@@ -88,17 +82,17 @@ func TestGateAfterACrashMidRecreate(t *testing.T) {
 		}
 		// cdc is made again on the primary from the older slot: its restart_lsn goes back, so the
 		// next pass recreates the copy; slotsync dies right after making the new one.
-		must(pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot('cdc')"))
-		must(pair.Primary.Exec(ctx, "SELECT pg_copy_logical_replication_slot('old', 'cdc')"))
-		must(pair.WaitCaughtUp(ctx))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot('cdc')"))
+		pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_copy_logical_replication_slot('old', 'cdc')"))
+		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		r := runBinary(t, fp, []string{"SLOTSYNC_FAILPOINTS=sql.after-create=crash"}, args("run", "--once", "--slots", "cdc")...)
 		if r.code != -1 || !strings.Contains(r.stderr, "failpoint sql.after-create: crashing") {
 			t.Fatalf("slotsync was not killed after making the new copy: exit %d\n%s", r.code, r.stderr)
 		}
-		must(pair.Primary.Kill(ctx))
+		pgtest.Must(t, pair.Primary.Kill(ctx))
 		// Judged without the primary once the standby no longer streams from it.
 		var c checkJSON
-		waitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
+		pgtest.WaitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
 			r = slotsyncCmd(t, nil, args("check", "--slots", "cdc", "--json")...)
 			return r.code != exitConnect
 		})
