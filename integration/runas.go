@@ -145,3 +145,17 @@ func GiveToRunUser(path string) error {
 	}
 	return r.chownTree(path)
 }
+
+// PgCtl is the shell words that run major's pg_ctl as the user local clusters run as, as an
+// operator's stop, start and promote commands would ("runuser -u postgres -- …/pg_ctl").
+func PgCtl(major int) (string, error) {
+	bin, err := FindBinaries(major)
+	if err != nil {
+		return "", err
+	}
+	asUser, err := ShellPrefix()
+	if err != nil {
+		return "", err
+	}
+	return asUser + bin.Path("pg_ctl"), nil
+}

@@ -90,16 +90,46 @@ func (f *fixture) cutOffStandby() {
 	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
 }
 
+// asRole creates role name (LOGIN REPLICATION) with grants on the primary, waits for the
+// standby to have it, and closes the engine with both DSNs naming the role: the caller adjusts
+// what else it needs and starts the engine again.
+func (f *fixture) asRole(name string, grants ...string) {
+	f.t.Helper()
+	for _, sql := range append([]string{"CREATE ROLE " + name + " LOGIN REPLICATION"}, grants...) {
+		f.must(f.pair.Primary.Exec(f.ctx, sql))
+	}
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.eng.Close()
+	f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user="+name, 1)
+	f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user="+name, 1)
+}
+
+// passesFor runs a pass every 200 ms for d and returns the standby restarts they made and the
+// last report of slot. A pass that fails fails the test, unless failing is allowed (a pass
+// right after a refused restart may find the standby starting).
+func (f *fixture) passesFor(d time.Duration, slot string, failing bool) (restarts int, last SlotReport) {
+	f.t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		rep, err := f.eng.RunOnce(f.ctx)
+		if err != nil && failing {
+			continue
+		}
+		f.must(err)
+		restarts += rep.StandbyRestarts
+		for _, s := range rep.Slots {
+			if s.Name == slot {
+				last = s
+			}
+		}
+	}
+	return restarts, last
+}
+
 // pass runs one sync pass and returns the report entry of each slot by name.
 func (f *fixture) pass() map[string]SlotReport {
 	f.t.Helper()
-	rep, err := f.eng.RunOnce(f.ctx)
-	f.must(err)
 	out := map[string]SlotReport{}
-	for _, s := range rep.Slots {
-		if s.Error != "" {
-			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
-		}
+	for _, s := range f.passReport().Slots {
 		out[s.Name] = s
 	}
 	return out
@@ -241,11 +271,9 @@ func (f *fixture) standbyThroughProxy() *integration.Proxy {
 // pgCtl is the shell words that run the pair's pg_ctl as the user its servers run as.
 func (f *fixture) pgCtl() string {
 	f.t.Helper()
-	bin, err := integration.FindBinaries(f.pair.Major)
+	pgCtl, err := integration.PgCtl(f.pair.Major)
 	f.must(err)
-	asUser, err := integration.ShellPrefix()
-	f.must(err)
-	return asUser + bin.Path("pg_ctl")
+	return pgCtl
 }
 
 // logRunningXacts makes the primary log a running-xacts record: pg_log_standby_snapshot() on
@@ -318,16 +346,6 @@ func (f *fixture) passReport() Report {
 		if s.Error != "" {
 			f.t.Fatalf("slot %s: %s", s.Name, s.Error)
 		}
-	}
-	return rep
-}
-
-// mustRunOnce is RunOnce for tests where slot errors are expected.
-func (e *Engine) mustRunOnce(t *testing.T, ctx context.Context) Report {
-	t.Helper()
-	rep, err := e.RunOnce(ctx)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return rep
 }

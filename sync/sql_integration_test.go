@@ -222,14 +222,8 @@ func TestSQLMethodLeastPrivilege(t *testing.T) {
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
-		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
-		f.must(p.Exec(f.ctx, "GRANT pg_monitor TO slotsync"))
-		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync"))
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.eng.Close()
-		f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user=slotsync", 1)
-		f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user=slotsync", 1)
+		f.asRole("slotsync", "GRANT pg_monitor TO slotsync", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync")
 		f.startEngine()
 		if r := f.pass()["cdc"]; r.Action != KindCreate {
 			t.Fatalf("as slotsync: %+v", r)

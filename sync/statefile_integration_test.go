@@ -177,25 +177,20 @@ func TestStatefileLeastPrivilege(t *testing.T) {
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
-		f.must(p.Exec(f.ctx, "CREATE ROLE slotsync LOGIN REPLICATION"))
-		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO slotsync"))
-		f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO slotsync"))
+		grants := []string{"GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO slotsync", "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO slotsync"}
 		if major >= 15 {
-			f.must(p.Exec(f.ctx, "GRANT pg_checkpoint TO slotsync"))
+			grants = append(grants, "GRANT pg_checkpoint TO slotsync")
 		}
 		if major >= 16 {
-			f.must(p.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync"))
+			grants = append(grants, "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync")
 		}
 		if major < 12 {
 			// 11 keeps the standby's slot name in recovery.conf: slotsync reads it from
 			// pg_stat_wal_receiver, whose columns only pg_read_all_stats may see.
-			f.must(p.Exec(f.ctx, "GRANT pg_read_all_stats TO slotsync"))
+			grants = append(grants, "GRANT pg_read_all_stats TO slotsync")
 		}
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		f.eng.Close()
-		f.cfg.PrimaryDSN = strings.Replace(f.cfg.PrimaryDSN, "user=postgres", "user=slotsync", 1)
-		f.cfg.StandbyDSN = strings.Replace(f.cfg.StandbyDSN, "user=postgres", "user=slotsync", 1)
+		f.asRole("slotsync", grants...)
 		f.cfg.Statefile.NoCheckpoint = major < 15 // CHECKPOINT needs a superuser before 15
 		f.startEngine()
 		if rep := f.passReport(); rep.StandbyRestarts != 1 {
@@ -280,18 +275,8 @@ func TestStatefileWALGoneNoLoop(t *testing.T) {
 		unreadable := filepath.Join(p.DataDir, "pg_wal", f.segmentOf(ps.RestartLSN))
 		f.must(os.Chmod(unreadable, 0))
 		t.Cleanup(func() { _ = os.Chmod(unreadable, 0o600) })
-		restarts := 0
-		var last SlotReport
 		// Passes for a while, past every retry backoff.
-		for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			rep := f.eng.mustRunOnce(t, f.ctx)
-			restarts += rep.StandbyRestarts
-			for _, s := range rep.Slots {
-				if s.Name == "stale" {
-					last = s
-				}
-			}
-		}
+		restarts, last := f.passesFor(8*time.Second, "stale", false)
 		if restarts != 2 {
 			t.Fatalf("%d restarts for a copy whose WAL is gone, want exactly 2 (then give up)\n%s", restarts, f.logs.String())
 		}
@@ -321,20 +306,7 @@ func TestStatefileRefusedStartNoLoop(t *testing.T) {
 		f.startEngine()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('refused', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		restarts := 0
-		var last SlotReport
-		for end := time.Now().Add(8 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			rep, err := f.eng.RunOnce(f.ctx)
-			if err != nil {
-				continue // the pass right after a refused restart may find the standby starting
-			}
-			restarts += rep.StandbyRestarts
-			for _, s := range rep.Slots {
-				if s.Name == "refused" {
-					last = s
-				}
-			}
-		}
+		restarts, last := f.passesFor(8*time.Second, "refused", true)
 		if restarts != 2 {
 			t.Fatalf("%d restarts for a copy the standby refuses, want exactly 2 (then give up)\n%s", restarts, f.logs.String())
 		}

@@ -624,18 +624,12 @@ func TestStatefileCommandLine(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})
-		bin, err := integration.FindBinaries(major)
-		if err != nil {
-			t.Fatal(err)
-		}
 		// pg_ctl refuses root: run it as the clusters' user, as an operator's command would.
-		asUser, err := integration.ShellPrefix()
-		if err != nil {
-			t.Fatal(err)
-		}
+		pgCtl, err := integration.PgCtl(major)
+		pgtest.Must(t, err)
 		dir := pair.Standby.DataDir
-		stop := fmt.Sprintf("%s%s -D %s -m fast -w stop", asUser, bin.Path("pg_ctl"), dir)
-		start := fmt.Sprintf("%s%s -D %s -w -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir)
+		stop := fmt.Sprintf("%s -D %s -m fast -w stop", pgCtl, dir)
+		start := fmt.Sprintf("%s -D %s -w -l %s/restarted.log start", pgCtl, dir, dir)
 		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"); err != nil {
 			t.Fatal(err)
 		}
@@ -723,7 +717,7 @@ func TestStatefileCommandLine(t *testing.T) {
 		// --restart pg_ctl without --standby-log-file: the restarted postmaster inherits
 		// pg_ctl's output and holds it open for good; the pass must still end.
 		wrapper := filepath.Join(t.TempDir(), "pg_ctl")
-		if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+asUser+bin.Path("pg_ctl")+" \"$@\"\n"), 0o755); err != nil {
+		if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+pgCtl+" \"$@\"\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc2', 'test_decoding')"); err != nil {

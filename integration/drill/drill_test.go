@@ -115,18 +115,14 @@ func TestSoak(t *testing.T) {
 func TestDrillExternal(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		local := pgtest.StartPair(t, integration.Options{Major: major})
-		bin, err := integration.FindBinaries(major)
-		if err != nil {
-			t.Fatal(err)
-		}
-		asUser, err := integration.ShellPrefix()
+		pgCtl, err := integration.PgCtl(major)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		ext, err := integration.ExternalPair(ctx, local.Primary.DSN("postgres"), local.Standby.DSN("postgres"),
-			asUser+bin.Path("pg_ctl")+" -D "+local.Standby.DataDir+" -w promote")
+			pgCtl+" -D "+local.Standby.DataDir+" -w promote")
 		if err != nil {
 			t.Fatal(err)
 		}
