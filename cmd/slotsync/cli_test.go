@@ -72,6 +72,22 @@ func slotsyncCmd(t *testing.T, env []string, args ...string) result {
 	return result{out.String(), errb.String(), code}
 }
 
+// slotsyncRun runs the app in this process, as main does, with the SLOTSYNC_* and PG*
+// variables of the test's environment unset for the test: usage and configuration errors need
+// no binary.
+func slotsyncRun(t *testing.T, args ...string) result {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "SLOTSYNC_") || strings.HasPrefix(k, "PG") {
+			t.Setenv(k, v) // restored when the test ends
+			os.Unsetenv(k)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := run(append([]string{"slotsync"}, args...), &out, &errb)
+	return result{out.String(), errb.String(), code}
+}
+
 func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	cases := []struct {
@@ -109,7 +125,7 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 		{[]string{"check", "--standby", "host=x", "--primary", "host=y gssencmode=require"}, "gssencmode=require"},
 	}
 	for _, c := range cases {
-		r := slotsyncCmd(t, nil, c.args...)
+		r := slotsyncRun(t, c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("%v: exit %d, want 3 with %q; stderr: %s", c.args, r.code, c.want, r.stderr)
 		}
@@ -120,7 +136,7 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 	}
 	// --json prints JSON on stdout for a usage or configuration error too.
 	for _, cmd := range []string{"check", "status", "doctor"} {
-		r := slotsyncCmd(t, nil, cmd, "--standby", "host=x", "--method", "magic", "--json")
+		r := slotsyncRun(t, cmd, "--standby", "host=x", "--method", "magic", "--json")
 		var res struct {
 			ExitCode int    `json:"exit_code"`
 			Error    string `json:"error"`
@@ -132,10 +148,10 @@ func TestUsageErrorsExit3AndNameTheFix(t *testing.T) {
 	var v struct {
 		GoVersion string `json:"go_version"`
 	}
-	if r := slotsyncCmd(t, nil, "version", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.GoVersion == "" {
+	if r := slotsyncRun(t, "version", "--json"); r.code != 0 || json.Unmarshal([]byte(r.stdout), &v) != nil || v.GoVersion == "" {
 		t.Errorf("version --json: %d %q", r.code, r.stdout)
 	}
-	if r := slotsyncCmd(t, nil, "version"); r.code != 0 || !strings.Contains(r.stdout, "slotsync ") {
+	if r := slotsyncRun(t, "version"); r.code != 0 || !strings.Contains(r.stdout, "slotsync ") {
 		t.Errorf("version: %+v", r)
 	}
 }
