@@ -26,7 +26,7 @@ func (r result) done() bool { return r.Err == nil && r.Waiting == "" }
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
 func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action) ([]result, int) {
-	if p, ok := e.app.(method.Preparer); ok {
+	if p, ok := e.impl.(method.Preparer); ok {
 		p.Prepare(ctx, snap.view())
 	}
 	results := make([]result, len(actions))
@@ -56,7 +56,7 @@ func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action
 	}
 	for w := 0; w < min(newCopies, e.cfg.CreateWorkers); w++ {
 		wg.Add(1)
-		sess := e.app.Session()
+		sess := e.impl.Session()
 		go worker(sess, creates, sess.Close)
 	}
 	for i, a := range actions {
@@ -71,7 +71,7 @@ func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action
 	close(creates)
 	wg.Wait()
 	restarts := 0
-	if f, ok := e.app.(method.Flusher); ok {
+	if f, ok := e.impl.(method.Flusher); ok {
 		outcomes, restarted := f.Flush(ctx, snap.view())
 		if restarted {
 			restarts++

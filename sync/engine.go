@@ -29,11 +29,12 @@ type Engine struct {
 	// in read-only engines).
 	methods   func(topology.Method) (method.Method, error)
 	recoverer method.Recoverer
-	app       method.Method
-	method    topology.Method
-	traits    method.Traits
-	sess      []method.Session
-	journal   *Journal
+	// impl is the method chosen (method names it, traits are its rules), made once a pass applies.
+	impl    method.Method
+	method  topology.Method
+	traits  method.Traits
+	sess    []method.Session
+	journal *Journal
 
 	restarting atomic.Bool
 	// mem is what the engine keeps from one pass to the next (memory.go).
@@ -155,7 +156,7 @@ func (e *Engine) Close() {
 		s.Close()
 	}
 	e.sess = nil
-	if c, ok := e.app.(method.Closer); ok {
+	if c, ok := e.impl.(method.Closer); ok {
 		c.Close()
 	}
 	e.obs.Close()
@@ -375,7 +376,7 @@ func (e *Engine) noteSelection(rep Report, apply bool) {
 
 // checkStandby asks the method whether what it writes outside SQL is the observed standby's.
 func (e *Engine) checkStandby(standby topology.NodeInfo) error {
-	if c, ok := e.app.(method.StandbyChecker); ok {
+	if c, ok := e.impl.(method.StandbyChecker); ok {
 		return c.CheckStandby(standby)
 	}
 	return nil
@@ -433,12 +434,12 @@ func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.M
 		}
 		e.method, e.traits = m, TraitsOf(m)
 	}
-	if apply && e.app == nil {
+	if apply && e.impl == nil {
 		app, err := e.methods(e.method)
 		if err != nil {
 			return "", err
 		}
-		e.app = app
+		e.impl = app
 		for i := 0; i < e.cfg.Workers; i++ {
 			e.sess = append(e.sess, app.Session())
 		}

@@ -70,7 +70,7 @@ func (a *fakeApplier) sorted() string {
 }
 
 func (a *fakeApplier) Session() method.Session { return a }
-func (a *fakeApplier) Traits() method.Traits   { return sqlslot.SQLTraits }
+func (a *fakeApplier) Traits() method.Traits   { return sqlslot.SQLTraits() }
 func (a *fakeApplier) SetFailover(context.Context, string, string) error {
 	return errors.New("no failover setting in these tests")
 }

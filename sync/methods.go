@@ -17,24 +17,24 @@ import (
 func TraitsOf(m topology.Method) method.Traits {
 	switch m {
 	case topology.MethodStatefile:
-		return statefile.Traits
+		return statefile.Traits()
 	case topology.MethodNative:
-		return sqlslot.NativeTraits
+		return sqlslot.NativeTraits()
 	}
-	return sqlslot.SQLTraits
+	return sqlslot.SQLTraits()
 }
 
 // newMethod makes method m for an applying engine.
 func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, error) {
 	switch m {
 	case topology.MethodSQL:
-		return sqlslot.New(deps, sqlslot.SQLTraits), nil
+		return sqlslot.New(deps, sqlslot.SQLTraits()), nil
 	case topology.MethodNative:
 		// The server syncs failover slots; slots that keep failover=false are copied as by
 		// the sql method, and the opt-in actions go through the same sessions.
-		return sqlslot.New(deps, sqlslot.NativeTraits), nil
+		return sqlslot.New(deps, sqlslot.NativeTraits()), nil
 	case topology.MethodStatefile:
-		return statefile.New(sqlslot.New(deps, sqlslot.SQLTraits), cfg.Statefile, deps)
+		return statefile.New(sqlslot.New(deps, sqlslot.SQLTraits()), cfg.Statefile, deps)
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnsupportedMethod, m)
 }

@@ -35,11 +35,11 @@ func fuzzInput(data []byte) PlanInput {
 	next := words.next
 	in.Standby.Info.ReplayLSN = lsncheck.LSN(next())
 	if next()%5 == 0 {
-		in.Traits = sqlslot.NativeTraits
+		in.Traits = sqlslot.NativeTraits()
 	}
 	in.Native = NativeConfig{SetFailover: next()%2 == 0, DropStale: next()%2 == 0}
 	if next()%4 == 0 {
-		in.Traits = statefile.Traits
+		in.Traits = statefile.Traits()
 	}
 	in.AdvanceStep = int64(next() % 2048) // 0: unbounded
 	in.DropLeftAlone = next()%3 == 0

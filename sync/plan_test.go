@@ -20,7 +20,7 @@ func newScenario() *scenario {
 		Primary: NodeState{Info: topology.NodeInfo{VersionNum: 160004}, Slots: map[string]topology.Slot{}},
 		Standby: NodeState{Info: topology.NodeInfo{VersionNum: 160004, InRecovery: true, ReplayLSN: 0x9000000, ReceiverStatus: "streaming"}, Slots: map[string]topology.Slot{}},
 		Journal: &Journal{Version: journalVersion, Slots: map[string]*Entry{}},
-		Traits:  sqlslot.SQLTraits,
+		Traits:  sqlslot.SQLTraits(),
 	}}
 }
 
@@ -277,15 +277,15 @@ func TestPlanScenarios(t *testing.T) {
 	t.Run("set failover, only while idle", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)
 		s := newScenario().primary(ps)
-		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits, true
+		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits(), true
 		expect(t, s.only(t), KindSetFailover, CodeSetFailover)
 		ps.Active, ps.ActivePID = true, 12
 		s = newScenario().primary(ps)
-		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits, true
+		s.in.Traits, s.in.Native.SetFailover = sqlslot.NativeTraits(), true
 		expect(t, s.only(t), KindSkip, CodeSetFailoverInUse)
 		// Without the opt-in, a failover=false slot is copied as by the sql method.
 		s = newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
-		s.in.Traits = sqlslot.NativeTraits
+		s.in.Traits = sqlslot.NativeTraits()
 		expect(t, s.only(t), KindCreate, CodeNewSlot)
 	})
 

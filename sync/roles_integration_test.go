@@ -188,7 +188,7 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 		link := f.cfg.primaryLink(nil)
 		_, standby, err := f.cfg.Endpoints()
 		f.must(err)
-		m := sqlslot.New(method.Deps{Primary: link, Standby: standby, Log: f.cfg.Logger}, sqlslot.SQLTraits)
+		m := sqlslot.New(method.Deps{Primary: link, Standby: standby, Log: f.cfg.Logger}, sqlslot.SQLTraits())
 		sess := m.Session()
 		defer sess.Close()
 		if err := sess.Create(f.ctx, ps); !errors.Is(err, topology.ErrPromoted) {

@@ -608,7 +608,7 @@ func TestStatefileNeverStopsAPromotedNode(t *testing.T) {
 		f.must(err)
 		deps := method.Deps{Primary: pinnedPrimary(primary), Standby: standby, Log: f.cfg.Logger, Restarting: &atomic.Bool{}, StateDir: t.TempDir()}
 		r := &countingRestarter{}
-		m, err := statefile.New(sqlslot.New(deps, sqlslot.SQLTraits), statefile.Config{DataDir: f.pair.Standby.DataDir, Restarter: r,
+		m, err := statefile.New(sqlslot.New(deps, sqlslot.SQLTraits()), statefile.Config{DataDir: f.pair.Standby.DataDir, Restarter: r,
 			MinRestartInterval: time.Millisecond, NoCheckpoint: major < 15}, deps)
 		f.must(err)
 		defer m.Close()

@@ -126,8 +126,8 @@ func drillAction(c *cli.Context) error {
 	return nil
 }
 
-// drillPlan is what a drill does, from its flags.
-type drillPlan struct {
+// drillRun is what a drill does, from its flags.
+type drillRun struct {
 	local      bool
 	major      int
 	kills      []bool // one failover each, per iteration: kill -9 (true) or clean stop
@@ -141,8 +141,8 @@ type drillPlan struct {
 
 // planDrill checks the flags (a usage error names the fix and nothing runs) and says what the
 // drill does.
-func planDrill(c *cli.Context) (drillPlan, error) {
-	p := drillPlan{local: c.Bool("local"), major: c.Int("major"), failovers: 1, iterations: c.Int("iterations"),
+func planDrill(c *cli.Context) (drillRun, error) {
+	p := drillRun{local: c.Bool("local"), major: c.Int("major"), failovers: 1, iterations: c.Int("iterations"),
 		seed: c.Int64("seed"), duration: c.Duration("duration")}
 	if !p.local && c.String("standby") == "" && os.Getenv("SLOTSYNC_STANDBY") != "" {
 		return p, configError("drill does not take the pair from SLOTSYNC_STANDBY/SLOTSYNC_PRIMARY: it promotes the standby; give --primary, --standby and " +
@@ -220,7 +220,7 @@ func checkExternalDrill(c *cli.Context) error {
 
 // drillLocal runs the drill's iterations on throwaway local pairs; in random mode each draws
 // kill or clean, one or two failovers and the live phase's length from the printed seed.
-func drillLocal(ctx context.Context, p drillPlan, log hclog.Logger, runOne func(*integration.Pair, bool, int, time.Duration) error) error {
+func drillLocal(ctx context.Context, p drillRun, log hclog.Logger, runOne func(*integration.Pair, bool, int, time.Duration) error) error {
 	rng := rand.New(rand.NewSource(p.seed))
 	if p.random {
 		log.Info("random drill", "seed", p.seed)

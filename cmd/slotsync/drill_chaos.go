@@ -15,7 +15,7 @@ import (
 // drillChaos runs the chaos drill on throwaway local pairs with this very binary as the sidecar
 // and the gate. Exit 0 when no READY was followed by a loss and nothing went wrong around it, 1
 // otherwise, 2 when it could not run.
-func drillChaos(ctx context.Context, c *cli.Context, p drillPlan, stateDir string, log hclog.Logger) error {
+func drillChaos(ctx context.Context, c *cli.Context, p drillRun, stateDir string, log hclog.Logger) error {
 	self, err := os.Executable()
 	if err != nil {
 		return cli.Exit("chaos drill: find this binary: "+err.Error(), exitConnect)

@@ -31,18 +31,21 @@ type Method struct {
 	traits  method.Traits
 }
 
-// The sql method's copies are made by the standby's own decoding (rule 4).
-var (
-	SQLTraits    = method.Traits{OwnDecoding: true, Watchable: true}
-	NativeTraits = method.Traits{OwnDecoding: true, Watchable: true, ServerSyncs: true}
-)
+// SQLTraits are the rules of the sql method's copies: made by the standby's own decoding (rule
+// 4). A function, so that no caller can change them for every other.
+func SQLTraits() method.Traits { return method.Traits{OwnDecoding: true, Watchable: true} }
+
+// NativeTraits are the native method's: the sql method's, and the server syncs failover slots.
+func NativeTraits() method.Traits {
+	return method.Traits{OwnDecoding: true, Watchable: true, ServerSyncs: true}
+}
 
 var (
 	_ method.Method  = (*Method)(nil)
 	_ method.Session = (*Session)(nil)
 )
 
-// New makes the method with the given traits (SQLTraits, or NativeTraits where the server
+// New makes the method with the given traits (SQLTraits(), or NativeTraits() where the server
 // syncs failover slots and the opt-in actions go through the same sessions).
 func New(deps method.Deps, traits method.Traits) *Method {
 	return &Method{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits}

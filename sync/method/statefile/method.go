@@ -81,7 +81,9 @@ type Method struct {
 // Traits: an installed copy is READY only with its WAL read once on the standby, its
 // decoding snapshot, and the standby's catalog horizon covering it (rule 4); copies are
 // installed in one restart at the end of a pass, and keep the full pass's rhythm.
-var Traits = method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
+func Traits() method.Traits {
+	return method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
+}
 
 var (
 	_ method.Method         = (*Method)(nil)
@@ -147,7 +149,7 @@ func (m *Method) saveStagedWAL() {
 }
 
 // Traits are the rules of installed copies.
-func (m *Method) Traits() method.Traits { return Traits }
+func (m *Method) Traits() method.Traits { return Traits() }
 
 // Close ends the catalog holds.
 func (m *Method) Close() { m.hold.Close() }
