@@ -430,7 +430,7 @@ func TestSystemdUnitHardened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"RestartPreventExitStatus=3", "User=slotsync", "Group=postgres", "UMask=0027", "StateDirectoryMode=0750"} {
+	for _, want := range []string{"RestartPreventExitStatus=3", "User=slotsync", "Group=postgres", "UMask=0027", "StateDirectoryMode=0750", "ExecReload=/bin/kill -HUP $MAINPID"} {
 		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(want) + `$`).Match(unit) {
 			t.Errorf("slotsync.service lacks %s", want)
 		}

@@ -56,6 +56,19 @@ type Engine struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	// stillFailingEvery: how often a pass failing with the same error is logged again.
 	stillFailingEvery time.Duration
+	// wake asks Run for a full pass now, on new connections (Wake).
+	wake chan struct{}
+}
+
+// Wake asks a running engine for a full pass now, on new connections: the primary found again
+// from the standby's primary_conninfo (unless pinned), password files read again. It is what a
+// reload (SIGHUP) means here; settings given by flags change with a restart. Safe from any
+// goroutine; a Wake while no Run waits is taken by the next one.
+func (e *Engine) Wake() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
 }
 
 // logged is what the engine said once, so as not to say it again each pass.
@@ -143,7 +156,7 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, ctl: obs, journal: j, watching: watching{every: cfg.WatchInterval},
-		mem: newMemory(), logged: logged{warnings: "[]"}, now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
+		mem: newMemory(), logged: logged{warnings: "[]"}, wake: make(chan struct{}, 1), now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	stdsync "sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,6 +27,8 @@ type fakeObserver struct {
 	err  error
 	// watch: what Watch reads (none: Watch fails).
 	watch *WatchSample
+	// resets: how many times the engine dropped its connections.
+	resets atomic.Int32
 }
 
 func (o *fakeObserver) Observe(context.Context) (Observation, error) { return o.snap, o.err }
@@ -39,7 +42,7 @@ func (o *fakeObserver) Watch(context.Context, []string) (WatchSample, error) {
 	}
 	return *o.watch, nil
 }
-func (o *fakeObserver) Reset() {}
+func (o *fakeObserver) Reset() { o.resets.Add(1) }
 func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return nil, errors.New("no history in these tests")
 }
@@ -424,5 +427,27 @@ func TestReadinessChangesAreLoggedOnce(t *testing.T) {
 		if got := strings.Count(logs.String(), want); got != n {
 			t.Errorf("%q logged %d times, want %d:\n%s", want, got, n, logs.String())
 		}
+	}
+}
+
+// TestWakeRunsAPassNow: a reload (Wake, on SIGHUP) makes a running engine drop its connections
+// and run a full pass at once, not after --interval.
+func TestWakeRunsAPassNow(t *testing.T) {
+	obs := &fakeObserver{snap: twoNodeSnapshot()}
+	e := testEngine(t, obs, &fakeApplier{})
+	e.cfg.Interval = time.Hour
+	passes := make(chan struct{}, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Run(ctx, func(Report, error) { passes <- struct{}{} }) }()
+	<-passes
+	e.Wake()
+	select {
+	case <-passes:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no pass within 5 s of a wake (interval 1 h)")
+	}
+	if obs.resets.Load() == 0 {
+		t.Fatal("the woken pass ran on the old connections")
 	}
 }

@@ -35,7 +35,8 @@ type WatchSample struct {
 	Primary map[string]lsncheck.Position
 }
 
-// watchUntil runs the watch until deadline (or ctx ends, then it returns false).
+// watchUntil runs the watch until deadline, or a Wake (it then drops the connections for the
+// pass that follows at once); when ctx ends it returns false.
 func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 	for {
 		next := time.Now().Add(e.watching.every)
@@ -45,6 +46,10 @@ func (e *Engine) watchUntil(ctx context.Context, deadline time.Time) bool {
 		select {
 		case <-ctx.Done():
 			return false
+		case <-e.wake:
+			e.log.Info("a full pass now, on new connections (woken)")
+			e.obs.Reset()
+			return true
 		case <-time.After(time.Until(next)):
 		}
 		if !next.Before(deadline) {

@@ -532,11 +532,14 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready"))
 		}
 
-		// SIGHUP (a reload, by habit) does not stop it: it says nothing is reloaded.
+		// SIGHUP (a reload: systemctl reload) does not stop it: a full pass runs at once, on
+		// new connections.
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		pgtest.WaitFor(t, "the SIGHUP to be logged", 10*time.Second, func() bool { return strings.Contains(logs.String(), "SIGHUP: nothing is reloaded") })
+		pgtest.WaitFor(t, "the SIGHUP's pass to be logged", 10*time.Second, func() bool {
+			return strings.Contains(logs.String(), "SIGHUP: a full pass now") && strings.Contains(logs.String(), "a full pass now, on new connections (woken)")
+		})
 		if code, _ := get(base + "/livez"); code != 200 {
 			t.Fatalf("/livez after SIGHUP: %d", code)
 		}

@@ -102,8 +102,11 @@ func runAction(c *cli.Context) error {
 
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ignoreHangups(ctx, log)
 	d := newDaemon(log, cfg)
+	reloadOnHangup(ctx, log, func() {
+		eng.Wake()
+		d.wakeLoop()
+	})
 	var srv *http.Server
 	if addr := c.String("listen"); addr != "" {
 		webConfig := c.String("web-config-file")
@@ -187,7 +190,7 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 func newDaemon(log hclog.Logger, cfg slotsync.Config) *daemon {
 	return &daemon{log: log, m: newMetrics(), staleAfter: 3*cfg.MaxBackoff + cfg.SlotTimeout + cfg.ObserveTimeout,
 		gate: freshness{staleAfter: max(5*cfg.Interval, 5*time.Second), nextPassWithin: cfg.Interval + cfg.PrimaryConnectTimeout + time.Second, strict: cfg.Strict},
-		now:  time.Now}
+		now:  time.Now, wake: make(chan struct{}, 1)}
 }
 
 // daemon holds what the health endpoints answer from.
@@ -204,6 +207,8 @@ type daemon struct {
 	stopped     string // why syncing stopped (an error that needs a human)
 	// journalFailing: the journal could not be written at the last pass (what for).
 	journalFailing string
+	// wake: SIGHUP while syncing is stopped: check again now, not after --recheck.
+	wake chan struct{}
 }
 
 // runOnce makes one pass. With --json every outcome, a failure to connect included, is printed
@@ -251,8 +256,17 @@ func (d *daemon) loop(ctx context.Context, eng *slotsync.Engine, recheck time.Du
 		select {
 		case <-ctx.Done():
 			return
+		case <-d.wake:
 		case <-time.After(recheck):
 		}
+	}
+}
+
+// wakeLoop makes a loop waiting out --recheck check again at once (SIGHUP).
+func (d *daemon) wakeLoop() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -274,9 +288,11 @@ func (d *daemon) record(rep slotsync.Report, err error) {
 	}
 }
 
-// ignoreHangups keeps SIGHUP (a reload, by habit) from ending the daemon: nothing is reloaded,
-// which is logged; settings change with a restart.
-func ignoreHangups(ctx context.Context, log hclog.Logger) {
+// reloadOnHangup makes SIGHUP (a reload, by habit: systemctl reload) what a reload can mean
+// here: a full pass now, on new connections (the primary found again from the standby's
+// primary_conninfo, password files read again) and, while syncing is stopped for a human, the
+// check again at once. Settings given by flags change with a restart; both are logged.
+func reloadOnHangup(ctx context.Context, log hclog.Logger, wake func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -286,7 +302,8 @@ func ignoreHangups(ctx context.Context, log hclog.Logger) {
 			case <-ctx.Done():
 				return
 			case <-hup:
-				log.Info("SIGHUP: nothing is reloaded; restart slotsync to change its settings")
+				log.Info("SIGHUP: a full pass now, on new connections; settings given by flags change with a restart")
+				wake()
 			}
 		}
 	}()
