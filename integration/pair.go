@@ -430,11 +430,18 @@ func (p *Pair) Promote(ctx context.Context) error {
 // an HA manager demotes it in a switchover before re-pointing it: it takes no writes, and the
 // standby may stream from it again (a cascade that carries nothing new). Local pairs only.
 func (p *Pair) DemotePrimary(ctx context.Context) error {
+	return p.DemotePrimaryAfter(ctx, p.Primary.Stop)
+}
+
+// DemotePrimaryAfter is DemotePrimary with the primary ended by end instead of a clean stop: a
+// kill -9, as an HA manager restarts read-only a leader that crashed or lost its lock, leaves on
+// it WAL the standby may not have received. Local pairs only.
+func (p *Pair) DemotePrimaryAfter(ctx context.Context, end func(context.Context) error) error {
 	prim, ok := p.Primary.life.(*localServer)
 	if !ok {
 		return errors.New("demote needs a local pair")
 	}
-	if err := p.Primary.Stop(ctx); err != nil {
+	if err := end(ctx); err != nil {
 		return err
 	}
 	if err := makeStandby(prim.run, prim, p.Major, "", p.standbyConf); err != nil {

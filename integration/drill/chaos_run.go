@@ -164,9 +164,14 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
 	wd.noteTruth(ctx, truthEnd)
-	if plan.Kill {
+	switch {
+	case plan.Demote && plan.Kill:
+		err = wd.pair.DemotePrimaryAfter(ctx, wd.killPrimary)
+	case plan.Demote:
+		err = wd.pair.DemotePrimary(ctx)
+	case plan.Kill:
 		err = wd.killPrimary(ctx)
-	} else {
+	default:
 		err = wd.pair.Primary.Stop(ctx)
 	}
 	if err != nil {

@@ -75,7 +75,9 @@ type Step struct {
 // slot made again may leave its consumer away.
 // 4: as 3, and a third of the plans have the primary's synchronized_standby_slots list the
 // standby (Plan.SyncStandbySlots, 17+).
-const DrawVersion = 4
+// 5: as 4, and one failover in six that is not a hook's demotes the primary instead
+// (Plan.Demote: restarted read-only, after a clean stop or a kill -9).
+const DrawVersion = 5
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -109,6 +111,11 @@ type Plan struct {
 	// naming a slot it does not have): no consumer gets what the standby has not flushed, and
 	// an answer without the primary promises that too (rule 8).
 	SyncStandbySlots bool `json:"synchronized_standby_slots,omitempty"`
+	// Demote: the failover starts with the primary restarted read-only, in recovery and
+	// following no one, as an HA manager demotes a leader that lost its lock (after a clean stop;
+	// with Kill, after a kill -9: WAL the standby lacks may stay on it, and its consumers may
+	// have received it). The gate's address then reaches a server in recovery (rule 8).
+	Demote bool `json:"demote,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -151,6 +158,7 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 		p.Hook, p.Kill, p.Quiesce = true, true, 0
 	}
 	p.SyncStandbySlots = rng.Intn(3) == 0
+	p.Demote = !p.Hook && rng.Intn(6) == 0
 	return p
 }
 
@@ -205,6 +213,10 @@ func (p Plan) String() string {
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
+	} else if p.Demote && p.Kill {
+		b.WriteString("; failover: the primary killed -9 and restarted read-only")
+	} else if p.Demote {
+		b.WriteString("; failover: the primary stopped and restarted read-only")
 	} else if p.Kill {
 		b.WriteString("; failover: kill -9")
 	} else {
