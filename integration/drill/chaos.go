@@ -85,6 +85,10 @@ type ChaosIteration struct {
 	// consumer held anything the standby lacked when the primary went, though writes went on.
 	Truths           []Truth `json:"truths,omitempty"`
 	BindingByServers bool    `json:"binding_by_servers,omitempty"`
+	// Timeline: what the standby showed change through the iteration, from the start of the
+	// live phase: whether it streamed, and where its copies stood (each pass's advances); the
+	// faults applied, the truths and the hook's answers carry their own times.
+	Timeline []string `json:"timeline,omitempty"`
 }
 
 // ChaosReport is a chaos run.
@@ -232,6 +236,8 @@ type world struct {
 	truths []Truth
 	// syncStandbySkipped: why Plan.SyncStandbySlots was not applied ("" when it was).
 	syncStandbySkipped string
+	// liveStart: when the live phase began (the timeline's zero).
+	liveStart time.Time
 }
 
 // listStandby makes the primary's synchronized_standby_slots list the standby's physical slot

@@ -41,6 +41,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	default:
 		it.Applied = append(it.Applied, "synchronized_standby_slots = "+integration.PhysicalSlot)
 	}
+	wd.liveStart = time.Now()
 	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
 	it.Problems = append(it.Problems, wd.switchProblems...)
 	with, without, binding, err := wd.cutover(ctx, plan)
@@ -59,7 +60,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		return err
 	}
 	wd.walEnd, wd.hook = walEnd, plan.Hook
-	it.Truths = wd.truths
+	it.Truths, it.Timeline = wd.truths, wd.recv.timeline(wd.liveStart)
 	if !binding && wd.bindingByServers(plan, walEnd) {
 		binding, it.BindingByServers = true, true
 	}

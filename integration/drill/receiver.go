@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"fmt"
 	stdsync "sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,8 @@ type receiverLog struct {
 type receiverSample struct {
 	at        time.Time
 	streaming bool
+	// copies: the standby's logical slots, each "name confirmed_flush restart_lsn".
+	copies string
 }
 
 const receiverEvery = 100 * time.Millisecond
@@ -43,7 +46,7 @@ func (r *receiverLog) run(ctx context.Context) {
 			conn = nil
 		}
 		on = n
-		streaming := false
+		streaming, copies := false, ""
 		if conn == nil && n != nil {
 			cctx, cancel := context.WithTimeout(ctx, time.Second)
 			conn, _ = n.Connect(cctx, "postgres")
@@ -51,7 +54,7 @@ func (r *receiverLog) run(ctx context.Context) {
 		}
 		if conn != nil {
 			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := conn.QueryRow(qctx, "SELECT EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming')").Scan(&streaming)
+			err := conn.QueryRow(qctx, standbySample).Scan(&streaming, &copies)
 			cancel()
 			if err != nil {
 				conn.Close(context.Background())
@@ -59,13 +62,39 @@ func (r *receiverLog) run(ctx context.Context) {
 			}
 		}
 		r.mu.Lock()
-		r.samples = append(r.samples, receiverSample{at: time.Now(), streaming: streaming})
+		r.samples = append(r.samples, receiverSample{at: time.Now(), streaming: streaming, copies: copies})
 		r.mu.Unlock()
 		select {
 		case <-ctx.Done():
 		case <-time.After(receiverEvery):
 		}
 	}
+}
+
+// standbySample reads whether the standby streams and where its copies stand.
+const standbySample = `SELECT EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming'),
+       coalesce((SELECT string_agg(slot_name || ' ' || coalesce(confirmed_flush_lsn::text, '-') || ' ' || coalesce(restart_lsn::text, '-'), ', '
+                   ORDER BY slot_name) FROM pg_replication_slots WHERE slot_type = 'logical'), '')`
+
+// timeline is what the samples saw change, from start on: the standby streaming or not, and
+// its copies' positions (each pass's advances), one line per change ("+1.2s ...").
+func (r *receiverLog) timeline(start time.Time) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	var prev *receiverSample
+	for i := range r.samples {
+		s := &r.samples[i]
+		at := fmt.Sprintf("%+.1fs", s.at.Sub(start).Seconds())
+		if prev == nil || s.streaming != prev.streaming {
+			out = append(out, at+map[bool]string{true: " the standby streams", false: " the standby does not stream"}[s.streaming])
+		}
+		if (prev == nil || s.copies != prev.copies) && (s.copies != "" || prev != nil) {
+			out = append(out, at+" copies: "+s.copies)
+		}
+		prev = s
+	}
+	return out
 }
 
 // lastStreamed is the last sample at or before t that saw the standby streaming (zero: none).

@@ -1,6 +1,7 @@
 package drill
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -55,5 +56,21 @@ func TestBindingByServers(t *testing.T) {
 	}
 	if wd.bindingByServers(base, 4) {
 		t.Error("a consumer past the standby's end: binding by the servers' word")
+	}
+}
+
+// TestTimeline: the standby's timeline says each change once: streaming or not, and the copies'
+// positions, from the start of the live phase.
+func TestTimeline(t *testing.T) {
+	start := time.Unix(100, 0)
+	r := &receiverLog{samples: []receiverSample{
+		{at: start.Add(-100 * time.Millisecond), streaming: true},
+		{at: start.Add(100 * time.Millisecond), streaming: true, copies: "a 0/10 0/5"},
+		{at: start.Add(200 * time.Millisecond), streaming: true, copies: "a 0/10 0/5"},
+		{at: start.Add(1200 * time.Millisecond), streaming: false, copies: "a 0/20 0/5"},
+	}}
+	want := []string{"-0.1s the standby streams", "+0.1s copies: a 0/10 0/5", "+1.2s the standby does not stream", "+1.2s copies: a 0/20 0/5"}
+	if got := r.timeline(start); !slices.Equal(got, want) {
+		t.Fatalf("timeline:\n%q\nwant\n%q", got, want)
 	}
 }
