@@ -76,7 +76,8 @@ type Step struct {
 // 4: as 3, and a third of the plans have the primary's synchronized_standby_slots list the
 // standby (Plan.SyncStandbySlots, 17+).
 // 5: as 4, and one failover in six that is not a hook's demotes the primary instead
-// (Plan.Demote: restarted read-only, after a clean stop or a kill -9).
+// (Plan.Demote: restarted read-only, after a clean stop or a kill -9); a failpoint at a step of
+// every pass is drawn at any of its first eight hits (failpointHits), across the live phase.
 const DrawVersion = 5
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
@@ -128,7 +129,8 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	rng := rand.New(rand.NewSource(seed))
 	p := Plan{Seed: seed, Draw: DrawVersion, Live: time.Duration(3000+rng.Intn(5000)) * time.Millisecond, Kill: rng.Intn(2) == 0}
 	if failpoints && rng.Intn(2) == 0 {
-		p.Failpoint = fmt.Sprintf("%s@%d", FailpointSteps[rng.Intn(len(FailpointSteps))], 1+rng.Intn(3))
+		step := FailpointSteps[rng.Intn(len(FailpointSteps))]
+		p.Failpoint = fmt.Sprintf("%s@%d", step, 1+rng.Intn(failpointHits(step)))
 	}
 	n := 1 + rng.Intn(4)
 	for i := 0; i < n; i++ {
@@ -160,6 +162,19 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	p.SyncStandbySlots = rng.Intn(3) == 0
 	p.Demote = !p.Hook && rng.Intn(6) == 0
 	return p
+}
+
+// failpointHits is how far into the live phase a failpoint at step is drawn, in hits: a step of
+// every pass (the record, the journal, an advance, the watch) up to its eighth hit, across the
+// live phase; a step of a rarer action (a create, a drop, a standby restart, a hold) up to its
+// third.
+func failpointHits(step string) int {
+	switch step {
+	case "engine.intents-written", "engine.actions-done", "engine.gate-record", "journal.save",
+		"sql.before-advance", "sql.after-advance", "watch.after-advance":
+		return 8
+	}
+	return 3
 }
 
 // Has says whether the plan draws fault f.
