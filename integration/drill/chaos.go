@@ -238,6 +238,12 @@ type world struct {
 	syncStandbySkipped string
 	// liveStart: when the live phase began (the timeline's zero).
 	liveStart time.Time
+	// second: the sidecar beside a second standby (Plan.SecondStandby); secondSkipped: why
+	// there is none ("" when there is).
+	second        *sidecar
+	secondSkipped string
+	// primaryDSN: the primary through the proxy, as slotsync reaches it.
+	primaryDSN string
 }
 
 // listStandby makes the primary's synchronized_standby_slots list the standby's physical slot
@@ -326,20 +332,11 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
 	}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
+	wd.primaryDSN = primary
 	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), filepath.Join(dir, "state"), opts.Method)
-	if opts.Method == "native" {
-		for _, s := range slots {
-			if err := wd.setFailover(ctx, s.name); err != nil {
-				proxy.Close()
-				return nil, err
-			}
-		}
-	}
-	if plan.SyncStandbySlots {
-		if wd.syncStandbySkipped, err = wd.listStandby(ctx, plan); err != nil {
-			proxy.Close()
-			return nil, err
-		}
+	if err := wd.arrange(ctx, plan, opts); err != nil {
+		proxy.Close()
+		return nil, err
 	}
 	args, err := sidecarArgs(pair, opts.Method, wd.gateArgs)
 	if err != nil {
@@ -437,9 +434,56 @@ func sidecarArgs(pair *integration.Pair, method string, common []string) ([]stri
 		"--start-command", fmt.Sprintf("%s%s -D %s -w -t 120 -l %s/restarted.log start", asUser, bin.Path("pg_ctl"), dir, dir)), nil
 }
 
+// arrange sets up what the plan and the method ask of the pair before slotsync starts:
+// failover slots (native), synchronized_standby_slots, a second standby with its sidecar.
+func (wd *world) arrange(ctx context.Context, plan Plan, opts ChaosOptions) error {
+	if opts.Method == "native" {
+		for _, s := range slots {
+			if err := wd.setFailover(ctx, s.name); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	if plan.SyncStandbySlots {
+		if wd.syncStandbySkipped, err = wd.listStandby(ctx, plan); err != nil {
+			return err
+		}
+	}
+	if plan.SecondStandby {
+		wd.secondSkipped, err = wd.addSecondStandby(ctx, plan, opts)
+	}
+	return err
+}
+
+// addSecondStandby starts a second standby of the primary, streaming through a physical slot of
+// its own, and makes a sidecar beside it with its own state directory (Plan.SecondStandby); it
+// returns why not when the pair or the plan does not allow it.
+func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOptions) (string, error) {
+	switch {
+	case statefileMethod(wd.pair, opts.Method):
+		return "the state-file method restarts its standby with commands the drill gives one standby", nil
+	case plan.Has(FaultSwitchover):
+		return "a switchover re-points one standby only", nil
+	}
+	n, err := wd.pair.AddStandby(ctx, "slotsync_second")
+	if err != nil {
+		return "", fmt.Errorf("second standby: %w", err)
+	}
+	args, err := sidecarArgs(wd.pair, opts.Method, gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method))
+	if err != nil {
+		return "", err
+	}
+	wd.second, err = newSidecar(opts.Slotsync, args, nil, filepath.Join(wd.dir, "slotsync-second.log"))
+	return "", err
+}
+
 func (wd *world) close() {
 	if wd.other != nil {
 		_ = wd.other.stop(wd.stopWithin) // stopped already, unless the iteration ended early
+	}
+	if wd.second != nil {
+		_ = wd.second.stop(wd.stopWithin)
 	}
 	_ = wd.proxy.Close()
 }

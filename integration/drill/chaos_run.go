@@ -17,6 +17,9 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	sideCtx, stopSide := context.WithCancel(ctx)
 	defer stopSide()
 	go wd.side.supervise(sideCtx)
+	if wd.second != nil {
+		go wd.second.supervise(sideCtx)
+	}
 	sideStopped := false
 	defer func() {
 		if !sideStopped {
@@ -34,13 +37,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	defer wd.stopFeeds()
 
-	switch {
-	case !plan.SyncStandbySlots:
-	case wd.syncStandbySkipped != "":
-		it.Skipped = append(it.Skipped, "synchronized_standby_slots: "+wd.syncStandbySkipped)
-	default:
-		it.Applied = append(it.Applied, "synchronized_standby_slots = "+integration.PhysicalSlot)
-	}
+	wd.reportArranged(plan, it)
 	wd.liveStart = time.Now()
 	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
 	it.Problems = append(it.Problems, wd.switchProblems...)
@@ -87,6 +84,11 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if wd.other != nil {
 		if err := wd.other.stop(wd.stopWithin); err != nil {
 			it.Problems = append(it.Problems, "beside the old primary: "+err.Error())
+		}
+	}
+	if wd.second != nil {
+		if err := wd.second.stop(wd.stopWithin); err != nil {
+			it.Problems = append(it.Problems, "beside the second standby: "+err.Error())
 		}
 	}
 	it.Switchovers, it.SwitchAnswers, it.HookAnswers = wd.switched, wd.switchAnswers, wd.hookAnswers
@@ -277,7 +279,7 @@ func (wd *world) standbyUp(ctx context.Context) error {
 // outlive its timeout by more than a pass and a reconnect.
 func (wd *world) sidecarProblems(it *ChaosIteration) []string {
 	var out []string
-	for _, side := range []*sidecar{wd.side, wd.other} {
+	for _, side := range []*sidecar{wd.side, wd.other, wd.second} {
 		if side == nil {
 			continue
 		}
@@ -416,4 +418,23 @@ func (wd *world) bindingByServers(plan Plan, walEnd pglogrepl.LSN) bool {
 		}
 	}
 	return noneAheadAt(wd.truthOf(truthEnd), wd.slotNames(), walEnd)
+}
+
+// reportArranged reports what arrange set up for the plan, or why not.
+func (wd *world) reportArranged(plan Plan, it *ChaosIteration) {
+	for _, a := range []struct {
+		asked         bool
+		what, skipped string
+	}{
+		{plan.SecondStandby, "a second standby with its own sidecar", wd.secondSkipped},
+		{plan.SyncStandbySlots, "synchronized_standby_slots = " + integration.PhysicalSlot, wd.syncStandbySkipped},
+	} {
+		switch {
+		case !a.asked:
+		case a.skipped != "":
+			it.Skipped = append(it.Skipped, a.what+": "+a.skipped)
+		default:
+			it.Applied = append(it.Applied, a.what)
+		}
+	}
 }

@@ -77,7 +77,8 @@ type Step struct {
 // standby (Plan.SyncStandbySlots, 17+).
 // 5: as 4, and one failover in six that is not a hook's demotes the primary instead
 // (Plan.Demote: restarted read-only, after a clean stop or a kill -9); a failpoint at a step of
-// every pass is drawn at any of its first eight hits (failpointHits), across the live phase.
+// every pass is drawn at any of its first eight hits (failpointHits), across the live phase; a
+// fourth of the plans add a second standby with its own sidecar (Plan.SecondStandby, 16+).
 const DrawVersion = 5
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
@@ -117,6 +118,10 @@ type Plan struct {
 	// with Kill, after a kill -9: WAL the standby lacks may stay on it, and its consumers may
 	// have received it). The gate's address then reaches a server in recovery (rule 8).
 	Demote bool `json:"demote,omitempty"`
+	// SecondStandby: a second standby of the primary, with a sidecar of its own, as in a
+	// three-node cluster (16+, not with a switchover): two sidecars copying the same slots from
+	// one primary, each with its own catalog holds and record, must not disturb each other.
+	SecondStandby bool `json:"second_standby,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -161,6 +166,7 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	}
 	p.SyncStandbySlots = rng.Intn(3) == 0
 	p.Demote = !p.Hook && rng.Intn(6) == 0
+	p.SecondStandby = rng.Intn(4) == 0
 	return p
 }
 
@@ -225,6 +231,9 @@ func (p Plan) String() string {
 	}
 	if p.SyncStandbySlots {
 		b.WriteString("; synchronized_standby_slots lists the standby")
+	}
+	if p.SecondStandby {
+		b.WriteString("; a second standby with its own sidecar")
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
