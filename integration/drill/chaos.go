@@ -241,6 +241,7 @@ type world struct {
 	// second: the sidecar beside a second standby (Plan.SecondStandby); secondSkipped: why
 	// there is none ("" when there is).
 	second        *sidecar
+	secondNode    *integration.Node
 	secondSkipped string
 	// primaryDSN: the primary through the proxy, as slotsync reaches it.
 	primaryDSN string
@@ -470,6 +471,7 @@ func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOpti
 	if err != nil {
 		return "", fmt.Errorf("second standby: %w", err)
 	}
+	wd.secondNode = n
 	args, err := sidecarArgs(wd.pair, opts.Method, gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method))
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package drill
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	stdsync "sync"
 	"syscall"
@@ -62,7 +63,9 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 			}
 		})
 	case FaultStandbyCutOff:
-		return wd.cutOffStandby(ctx, s.For)
+		return wd.repointStandby(ctx, s.For, "")
+	case FaultCascade:
+		return wd.cascade(ctx, s.For)
 	case FaultAddressMoved:
 		// An HA manager moves the primary's address to the candidate before promoting it:
 		// slotsync and the gate, which reach the primary through it, reach the standby itself.
@@ -466,9 +469,10 @@ func (w *writer) issued() int {
 	return w.next
 }
 
-// cutOffStandby empties the standby's primary_conninfo for a while (its WAL receiver stops and
-// does not come back), then sets it back: a standby cut off from a primary that lives on.
-func (wd *world) cutOffStandby(ctx context.Context, d time.Duration) error {
+// repointStandby sets the standby's primary_conninfo to to for a while, then back: empty, a
+// standby cut off from a primary that lives on (its WAL receiver stops and does not come back);
+// another server's, a standby streaming from it.
+func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string) error {
 	sb := wd.pair.Standby
 	var conninfo string
 	if err := sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo); err != nil {
@@ -477,7 +481,7 @@ func (wd *world) cutOffStandby(ctx context.Context, d time.Duration) error {
 	if conninfo == "" {
 		return skipped("the standby has no primary_conninfo")
 	}
-	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()"} {
+	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = " + pgQuote(to), "SELECT pg_reload_conf()"} {
 		if err := sb.Exec(ctx, sql); err != nil {
 			return err
 		}
@@ -489,6 +493,29 @@ func (wd *world) cutOffStandby(ctx context.Context, d time.Duration) error {
 		_ = sb.Exec(rctx, "SELECT pg_reload_conf()")
 	})
 	return nil
+}
+
+// cascade re-points the standby to stream from the second standby for d (FaultCascade), through
+// a physical slot of its name there: the primary lives on, and what it writes reaches the
+// standby through the second one. slotsync's route to the primary is untouched.
+func (wd *world) cascade(ctx context.Context, d time.Duration) error {
+	if wd.secondNode == nil {
+		return skipped("no second standby in this iteration (Plan.SecondStandby)")
+	}
+	addr, err := wd.secondNode.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if err := wd.secondNode.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true) WHERE NOT EXISTS "+
+		"(SELECT FROM pg_replication_slots WHERE slot_name = $1)", integration.PhysicalSlot); err != nil {
+		return err
+	}
+	to := fmt.Sprintf("host=%s port=%s user=%s dbname=postgres application_name=cascaded", host, port, integration.Superuser)
+	return wd.repointStandby(ctx, d, to)
 }
 
 // pgQuote is s as an SQL string literal.

@@ -34,6 +34,7 @@ const (
 	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while
 	FaultSenderStalled     Fault = "wal_sender_stalled"          // the primary's walsender to the standby stopped (SIGSTOP) for a while: the standby falls behind
 	FaultStandbyCutOff     Fault = "standby_cut_off"             // the standby's primary_conninfo emptied for a while: it does not stream, the primary lives on
+	FaultCascade           Fault = "standby_cascaded"            // the standby re-pointed to stream from the second standby for a while (a cascade)
 	FaultTwoPhase          Fault = "two_phase_on_while_prepared" // a transaction prepared, then (18+) the slot's two_phase turned on
 	FaultLongTransaction   Fault = "long_transaction"            // a transaction open for seconds, across copies being made
 	FaultCatalogVacuum     Fault = "catalog_vacuumed"            // a column added and dropped, the catalogs vacuumed
@@ -44,7 +45,7 @@ const (
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
 	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
-	FaultPrimaryRestart, FaultSwitchover, FaultSidecarPause, FaultStandbyKill, FaultCopyDropped, FaultSenderStalled}
+	FaultPrimaryRestart, FaultSwitchover, FaultSidecarPause, FaultStandbyKill, FaultCopyDropped, FaultSenderStalled, FaultCascade}
 
 // ChaosConf are the settings the chaos drill's pairs need for every fault: prepared transactions
 // (without them FaultTwoPhase prepares nothing).
@@ -78,7 +79,8 @@ type Step struct {
 // 5: as 4, and one failover in six that is not a hook's demotes the primary instead
 // (Plan.Demote: restarted read-only, after a clean stop or a kill -9); a failpoint at a step of
 // every pass is drawn at any of its first eight hits (failpointHits), across the live phase; a
-// fourth of the plans add a second standby with its own sidecar (Plan.SecondStandby, 16+).
+// fourth of the plans add a second standby with its own sidecar (Plan.SecondStandby, 16+), from
+// which the standby may be cascaded for a while (FaultCascade).
 const DrawVersion = 5
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
@@ -145,7 +147,7 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 			s.Slot = slots[rng.Intn(len(slots))].name
 		case FaultSlotRecreated, FaultSlotBehind:
 			s.Slot, s.Away = slots[rng.Intn(len(slots))].name, rng.Intn(4) == 0
-		case FaultSidecarPause, FaultSenderStalled:
+		case FaultSidecarPause, FaultSenderStalled, FaultCascade:
 			s.For = time.Duration(500+rng.Intn(3500)) * time.Millisecond
 		case FaultPrimaryRoute:
 			s.For = time.Duration(1000+rng.Intn(5000)) * time.Millisecond
