@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -296,4 +297,48 @@ func copyFile(src, dst string, mode fs.FileMode) error {
 		return err
 	}
 	return out.Close()
+}
+
+// shmInUse finds the id in PostgreSQL's refusal to start over a shared memory block still in use
+// ("pre-existing shared memory block (key K, ID N) is still in use").
+var shmInUse = regexp.MustCompile(`pre-existing shared memory block \(key \d+, ID (\d+)\) is still in use`)
+
+// KillShmHolders SIGKILLs every process still attached to the System V shared memory block that
+// err (a failed start) names: a process of a killed server that outlived its postmaster (under
+// load, for minutes). It does nothing for any other error.
+func KillShmHolders(err error) {
+	id := shmIDOf(err)
+	if id == "" {
+		return
+	}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, perr := strconv.Atoi(e.Name())
+		if perr != nil {
+			continue
+		}
+		maps, rerr := os.ReadFile(filepath.Join("/proc", e.Name(), "maps"))
+		if rerr != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(maps), "\n") {
+			// "addr perms offset dev inode path": a System V segment's inode is its id.
+			if f := strings.Fields(line); len(f) >= 6 && f[4] == id && strings.HasPrefix(f[5], "/SYSV") {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
+	}
+}
+
+// shmIDOf is the id of the shared memory block a failed start names as still in use ("" for
+// any other error).
+func shmIDOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	if m := shmInUse.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -98,7 +99,11 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
-		return p.Standby.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
+		err := p.Standby.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
+		if standbyRestarting(err) {
+			return skipped("the standby is restarting (a state-file copy being installed)")
+		}
+		return err
 	case FaultSlotDropped:
 		return wd.whileIdle(ctx, s.Slot, true, func() error {
 			return wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", s.Slot)
@@ -145,6 +150,9 @@ func (wd *world) restartStandby(ctx context.Context) error {
 // standby must then be back in recovery.
 func (wd *world) killStandby(ctx context.Context) error {
 	if err := wd.pair.Standby.Kill(ctx); err != nil {
+		if strings.Contains(err.Error(), "not running") {
+			return skipped("the standby is not running (a state-file restart under way)")
+		}
 		return err
 	}
 	var err error
@@ -153,6 +161,9 @@ func (wd *world) killStandby(ctx context.Context) error {
 			return nil
 		}
 		wd.log.Info("standby start after kill -9 failed; trying again", "error", err)
+		// A process of the killed server still attached to its shared memory (seen under load:
+		// the start refused for minutes) is killed as a host's reboot would have.
+		integration.KillShmHolders(err)
 		if rec, qerr := wd.pair.Standby.InRecovery(ctx); qerr == nil && rec {
 			return nil // another start brought it back
 		}
@@ -529,4 +540,12 @@ func (wd *world) killPrimary(ctx context.Context) error {
 		_ = syscall.Kill(int(pid), syscall.SIGKILL)
 	}
 	return wd.pair.Primary.Kill(ctx)
+}
+
+// standbyRestarting says whether err is the standby refusing connections while it starts or
+// stops (SQLSTATE 57P03), or not listening at all: a fault on it then has nothing to act on.
+func standbyRestarting(err error) bool {
+	var pgErr *pgconn.PgError
+	return err != nil && (errors.As(err, &pgErr) && pgErr.Code == "57P03" || strings.Contains(err.Error(), "connection refused") ||
+		strings.Contains(err.Error(), "the database system is starting up"))
 }
