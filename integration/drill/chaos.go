@@ -238,6 +238,9 @@ type world struct {
 	syncStandbySkipped string
 	// liveStart: when the live phase began (the timeline's zero).
 	liveStart time.Time
+	// demoteSkipped: Plan.Demote could not be carried out on this pair (Docker): the primary
+	// was killed or stopped instead.
+	demoteSkipped bool
 	// second: the sidecar beside a second standby (Plan.SecondStandby); secondSkipped: why
 	// there is none ("" when there is).
 	second        *sidecar
@@ -462,6 +465,8 @@ func (wd *world) arrange(ctx context.Context, plan Plan, opts ChaosOptions) erro
 // returns why not when the pair or the plan does not allow it.
 func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOptions) (string, error) {
 	switch {
+	case wd.pair.Dir == "":
+		return "a second standby needs a local pair", nil
 	case statefileMethod(wd.pair, opts.Method):
 		return "the state-file method restarts its standby with commands the drill gives one standby", nil
 	case plan.Has(FaultSwitchover):

@@ -38,6 +38,11 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	defer wd.stopFeeds()
 
 	wd.reportArranged(plan, it)
+	defer func() {
+		if wd.demoteSkipped {
+			it.Skipped = append(it.Skipped, "demote: a restart read-only needs a local pair; the primary was killed or stopped instead")
+		}
+	}()
 	wd.liveStart = time.Now()
 	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
 	it.Problems = append(it.Problems, wd.switchProblems...)
@@ -167,10 +172,12 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
 	wd.noteTruth(ctx, truthEnd)
+	local := wd.pair.Dir != ""
+	wd.demoteSkipped = plan.Demote && !local
 	switch {
-	case plan.Demote && plan.Kill:
+	case plan.Demote && plan.Kill && local:
 		err = wd.pair.DemotePrimaryAfter(ctx, wd.killPrimary)
-	case plan.Demote:
+	case plan.Demote && local:
 		err = wd.pair.DemotePrimary(ctx)
 	case plan.Kill:
 		err = wd.killPrimary(ctx)
