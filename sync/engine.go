@@ -15,6 +15,10 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
+// statementMargin is how much longer than --slot-timeout a statement of the method may run on
+// the standby before the server ends it (method.Deps.StatementTimeout).
+const statementMargin = 10 * time.Second
+
 // ErrUnsupportedMethod means the chosen method is not available for this pair in this build.
 var ErrUnsupportedMethod = errors.New("method not available")
 
@@ -148,7 +152,10 @@ func New(cfg Config) (*Engine, error) {
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
 		ownStandbySlots: cfg.Native.ManageStandbySlots}, j)
 	e.lock = lock
-	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir}
+	// A statement on the standby outlives --slot-timeout (the client's bound) only when the
+	// client's cancel cannot reach it: then the server's own bound ends it a little later.
+	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir,
+		StatementTimeout: cfg.SlotTimeout + statementMargin}
 	e.methods = func(m topology.Method) (method.Method, error) { return newMethod(m, cfg, deps) }
 	e.recoverer = newRecoverer(cfg, deps)
 	return e, nil

@@ -14,6 +14,8 @@ import (
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
+	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
@@ -517,6 +519,56 @@ func TestFaultReceiverSilentlyCut(t *testing.T) {
 				t.Fatalf("still CANNOT TELL %s after the standby's route went silent: %v", time.Since(cut).Round(time.Second), err)
 			}
 			time.Sleep(2 * time.Second)
+		}
+	})
+}
+
+// TestStandbyCrashDuringACreate (found by the fault explorer's long run: a standby killed -9 on
+// 16 could not start again for minutes): a copy's creation on a standby waits for a
+// running-xacts record, reading WAL in a loop that hears neither the client's cancel (it goes
+// through the postmaster) nor the postmaster's death. With the postmaster killed -9 the
+// backend spun on, holding the standby's shared memory: "pre-existing shared memory block is
+// still in use", no start. The method's standby sessions now bound each statement on the
+// server too (--slot-timeout and a margin): the backend ends by itself, and the standby starts.
+func TestStandbyCrashDuringACreate(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+		f.eng.Close()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		ps, ok := f.slotOn(f.pair.Primary, "cdc")
+		if !ok {
+			t.Fatal("no slot on the primary")
+		}
+		_, standby, err := f.cfg.Endpoints()
+		f.must(err)
+		// The primary cannot be reached to log a running-xacts record: the creation waits for
+		// one, as when the primary is slow or gone.
+		gone, err := topology.ParseEndpoint("primary", "host=127.0.0.1 port=1 user=postgres dbname=postgres connect_timeout=1", "")
+		f.must(err)
+		m := sqlslot.New(method.Deps{Primary: pinnedPrimary(gone), Standby: standby, Log: f.cfg.Logger, StatementTimeout: 3 * time.Second},
+			sqlslot.SQLTraits())
+		sess := m.Session()
+		defer sess.Close()
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(f.ctx, time.Minute)
+			defer cancel()
+			done <- sess.Create(ctx, ps)
+		}()
+		time.Sleep(time.Second) // the creation is waiting for WAL
+		f.must(f.pair.Standby.Kill(f.ctx))
+		<-done // the connection broke with its postmaster, or the statement timed out
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := f.pair.Standby.Start(f.ctx)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the standby does not start again 30 s after a kill -9 during a copy's creation: %v", err)
+			}
+			time.Sleep(time.Second)
 		}
 	})
 }

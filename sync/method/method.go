@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/lsncheck"
@@ -133,6 +134,12 @@ type Deps struct {
 	Restarting *atomic.Bool
 	// StateDir is the engine's state directory (the method may keep markers there).
 	StateDir string
+	// StatementTimeout bounds each statement of the method's standby sessions on the server
+	// side (0: none): a statement that waits for WAL on a standby whose postmaster died (a slot
+	// creation waiting for a running-xacts record, killed -9 or OOM) never hears the client's
+	// cancel, which goes through the postmaster, and would otherwise spin on, holding the
+	// standby's shared memory so that it cannot start again.
+	StatementTimeout time.Duration
 }
 
 // HoldPrefix starts the name of every slot slotsync makes on the primary for itself (the

@@ -29,6 +29,8 @@ type Method struct {
 	log     hclog.Logger
 	nudger  *nudger
 	traits  method.Traits
+	// statementTimeout: the server-side bound of each statement on the standby (method.Deps).
+	statementTimeout time.Duration
 }
 
 // SQLTraits are the rules of the sql method's copies: made by the standby's own decoding (rule
@@ -48,7 +50,8 @@ var (
 // New makes the method with the given traits (SQLTraits(), or NativeTraits() where the server
 // syncs failover slots and the opt-in actions go through the same sessions).
 func New(deps method.Deps, traits method.Traits) *Method {
-	return &Method{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits}
+	return &Method{primary: deps.Primary, standby: deps.Standby, log: deps.Log, nudger: newNudger(deps.Primary, deps.Log), traits: traits,
+		statementTimeout: deps.StatementTimeout}
 }
 
 // Traits are the rules of this method's copies.
@@ -76,6 +79,12 @@ func (s *Session) conn(ctx context.Context, db string) (*pgx.Conn, error) {
 	c, err := s.m.standby.Connect(ctx, db)
 	if err != nil {
 		return nil, err
+	}
+	if ms := s.m.statementTimeout.Milliseconds(); ms > 0 {
+		if _, err := c.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d", ms)); err != nil {
+			c.Close(context.Background())
+			return nil, err
+		}
 	}
 	s.conns[db] = c
 	return c, nil
