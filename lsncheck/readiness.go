@@ -55,6 +55,9 @@ const (
 	// ReasonCopyNotOurs: slotsync did not make this copy (its journal has no entry for it: lost,
 	// corrupt, or another tool's slot), so it neither advances nor vouches for it.
 	ReasonCopyNotOurs Reason = "copy_not_ours"
+	// ReasonOtherSynchronizer: another tool loaded on the standby (pg_failover_slots) syncs the
+	// slots: slotsync neither writes nor vouches for copies that tool may change under it.
+	ReasonOtherSynchronizer Reason = "other_synchronizer"
 )
 
 // ReadinessInput is everything the readiness verdict looks at for one slot.
@@ -71,6 +74,8 @@ type ReadinessInput struct {
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
 	// CopyNotOurs: the copy is not one slotsync made (no journal entry) nor the server's own.
 	CopyNotOurs bool
+	// OtherSynchronizer names another tool loaded on the standby that syncs slots ("" if none).
+	OtherSynchronizer string
 	// CopyAdvancedHere: a state-file copy the standby's own decoding has advanced since it was
 	// installed (its restart_lsn and catalog_xmin are then the standby's decoding's).
 	CopyAdvancedHere bool
@@ -164,6 +169,10 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonPrimaryUnknown, "the primary slot has no positions yet (still being created)")
 	}
 	v.ConsumerAheadBytes = consumerAhead(in, add)
+	if in.OtherSynchronizer != "" {
+		add(ReasonOtherSynchronizer, "%s is loaded on the standby and syncs logical slots too: slotsync leaves this slot to it and does not vouch for "+
+			"its copy (use one tool: docs/CLI.md, \"One synchronizer per slot\")", in.OtherSynchronizer)
+	}
 
 	if !in.CopyExists {
 		add(ReasonMissing, "no copy on the standby")

@@ -70,6 +70,7 @@ const (
 	CodeBeyondFork          Code = "copy_beyond_fork"              // recreate: the copy is of an abandoned timeline
 	CodeTwoPhaseWaits       Code = "two_phase_change_waits"        // none: two_phase turned on while transactions are prepared
 	CodeCatalogLapsed       Code = "catalog_hold_lapsed"           // recreate (state file): its catalog rows were unprotected
+	CodeOtherSynchronizer   Code = "other_synchronizer"            // skip: another tool on the standby syncs slots
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -200,10 +201,18 @@ func plan(in PlanInput) []Action {
 	var actions []Action
 	replay := in.Standby.Info.ReplayLSN
 
+	other := in.Standby.Info.OtherSynchronizer()
 	for _, name := range sortedKeys(in.Primary.Slots) {
 		ps := in.Primary.Slots[name]
 		if ps.Temporary && strings.HasPrefix(name, method.HoldPrefix) {
 			continue // slotsync's own catalog holds (method.HoldPrefix) are not consumers' slots
+		}
+		if other != "" && in.Select.Matches(name, ps.Database, ps.Plugin) {
+			// Never fight another synchronizer over a slot: it copies, advances and drops
+			// them itself (docs/CLI.md, "One synchronizer per slot").
+			actions = append(actions, Action{Kind: KindSkip, Code: CodeOtherSynchronizer, Slot: name, Primary: ps, Identity: ps.Identity,
+				Reason: other + " is loaded on the standby and syncs slots too: left to it (use one tool)"})
+			continue
 		}
 		cp, hasCopy := in.Standby.Slots[name]
 		entry, owned := in.Journal.Slots[name]
@@ -264,7 +273,7 @@ func plan(in PlanInput) []Action {
 	// Copies slotsync made whose primary slot is gone (rule 3): the observation that shows
 	// them missing is complete, or there would be no plan.
 	for _, name := range sortedKeys(in.Journal.Slots) {
-		if _, onPrimary := in.Primary.Slots[name]; onPrimary {
+		if _, onPrimary := in.Primary.Slots[name]; onPrimary || other != "" {
 			continue
 		}
 		entry := in.Journal.Slots[name]

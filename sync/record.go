@@ -176,6 +176,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		switch {
 		case !gs.Ready:
 			v.Detail = "not ready at the last observation with the primary: " + gs.Detail
+		case standby.Info.OtherSynchronizer() != "":
+			notReady(lsncheck.ReasonOtherSynchronizer, standby.Info.OtherSynchronizer()+" is loaded on the standby and syncs logical slots too: "+
+				"slotsync does not vouch for copies another tool may have changed")
 		case !hasCopy:
 			notReady(lsncheck.ReasonMissing, "the copy is gone from the standby since the last observation")
 		case cp.Database != gs.Identity.Database || cp.Plugin != gs.Identity.Plugin || cp.TwoPhase != gs.Identity.TwoPhase ||

@@ -269,6 +269,8 @@ func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
 			info.SyncReplicationSlots, info.HasConninfoDBName = n >= 170000, n >= 170000
 		case "not-streaming":
 			info.ReceiverStatus = ""
+		case "preload":
+			info.PreloadLibraries = strings.Join(a.Vals, ",") // the standby's shared_preload_libraries
 		case "commit-age":
 			// commit-age=<duration>: the primary committed the last transaction the standby
 			// replayed this long before the next observation.

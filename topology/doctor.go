@@ -47,6 +47,7 @@ var doctorChecks = []struct {
 	{"ha_manager", "standby", "warning", ""},
 	{"idle_replication_slot_timeout", "standby", "warning", ""},
 	{"selection", "primary", "error", ""},
+	{"other_synchronizer", "standby", "error", ""},
 	{"read_all_stats", "standby", "error", ""},
 	{"read_all_stats", "primary", "error", ""},
 }
@@ -58,6 +59,9 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 	synced []SyncedStandbySlot, unselected []string) []Check {
 	var probs []Problem
 	if p := SelectionProblem(primarySlots, unselected); p != nil {
+		probs = append(probs, *p)
+	}
+	if p := OtherSynchronizerProblem(standby); p != nil {
 		probs = append(probs, *p)
 	}
 	if method == MethodNative {
@@ -168,4 +172,19 @@ func SelectionProblem(selected int, unselected []string) *Problem {
 		Issue: fmt.Sprintf("the selection matches none of the primary's %d logical slots (%s): slotsync would sync nothing, and the gate would protect none of them",
 			len(unselected), strings.Join(names, ", ")),
 		Fix: "correct --slots, --databases, --plugins or --ignore-slots (SLOTSYNC_SLOTS, ...) so that they name the slots to protect"}
+}
+
+// OtherSynchronizerProblem: another tool loaded on the standby syncs logical slots from the
+// primary; slotsync then leaves every slot to it (NOT READY other_synchronizer) rather than fight
+// over the same slots (nil when none is seen).
+func OtherSynchronizerProblem(standby NodeInfo) *Problem {
+	other := standby.OtherSynchronizer()
+	if other == "" {
+		return nil
+	}
+	return &Problem{Check: "other_synchronizer", Node: "standby",
+		Issue: other + " is loaded on the standby (shared_preload_libraries): it copies, advances and drops the same logical slots, " +
+			"so slotsync leaves every slot to it and its gate vouches for none",
+		Fix: "use one tool: remove " + other + " from shared_preload_libraries on the standby and restart it, or stop slotsync " +
+			"(docs/CLI.md, \"One synchronizer per slot\")"}
 }

@@ -70,6 +70,28 @@ type NodeInfo struct {
 	// transaction it replayed (pg_last_xact_replay_timestamp; -1 when none since it started, and
 	// on a primary).
 	ReplayedCommitAge time.Duration
+	// PreloadLibraries is shared_preload_libraries ("" when empty, or when the role may not read
+	// it: superuser or pg_read_all_settings).
+	PreloadLibraries string
+}
+
+// otherSynchronizers are the libraries that, loaded on a standby, copy the primary's logical
+// slots to it themselves: slotsync writing the same slots would fight them.
+var otherSynchronizers = []string{"pg_failover_slots"}
+
+// OtherSynchronizer names another tool this node has loaded that syncs logical slots from its
+// primary ("" when none, or when the role may not read shared_preload_libraries).
+func (n NodeInfo) OtherSynchronizer() string {
+	for _, lib := range strings.Split(n.PreloadLibraries, ",") {
+		lib = strings.Trim(strings.TrimSpace(lib), `"`)
+		lib = strings.TrimSuffix(lib[strings.LastIndex(lib, "/")+1:], ".so")
+		for _, other := range otherSynchronizers {
+			if lib == other {
+				return other
+			}
+		}
+	}
+	return ""
 }
 
 // SilentReceiverBound is how long a standby whose wal_receiver_timeout is 0 may hear nothing from
@@ -166,13 +188,15 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER'),
-		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1)`
+		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1),
+		` + setting("shared_preload_libraries")
 	var silentMs, timeoutMs, commitMs int64
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
-		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs)
+		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
+		&n.PreloadLibraries)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

@@ -46,14 +46,14 @@ var reasonMutants = []lsncheck.Reason{
 	lsncheck.ReasonCopyRestartAhead, lsncheck.ReasonCopyCatalogXminAhead, lsncheck.ReasonNotSynced, lsncheck.ReasonTemporary,
 	lsncheck.ReasonConsumerAheadOfStandby, lsncheck.ReasonCopyBehind, lsncheck.ReasonCopyWALUnverified, lsncheck.ReasonCatalogUnprotected,
 	lsncheck.ReasonCopySnapshotMissing, lsncheck.ReasonCopySnapshotUnknown, lsncheck.ReasonTwoPhaseNotSynced, lsncheck.ReasonTwoPhasePreparing,
-	lsncheck.ReasonCopyCannotDecode, lsncheck.ReasonCopyNotOurs,
+	lsncheck.ReasonCopyCannotDecode, lsncheck.ReasonCopyNotOurs, lsncheck.ReasonOtherSynchronizer,
 }
 
 // withoutMutants: the reasons JudgeWithoutPrimary gives of its own.
 var withoutMutants = []lsncheck.Reason{
 	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing,
 	lsncheck.ReasonTemporary, lsncheck.ReasonRecordOtherTimeline, lsncheck.ReasonRecordStandbyCutOff, lsncheck.ReasonConsumerAheadOfStandby,
-	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced,
+	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced, lsncheck.ReasonOtherSynchronizer,
 }
 
 // Mutants is the mutation matrix: each reason dropped with and without the primary, and the
