@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/lsncheck"
 
 	"github.com/slotsync/slotsync/topology"
@@ -87,6 +88,9 @@ func RedeliveryOf(s SlotReport, withoutPrimary bool) (Redelivery, bool) {
 		return Redelivery{}, false
 	}
 	r := Redelivery{Slot: s.Name, From: s.Copy.ConfirmedFlush, To: max(s.Primary.ConfirmedFlush, s.Copy.ConfirmedFlush), AtLeast: withoutPrimary}
+	if failpoint.Mutant("redelivery-window-late") {
+		r.From = r.To // the fault explorer's mutant: a window that says nothing comes again (test builds only)
+	}
 	r.Bytes = int64(r.To - r.From)
 	return r, true
 }

@@ -356,7 +356,11 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		return nil, err
 	}
 	for _, s := range slots {
-		wd.feeds = append(wd.feeds, &feed{c: newConsumer(s.name, s.plugin), next: make(chan struct{}, 1)})
+		c := newConsumer(s.name, s.plugin)
+		// The test_decoding consumer resumes from the slot's position, as pg_recvlogical does
+		// without --startpos: what it gets twice is checked against the gate's redelivery window.
+		c.fromSlot = s.plugin == "test_decoding"
+		wd.feeds = append(wd.feeds, &feed{c: c, next: make(chan struct{}, 1)})
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
 	return wd, nil

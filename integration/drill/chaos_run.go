@@ -349,7 +349,13 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					promised = held > wd.walEnd
 				}
 			}
-			allowed := f.c.confirmedAt(observed)
+			// What may come again: after what the consumer had confirmed when the gate
+			// observed; for one resuming from the slot's position, after where the answer's
+			// redelivery window begins (#34: a window that begins too late is a lie).
+			allowed, window := f.c.confirmedAt(observed), ""
+			if from, ok := a.answer.WindowFrom[f.c.slot]; ok && f.c.fromSlot {
+				allowed, window = pglogrepl.LSN(from), pglogrepl.LSN(from).String()
+			}
 			early := 0
 			for _, id := range sv.Repeated {
 				if first[id] <= allowed {
@@ -360,7 +366,7 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 				ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
-				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != ""}.Assess())
+				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.fromSlot, WindowFrom: window}.Assess())
 		}
 	}
 	return out

@@ -75,6 +75,8 @@ func TestAssess(t *testing.T) {
 		{"ready, not binding (writes went on before the kill)", Judged{Answer: AnswerReady, Lost: 3}, false},
 		{"ready then a redelivery of what was confirmed after the observation", Judged{Answer: AnswerReady, Binding: true, Repeated: 4}, false},
 		{"ready then a redelivery of what was confirmed before it", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 1}, true},
+		{"ready, resumed from the slot, a redelivery inside the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, FromSlot: true}, false},
+		{"ready, resumed from the slot, a redelivery before the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 2, FromSlot: true}, true},
 		{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
 		{"ready without the primary, consumer ahead (so it cannot resume), not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15}, false},
 		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
@@ -93,7 +95,10 @@ func TestAssess(t *testing.T) {
 func TestParseCheck(t *testing.T) {
 	out := []byte(`{"ready":false,"exit_code":1,"method":"sql","without_primary":{"observed_at":"2026-12-01T10:00:00Z","synchronized_standby":true},
 		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false}},{"name":"c","gate":false,"verdict":{"ready":true}},
-		{"name":"f","gate":true,"held_back":true,"verdict":{"ready":true}}]}`)
+		{"name":"f","gate":true,"held_back":true,"verdict":{"ready":true}},
+		{"name":"w","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/300"}},
+		{"name":"e","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/500"}}],
+		"redelivery":[{"slot":"w","from":768,"to":1280,"bytes":512,"at_least":true}]}`)
 	a, err := parseCheck(out, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +114,11 @@ func TestParseCheck(t *testing.T) {
 	// draw 4 on 17 counted a's READY, its consumer ahead, as a lie).
 	if a.HeldBack["a"] || !a.HeldBack["f"] {
 		t.Fatalf("held back: %+v", a.HeldBack)
+	}
+	// The redelivery window begins where the answer printed it (w), or, for a READY slot it
+	// did not list, where the consumer stood: nothing comes again (e).
+	if a.WindowFrom["w"] != 0x300 || a.WindowFrom["e"] != 0x500 || len(a.WindowFrom) != 2 {
+		t.Fatalf("windows: %+v", a.WindowFrom)
 	}
 	if e, err := parseCheck([]byte(`{"ready":false,"exit_code":3,"error":"bad flag"}`), 3, time.Now()); err != nil || e.For("a") != AnswerError {
 		t.Fatalf("an error is not a NOT READY: %+v %v", e, err)

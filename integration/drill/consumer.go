@@ -38,6 +38,11 @@ type consumer struct {
 	twoPhase bool
 	// connections: every stream the consumer started, for tracing where a change came from.
 	connections []connection
+	// fromSlot: after a promotion the consumer resumes from the slot's own position (start 0,
+	// as pg_recvlogical without --startpos), not from its offset, so it gets again whatever the
+	// copy stands behind it: the redelivery window the gate gave (chaos). resuming: the next
+	// stream is that resumption.
+	fromSlot, resuming bool
 }
 
 // connection is one START_REPLICATION of the consumer: when, to which server, from where.
@@ -174,7 +179,20 @@ func (c *consumer) restart() pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending, c.inTxn = c.pending[:0], false
+	if c.resuming {
+		c.resuming = false
+		if c.fromSlot {
+			return 0 // PostgreSQL starts at the slot's confirmed_flush
+		}
+	}
 	return c.confirmed
+}
+
+// resumeAfterPromotion: the next stream is the first on the promoted standby.
+func (c *consumer) resumeAfterPromotion() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.resuming = true
 }
 
 // handle records one decoded message; it reports whether a transaction just committed.

@@ -292,7 +292,8 @@ func promote(ctx context.Context, pair *integration.Pair, kill bool, log hclog.L
 	return pair.Promote(ctx)
 }
 
-// resume writes on the new primary and has each consumer resume from its own offset, then
+// resume writes on the new primary and has each consumer resume (from its own offset, or from
+// the slot's position for one that asks so), then
 // judges what each got against what the new primary holds.
 func resume(
 	ctx context.Context,
@@ -323,6 +324,7 @@ func resume(
 	fv.OK = true
 	for i, c := range consumers {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		c.resumeAfterPromotion()
 		err := c.stream(rctx, pair.Standby.ReplicationDSN(db, true), phase, until)
 		cancel()
 		sv := &fv.Slots[i]

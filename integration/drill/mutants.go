@@ -36,6 +36,7 @@ var mutantPlans = map[string][]string{
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-slot-made-again"},
+	"redelivery-window-late":               {"hook-copies-frozen"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -81,6 +82,7 @@ func Mutants() []Mutant {
 			Why:  "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)",
 		},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
+		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
 	)
 	for i := range out {
 		out[i].Plans = mutantPlans[out[i].Name]
@@ -154,6 +156,10 @@ func MatrixPlans() []Plan {
 		// back, and it is alive.
 		hookPlan("hook-address-moved-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true},
 			Step{Fault: FaultAddressMoved, For: HookBound + 5*time.Second}),
+		// Nothing but slotsync paused at the question, the consumers confirming on: the copies
+		// stand behind them, and the pg_recvlogical-like consumer, resuming from its slot's
+		// position, gets that stretch again: the redelivery window the answer gave (#34).
+		hookPlan("hook-copies-frozen", nil),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}

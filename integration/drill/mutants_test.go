@@ -36,6 +36,9 @@ var mutantSample = []struct {
 	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
 	// just after a slot went back; the standby itself taken for a demoted primary.
 	{name: "upstream-unchecked", major: 17, plan: "hook-address-moved-slot-behind"},
+	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
+	// said to come again, while the copies stand behind it (slotsync paused at the question).
+	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
 }
 
 // samplePlan is the plan a sample entry names.

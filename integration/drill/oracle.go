@@ -49,6 +49,10 @@ type GateAnswer struct {
 	ObservedAt          time.Time       `json:"observed_at,omitzero"`
 	SynchronizedStandby bool            `json:"synchronized_standby,omitempty"`
 	HeldBack            map[string]bool `json:"held_back,omitempty"`
+	// WindowFrom: for each READY slot, where the redelivery window the answer gave begins (the
+	// copy's confirmed_flush): a consumer that resumes from the slot's position may get again
+	// what committed after it, never what committed before.
+	WindowFrom map[string]uint64 `json:"window_from,omitempty"`
 }
 
 // parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type.
@@ -83,6 +87,9 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 		}
 		if s.Verdict.Ready {
 			a.Slots[s.Name] = AnswerReady
+			if s.Primary != nil && s.Copy != nil { // not listed below: nothing comes again
+				a.window(s.Name, uint64(max(s.Primary.ConfirmedFlush, s.Copy.ConfirmedFlush)))
+			}
 		}
 		if s.HeldBack {
 			if a.HeldBack == nil {
@@ -91,7 +98,17 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 			a.HeldBack[s.Name] = true
 		}
 	}
+	for _, w := range raw.Redelivery { // the windows the answer printed
+		a.window(w.Slot, uint64(w.From))
+	}
 	return a, nil
+}
+
+func (a *GateAnswer) window(slot string, from uint64) {
+	if a.WindowFrom == nil {
+		a.WindowFrom = map[string]uint64{}
+	}
+	a.WindowFrom[slot] = from
 }
 
 // For is the answer's word on one slot.
@@ -168,10 +185,14 @@ type Judged struct {
 	Binding bool `json:"binding"`
 	Lost    int  `json:"lost"`
 	// RepeatedEarly: changes received again that the consumer had confirmed before the gate's
-	// observation (a redelivery of later ones is what the gate allows without the primary).
-	Repeated      int `json:"repeated"`
-	RepeatedEarly int `json:"repeated_early"`
-	Ahead         int `json:"ahead"`
+	// observation (a redelivery of later ones is what the gate allows without the primary); for
+	// a consumer that resumed from the slot's position (FromSlot), changes received again that
+	// committed before the redelivery window the answer gave begins (WindowFrom).
+	Repeated      int    `json:"repeated"`
+	RepeatedEarly int    `json:"repeated_early"`
+	FromSlot      bool   `json:"resumed_from_slot,omitempty"`
+	WindowFrom    string `json:"window_from,omitempty"`
+	Ahead         int    `json:"ahead"`
 	// AheadOfStandby: the consumer's offset was beyond the standby's WAL at the promotion.
 	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
 	AheadPromised  bool `json:"ahead_promised"` // the answer said no consumer could be ahead
@@ -204,6 +225,9 @@ func (j Judged) Assess() Judged {
 			j.Asked, j.Ahead, j.AheadOfStandby)
 	case j.Lost > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
+	case j.RepeatedEarly > 0 && j.FromSlot:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes that committed before the redelivery window it gave (from %s) came again",
+			j.Asked, j.RepeatedEarly, j.WindowFrom)
 	case j.RepeatedEarly > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
 	case j.IsAhead() && j.AheadPromised:
