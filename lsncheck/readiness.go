@@ -74,7 +74,8 @@ type ReadinessInput struct {
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
 	// CopyNotOurs: the copy is not one slotsync made (no journal entry) nor the server's own.
 	CopyNotOurs bool
-	// OtherSynchronizer names another tool loaded on the standby that syncs slots ("" if none).
+	// OtherSynchronizer says who else writes this slot's copy: another tool loaded on the
+	// standby that syncs slots, or changes someone made under slotsync ("" if none).
 	OtherSynchronizer string
 	// CopyAdvancedHere: a state-file copy the standby's own decoding has advanced since it was
 	// installed (its restart_lsn and catalog_xmin are then the standby's decoding's).
@@ -170,8 +171,8 @@ func Readiness(in ReadinessInput) Verdict {
 	}
 	v.ConsumerAheadBytes = consumerAhead(in, add)
 	if in.OtherSynchronizer != "" {
-		add(ReasonOtherSynchronizer, "%s is loaded on the standby and syncs logical slots too: slotsync leaves this slot to it and does not vouch for "+
-			"its copy (use one tool: docs/CLI.md, \"One synchronizer per slot\")", in.OtherSynchronizer)
+		add(ReasonOtherSynchronizer, "%s: slotsync leaves this slot alone and does not vouch for its copy (use one tool: docs/CLI.md, "+
+			"\"One synchronizer per slot\")", in.OtherSynchronizer)
 	}
 
 	if !in.CopyExists {

@@ -278,9 +278,12 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			Own: snap.Standby.Info.PrimarySlotName, OwnStreaming: snap.Physical.Active, GoneAfter: e.cfg.Native.StandbyGoneAfter})
 	}
 
+	if apply {
+		e.noteChangesUnder(snap.Standby)
+	}
 	actions := Plan(e.planInput(ctx, snap, apply))
 	results := make([]result, len(actions))
-	after := snap.Standby.Slots
+	after, fresh := snap.Standby.Slots, true
 	if apply {
 		if err := e.checkStandby(snap.Standby.Info); err != nil {
 			return rep, err // before anything is written or restarted
@@ -300,9 +303,11 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if e.anyChanged(actions, results) {
-			if s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum); err == nil {
+			s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum)
+			if err == nil {
 				after = s
 			}
+			fresh = err == nil
 		}
 	}
 	if apply {
@@ -318,7 +323,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if apply {
 		e.noteReadiness(rep)
 		e.recordGate(snap, method, rep.Slots)
-		e.remember(snap, actions, results, rep.Slots, after)
+		e.remember(snap, actions, results, rep.Slots, after, fresh)
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
@@ -488,6 +493,7 @@ func (e *Engine) logWarnings(ws []topology.Problem) {
 // It returns nil when ctx ends, topology.ErrPromoted when the standby was promoted, or the
 // error that needs a human.
 func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
+	e.freshStart()
 	wait := time.Duration(0)
 	var lastErr string
 	var failingSince, loggedAt time.Time

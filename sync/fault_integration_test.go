@@ -339,14 +339,7 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 		if status != "lost" {
 			t.Fatalf("setup: the copy's wal_status is %q, want lost", status)
 		}
-		gcfg := f.cfg
-		gcfg.ReadOnly = true
-		gate, err := New(gcfg)
-		f.must(err)
-		defer gate.Close()
-		rep, err := gate.Inspect(f.ctx)
-		f.must(err)
-		for _, s := range rep.Slots {
+		for _, s := range f.inspectAsCheck().Slots {
 			if s.Name == "cdc" && (s.Verdict.Ready || !slices.Contains(s.Verdict.Reasons, lsncheck.ReasonCopyInvalidated)) {
 				t.Fatalf("an invalidated copy: %+v", s.Verdict)
 			}

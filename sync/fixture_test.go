@@ -349,3 +349,17 @@ func (f *fixture) passReport() Report {
 	}
 	return rep
 }
+
+// inspectAsCheck judges the pair as check does beside the daemon: a read-only engine on the
+// same state directory.
+func (f *fixture) inspectAsCheck() Report {
+	f.t.Helper()
+	cfg := f.cfg
+	cfg.ReadOnly = true
+	gate, err := New(cfg)
+	f.must(err)
+	defer gate.Close()
+	rep, err := gate.Inspect(f.ctx)
+	f.must(err)
+	return rep
+}

@@ -41,7 +41,7 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
-				OtherSynchronizer: snap.Standby.Info.OtherSynchronizer(),
+				OtherSynchronizer: e.otherWriter(snap.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: e.traits.NeedsSnapshot && ent != nil && ent.WALVerified,
 				StandbyWALEnd:    snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,

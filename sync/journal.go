@@ -80,9 +80,12 @@ type Entry struct {
 	// ScratchAt (state-file method): the copy's restart_lsn when it was installed without a
 	// decoding snapshot because the primary had none there either (rule 4); 0 otherwise.
 	ScratchAt lsncheck.LSN `json:"scratch_at,omitempty"`
-	Method    string       `json:"method"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
+	// OtherWriter: why slotsync leaves this copy alone: someone else changed it under slotsync
+	// more than once (writers.go); cleared when the daemon starts.
+	OtherWriter string    `json:"other_writer,omitempty"`
+	Method      string    `json:"method"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
 }
 
 // NewIncarnationID returns a random 64-bit ID in hex.

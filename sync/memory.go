@@ -30,6 +30,10 @@ type memory struct {
 	// so that each change is logged once (an incident's timeline).
 	ready    map[string]bool
 	gateOpen string
+	// left: where the last applying pass (or the watch since) left each copy slotsync made;
+	// changedBy: how many times each was found changed by someone else since (writers.go).
+	left      copyLeft
+	changedBy map[string]int
 }
 
 // The transitions of memory after an applying pass (remember, noteOutcome).
@@ -84,7 +88,7 @@ func (m *memory) forgetWatch() {
 
 func newMemory() memory {
 	return memory{failures: map[string]*slotFailure{}, lastReason: map[string]string{}, progressAt: map[string]time.Time{},
-		recopy: map[string]string{}, copies: map[string]int{}, ready: map[string]bool{}}
+		recopy: map[string]string{}, copies: map[string]int{}, ready: map[string]bool{}, changedBy: map[string]int{}}
 }
 
 // noteReadiness logs each slot's readiness when it changes, and the gate's (every selected slot
@@ -138,9 +142,13 @@ type slotFailure struct {
 
 // remember is the one place the engine's memory changes after an applying pass: what each
 // action did (noteOutcome), the copies counted and to make again, and what the watch may move.
-func (e *Engine) remember(snap Observation, actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot) {
+func (e *Engine) remember(snap Observation, actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot, fresh bool) {
+	unknown := map[string]bool{}
 	for i, a := range actions {
 		r := results[i]
+		if r.failed() || a.Changes() && !fresh {
+			unknown[a.Slot] = true // where the copy stands is not known: not compared next pass
+		}
 		if r.CountsAsCopy {
 			e.mem.copySpent(a.Slot)
 		}
@@ -159,6 +167,7 @@ func (e *Engine) remember(snap Observation, actions []Action, results []result, 
 	}
 	e.watchable(actions, results, after)
 	e.mem.watchFrom = topology.IDOf(snap.Primary.Info)
+	e.mem.leftAt(e.journal, snap.Standby.Info.StartedAt, after, unknown)
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).

@@ -207,11 +207,8 @@ func plan(in PlanInput) []Action {
 		if ps.Temporary && strings.HasPrefix(name, method.HoldPrefix) {
 			continue // slotsync's own catalog holds (method.HoldPrefix) are not consumers' slots
 		}
-		if other != "" && in.Select.Matches(name, ps.Database, ps.Plugin) {
-			// Never fight another synchronizer over a slot: it copies, advances and drops
-			// them itself (docs/CLI.md, "One synchronizer per slot").
-			actions = append(actions, Action{Kind: KindSkip, Code: CodeOtherSynchronizer, Slot: name, Primary: ps, Identity: ps.Identity,
-				Reason: other + " is loaded on the standby and syncs slots too: left to it (use one tool)"})
+		if why := leftToOther(in, name, ps, other); why != "" {
+			actions = append(actions, Action{Kind: KindSkip, Code: CodeOtherSynchronizer, Slot: name, Primary: ps, Identity: ps.Identity, Reason: why})
 			continue
 		}
 		cp, hasCopy := in.Standby.Slots[name]
@@ -303,6 +300,23 @@ func plan(in PlanInput) []Action {
 		actions = append(actions, a)
 	}
 	return actions
+}
+
+// leftToOther says why a selected slot is left to another writer ("" when it is not): never
+// fight another synchronizer over a slot (docs/CLI.md, "One synchronizer per slot"): one loaded
+// on the standby (other), or someone who changed the copy under slotsync more than once
+// (writers.go).
+func leftToOther(in PlanInput, name string, ps topology.Slot, other string) string {
+	if !in.Select.Matches(name, ps.Database, ps.Plugin) {
+		return ""
+	}
+	if other != "" {
+		return other + " is loaded on the standby and syncs slots too: left to it (use one tool)"
+	}
+	if ent, ok := in.Journal.Slots[name]; ok && ent.OtherWriter != "" {
+		return ent.OtherWriter + ": left alone until the daemon is restarted (use one tool)"
+	}
+	return ""
 }
 
 // leftAlone decides for a copy slotsync made and no longer syncs: reported with what it holds

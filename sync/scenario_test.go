@@ -424,6 +424,9 @@ func (h *harness) printJournal() string {
 		if ent.HorizonSeenAt != 0 {
 			fmt.Fprintf(&b, " horizon_seen_at=%s", ent.HorizonSeenAt)
 		}
+		if ent.OtherWriter != "" {
+			b.WriteString(" other_writer")
+		}
 		b.WriteString("\n")
 	}
 	if g := j.Gate; g != nil {
@@ -451,6 +454,9 @@ func (h *harness) printMemory() string {
 	}
 	for _, name := range sortedKeys(m.watched) {
 		fmt.Fprintf(&b, "watched %s\n", name)
+	}
+	for _, name := range sortedKeys(m.changedBy) {
+		fmt.Fprintf(&b, "changed under slotsync %s: %d\n", name, m.changedBy[name])
 	}
 	if b.Len() == 0 {
 		return "empty\n"

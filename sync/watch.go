@@ -103,9 +103,11 @@ func (e *Engine) watch(ctx context.Context) time.Duration {
 		if err != nil {
 			e.log.Debug("watch: advance failed; left to the next pass", "slot", name, "error", err)
 			delete(e.mem.watched, name)
+			e.mem.watchMoved(name, 0)
 			continue
 		}
 		w.copyAt = max(end, target)
+		e.mem.watchMoved(name, end)
 		e.mem.watched[name] = w
 		e.watching.advances++
 		_ = failpoint.Hit("watch.after-advance")

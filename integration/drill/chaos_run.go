@@ -204,12 +204,18 @@ const quietFor = 5 * time.Second
 // no switchover, the standby streaming; "" when it is not one.
 func (wd *world) quiet(plan Plan) string {
 	end := plan.Live + plan.Quiesce // the question, from the start of the live phase
-	last := time.Duration(0)
+	last, dropped := time.Duration(0), 0
 	for _, s := range plan.Steps {
 		last = max(last, s.At+s.For)
 		if s.Away || s.Fault == FaultSlotDropped {
 			return "" // a consumer away holds its new copy back
 		}
+		if s.Fault == FaultCopyDropped {
+			dropped++
+		}
+	}
+	if dropped > 1 {
+		return "" // a copy changed under slotsync twice is left alone (other_synchronizer)
 	}
 	streamed := wd.recv.lastStreamed(time.Now())
 	if plan.Quiesce < 2*time.Second || end-last < quietFor || plan.Failpoint != "" || wd.switched > 0 || time.Since(streamed) > 2*receiverEvery {

@@ -436,6 +436,10 @@ func TestQuietWindow(t *testing.T) {
 		{"writes paused too briefly", Plan{Live: 8000 * ms, Quiesce: 1500 * ms}, streaming, false},
 		{"a blackhole ending 4 s before", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 5000 * ms, Fault: FaultPrimaryRoute, For: 1000 * ms}}}, streaming, false},
 		{"a failpoint", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "engine.actions-done@1"}, streaming, false},
+		{"a copy dropped once", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped}}}, streaming, true},
+		// The second change of a copy by someone else makes slotsync leave it (other_synchronizer).
+		{"a copy dropped twice", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
+			{At: 900 * ms, Fault: FaultCopyDropped}}}, streaming, false},
 	} {
 		wd := &world{recv: c.recv}
 		if got := wd.quiet(c.plan) != ""; got != c.quiet {
