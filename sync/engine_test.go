@@ -5,10 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	stdsync "sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,97 +14,8 @@ import (
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
-	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/topology"
 )
-
-// fakeObserver returns a fixed snapshot or error.
-type fakeObserver struct {
-	snap Observation
-	err  error
-	// watch: what Watch reads (none: Watch fails).
-	watch *WatchSample
-	// resets: how many times the engine dropped its connections.
-	resets atomic.Int32
-}
-
-func (o *fakeObserver) Observe(context.Context) (Observation, error) { return o.snap, o.err }
-func (o *fakeObserver) StandbySlots(context.Context, int) (map[string]topology.Slot, error) {
-	return o.snap.Standby.Slots, nil
-}
-func (o *fakeObserver) Close() {}
-func (o *fakeObserver) Watch(context.Context, []string) (WatchSample, error) {
-	if o.watch == nil {
-		return WatchSample{}, errors.New("no watch in these tests")
-	}
-	return *o.watch, nil
-}
-func (o *fakeObserver) Reset() { o.resets.Add(1) }
-func (o *fakeObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
-	return nil, errors.New("no history in these tests")
-}
-func (o *fakeObserver) SyncSlots(context.Context) error                       { return nil }
-func (o *fakeObserver) SetStandbySlots(context.Context, bool, []string) error { return nil }
-
-// fakeApplier records calls; failing names fail with failErr.
-// (Sessions run at once: new copies on their own sessions beside the workers.)
-type fakeApplier struct {
-	mu      stdsync.Mutex
-	calls   []string
-	failing map[string]error
-}
-
-func (a *fakeApplier) record(call string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.calls = append(a.calls, call)
-}
-
-// sorted is the calls made so far in name order, for passes that apply slots concurrently.
-func (a *fakeApplier) sorted() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	c := slices.Clone(a.calls)
-	slices.Sort(c)
-	return strings.Join(c, ",")
-}
-
-func (a *fakeApplier) Session() method.Session { return a }
-func (a *fakeApplier) Traits() method.Traits   { return sqlslot.SQLTraits() }
-func (a *fakeApplier) SetFailover(context.Context, string, string) error {
-	return errors.New("no failover setting in these tests")
-}
-func (a *fakeApplier) Create(_ context.Context, ps topology.Slot) error {
-	a.record("create " + ps.Name)
-	return a.failing[ps.Name]
-}
-func (a *fakeApplier) Advance(_ context.Context, name, _ string, t lsncheck.LSN) (lsncheck.LSN, error) {
-	a.record("advance " + name)
-	return t, a.failing[name]
-}
-func (a *fakeApplier) Drop(_ context.Context, name, _ string) error {
-	a.record("drop " + name)
-	return a.failing[name]
-}
-func (a *fakeApplier) Replace(ctx context.Context, ps topology.Slot, db string) error {
-	if err := a.Drop(ctx, ps.Name, db); err != nil {
-		return err
-	}
-	return a.Create(ctx, ps)
-}
-func (a *fakeApplier) Close() {}
-
-func testEngine(t *testing.T, obs *fakeObserver, app *fakeApplier) *Engine {
-	t.Helper()
-	cfg := Config{PrimaryDSN: "x", StandbyDSN: "y", StateDir: t.TempDir(), Method: topology.MethodSQL, Workers: 1}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Logger = hclog.NewNullLogger()
-	e := newEngine(cfg, obs, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
-	e.methods = func(topology.Method) (method.Method, error) { return app, nil }
-	return e
-}
 
 func twoNodeSnapshot() Observation {
 	s := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700))
@@ -120,8 +28,8 @@ func twoNodeSnapshot() Observation {
 func TestFailedObservationChangesNothing(t *testing.T) {
 	// The primary is unreachable or its slot list came back partial: the observer errors and
 	// nothing is planned or applied, and the journal is not written.
-	app := &fakeApplier{}
-	obs := &fakeObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
+	app := &simMethod{}
+	obs := &simObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}
 	e := testEngine(t, obs, app)
 	e.journal.Slots["owned"] = &Entry{Incarnation: "01", Identity: lsncheck.Identity{Name: "owned", Database: "app", Plugin: "pgoutput"}}
 	_, err := e.RunOnce(context.Background())
@@ -139,8 +47,8 @@ func TestFailedObservationChangesNothing(t *testing.T) {
 func TestJournalWriteFailureChangesNothing(t *testing.T) {
 	// The state directory cannot be written: the new copy is not made (it would be an orphan
 	// slotsync could never prove it owns).
-	app := &fakeApplier{}
-	e := testEngine(t, &fakeObserver{snap: twoNodeSnapshot()}, app)
+	app := &simMethod{}
+	e := testEngine(t, &simObserver{snap: twoNodeSnapshot()}, app)
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -162,8 +70,8 @@ func TestOneFailingSlotDoesNotBlockOthers(t *testing.T) {
 	snap := twoNodeSnapshot()
 	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
 	snap.Primary.Slots["b"] = slot(idB, 0x1000000, 0x2000000, 700)
-	app := &fakeApplier{failing: map[string]error{"a": &pgconn.PgError{Code: "XX000", Message: "boom"}}}
-	e := testEngine(t, &fakeObserver{snap: snap}, app)
+	app := &simMethod{failing: map[string]error{"a": &pgconn.PgError{Code: "XX000", Message: "boom"}}}
+	e := testEngine(t, &simObserver{snap: snap}, app)
 	clock := time.Unix(1000, 0)
 	e.now = func() time.Time { return clock }
 	rep, err := e.RunOnce(context.Background())
@@ -183,7 +91,6 @@ func TestOneFailingSlotDoesNotBlockOthers(t *testing.T) {
 	}
 	// The failing slot is held back (backoff) on the next pass; the other is not blocked.
 	app.calls = nil
-	snap.Standby.Slots["b"] = slot(idB, 0x1000000, 0x2000000, 700)
 	rep, _ = e.RunOnce(context.Background())
 	if len(app.calls) != 0 {
 		t.Fatalf("failing slot retried inside its backoff: %v", app.calls)
@@ -201,7 +108,7 @@ func TestOneFailingSlotDoesNotBlockOthers(t *testing.T) {
 }
 
 // slowApplier blocks on the slot named "slow" until its per-slot deadline.
-type slowApplier struct{ fakeApplier }
+type slowApplier struct{ simMethod }
 
 func (a *slowApplier) Session() method.Session { return a }
 func (a *slowApplier) Create(ctx context.Context, ps topology.Slot) error {
@@ -219,7 +126,7 @@ func TestSlowSlotTimesOutAlone(t *testing.T) {
 		id.Name = n
 		snap.Primary.Slots[n] = slot(id, 0x1000000, 0x2000000, 700)
 	}
-	e := testEngine(t, &fakeObserver{snap: snap}, nil)
+	e := testEngine(t, &simObserver{snap: snap}, nil)
 	app := &slowApplier{}
 	e.methods = func(topology.Method) (method.Method, error) { return app, nil }
 	e.cfg.SlotTimeout = 200 * time.Millisecond
@@ -241,7 +148,7 @@ func TestSlowSlotTimesOutAlone(t *testing.T) {
 func TestRunStopsOnlyForHumans(t *testing.T) {
 	logs := &pgtest.LockedBuffer{}
 	mk := func(err error) *Engine {
-		e := testEngine(t, &fakeObserver{err: err}, &fakeApplier{})
+		e := testEngine(t, &simObserver{err: err}, &simMethod{})
 		e.cfg.Interval, e.cfg.MaxBackoff = 5*time.Millisecond, 20*time.Millisecond
 		e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
 		return e
@@ -283,7 +190,7 @@ func TestRunStopsOnlyForHumans(t *testing.T) {
 }
 
 // stoppedObserver's observation is cut short by the end of its context, as a stop does.
-type stoppedObserver struct{ fakeObserver }
+type stoppedObserver struct{ simObserver }
 
 func (o *stoppedObserver) Observe(ctx context.Context) (Observation, error) {
 	<-ctx.Done()
@@ -293,7 +200,7 @@ func (o *stoppedObserver) Observe(ctx context.Context) (Observation, error) {
 // TestRunDoesNotReportAPassCutByTheStop: the pass the stop interrupts is not handed to onPass
 // (metrics, /promotion-ready): it failed only because the daemon was stopping.
 func TestRunDoesNotReportAPassCutByTheStop(t *testing.T) {
-	e := testEngine(t, &fakeObserver{}, &fakeApplier{})
+	e := testEngine(t, &simObserver{}, &simMethod{})
 	e.obs = &stoppedObserver{}
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(50*time.Millisecond, cancel)
@@ -315,8 +222,8 @@ func TestNoNudgeForReadiness(t *testing.T) {
 	snap.Standby.Info.ReceiveLSN = 0x9000000
 	cp := slot(idA, 0x1800000, 0x2000000, 700)
 	snap.Standby.Slots["a"] = cp
-	obs := &fakeObserver{snap: snap}
-	e := testEngine(t, obs, &fakeApplier{})
+	obs := &simObserver{snap: snap}
+	e := testEngine(t, obs, &simMethod{})
 	e.journal.Slots["a"] = &Entry{Incarnation: "01", Identity: idA, Primary: lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}}
 	rep, err := e.RunOnce(context.Background())
 	if err != nil {
@@ -330,7 +237,7 @@ func TestNoNudgeForReadiness(t *testing.T) {
 func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
 	logs := &pgtest.LockedBuffer{}
 	stop := &topology.PrereqError{Problems: []topology.Problem{{Check: "hot_standby_feedback", Node: "standby", Issue: "off", Fix: "on"}}}
-	e := testEngine(t, &fakeObserver{err: stop}, &fakeApplier{})
+	e := testEngine(t, &simObserver{err: stop}, &simMethod{})
 	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})
 	for i := 0; i < 3; i++ { // the daemon re-checks by calling Run again
 		if err := e.Run(context.Background(), nil); err == nil {
@@ -346,7 +253,7 @@ func TestRunLogsAStopOnceAcrossRechecks(t *testing.T) {
 // again at a steady rhythm, saying for how long it has failed.
 func TestPersistentErrorIsLoggedAgain(t *testing.T) {
 	logs := &pgtest.LockedBuffer{}
-	e := testEngine(t, &fakeObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}, &fakeApplier{})
+	e := testEngine(t, &simObserver{err: &topology.ConnError{Role: "primary", Err: errors.New("connection refused")}}, &simMethod{})
 	e.log = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 	e.cfg.Interval, e.cfg.MaxBackoff = time.Millisecond, 2*time.Millisecond
 	clock := time.Unix(0, 0)
@@ -371,7 +278,7 @@ func TestRunKeepsItsRhythmWithoutThePrimary(t *testing.T) {
 	count := func(err error) int {
 		snap := twoNodeSnapshot()
 		snap.Standby.Info.InRecovery = true
-		e := testEngine(t, &fakeObserver{snap: snap, err: err}, &fakeApplier{})
+		e := testEngine(t, &simObserver{snap: snap, err: err}, &simMethod{})
 		e.cfg.Interval, e.cfg.MaxBackoff = 20*time.Millisecond, 30*time.Second
 		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 		defer cancel()
@@ -396,7 +303,7 @@ func TestCheckWithoutTheJournalSaysSo(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := newEngine(cfg, &fakeObserver{snap: snap}, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
+	e := newEngine(cfg, &simObserver{snap: snap}, &Journal{Version: journalVersion, Slots: map[string]*Entry{}})
 	rep, err := e.Inspect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -414,7 +321,7 @@ func TestCheckWithoutTheJournalSaysSo(t *testing.T) {
 // TestReadinessChangesAreLoggedOnce: each slot's change of readiness, and the gate's, is logged
 // once: what an incident's timeline is read from (operators review round 4, finding 15).
 func TestReadinessChangesAreLoggedOnce(t *testing.T) {
-	e := testEngine(t, &fakeObserver{}, &fakeApplier{})
+	e := testEngine(t, &simObserver{}, &simMethod{})
 	var logs strings.Builder
 	e.log = hclog.New(&hclog.LoggerOptions{Output: &logs})
 	rep := func(ready bool) Report {
@@ -433,8 +340,8 @@ func TestReadinessChangesAreLoggedOnce(t *testing.T) {
 // TestWakeRunsAPassNow: a reload (Wake, on SIGHUP) makes a running engine drop its connections
 // and run a full pass at once, not after --interval.
 func TestWakeRunsAPassNow(t *testing.T) {
-	obs := &fakeObserver{snap: twoNodeSnapshot()}
-	e := testEngine(t, obs, &fakeApplier{})
+	obs := &simObserver{snap: twoNodeSnapshot()}
+	e := testEngine(t, obs, &simMethod{})
 	e.cfg.Interval = time.Hour
 	passes := make(chan struct{}, 4)
 	ctx, cancel := context.WithCancel(context.Background())

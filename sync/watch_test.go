@@ -31,8 +31,8 @@ func TestWatchOnlyFromTheVerifiedPrimary(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			app := &fakeApplier{}
-			obs := &fakeObserver{watch: &WatchSample{InRecovery: true, Replay: 0x4000000, From: c.from,
+			app := &simMethod{}
+			obs := &simObserver{watch: &WatchSample{InRecovery: true, Replay: 0x4000000, From: c.from,
 				Primary: map[string]lsncheck.Position{"cdc": {RestartLSN: 0x1000000, ConfirmedFlush: 0x3000000, CatalogXmin: 700}}}}
 			e := testEngine(t, obs, app)
 			e.sess = []method.Session{app}
@@ -54,8 +54,8 @@ func TestWatchOnlyFromTheVerifiedPrimary(t *testing.T) {
 // TestFailedPassEndsTheWatch: a pass that fails (here: the primary found demoted) ends the watch;
 // only the next full pass that succeeds starts it again.
 func TestFailedPassEndsTheWatch(t *testing.T) {
-	obs := &fakeObserver{snap: twoNodeSnapshot(), err: &NodeError{Node: "primary", Err: ErrPrimaryInRecovery}}
-	e := testEngine(t, obs, &fakeApplier{})
+	obs := &simObserver{snap: twoNodeSnapshot(), err: &NodeError{Node: "primary", Err: ErrPrimaryInRecovery}}
+	e := testEngine(t, obs, &simMethod{})
 	e.mem.watched = map[string]watched{"cdc": {database: "app"}}
 	e.mem.watchFrom = topology.ServerID{SystemID: "42", StartedAt: "p"}
 	if _, err := e.RunOnce(context.Background()); !errors.Is(err, ErrPrimaryInRecovery) {
