@@ -410,11 +410,7 @@ func (e *Engine) checkStandby(standby topology.NodeInfo) error {
 // verifyMethod checks what the method needs of the standby (a driven native sync needs no
 // sync_replication_slots) and adds the server sync's warnings where it matters.
 func (e *Engine) verifyMethod(snap *Observation, method topology.Method, drive bool) error {
-	standbyInfo := snap.Standby.Info
-	if drive {
-		standbyInfo = topology.NativeDrive(standbyInfo)
-	}
-	if err := topology.VerifyMethod(standbyInfo, method); err != nil {
+	if err := topology.VerifyMethod(snap.Standby.Info, method, drive); err != nil {
 		return err
 	}
 	if e.traits.ServerSyncs || anyFailover(snap.Primary.Slots) {

@@ -701,7 +701,7 @@ func TestSQLMethodRefusesEarly16(t *testing.T) {
 			obs, oerr := Observe(f.ctx, f.cfg)
 			f.must(oerr)
 			var doctor topology.Check
-			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 1, 0, nil, nil) {
+			for _, c := range topology.Doctor(topology.DoctorInput{Primary: obs.Primary.Info, Standby: obs.Standby.Info, Physical: obs.Physical, Method: topology.MethodSQL, PrimarySlots: 1}) {
 				if c.Name == "minor_version" {
 					doctor = c
 				}
@@ -999,7 +999,7 @@ func TestDoctorWithoutReadAllStats(t *testing.T) {
 			obs, err := Observe(f.ctx, cfg)
 			f.must(err)
 			var out []string
-			for _, c := range topology.Doctor(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodSQL, 0, 0, nil, nil) {
+			for _, c := range topology.Doctor(topology.DoctorInput{Primary: obs.Primary.Info, Standby: obs.Standby.Info, Physical: obs.Physical, Method: topology.MethodSQL, PrimarySlots: 0}) {
 				if c.Name == "read_all_stats" && !c.OK {
 					out = append(out, c.Node)
 				}

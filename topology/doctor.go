@@ -52,22 +52,37 @@ var doctorChecks = []struct {
 	{"read_all_stats", "primary", "error", ""},
 }
 
-// Doctor checks every prerequisite for method and returns one Check per item, each failed one
-// with its fix. primarySlots is how many logical slots slotsync would copy; unselected names the
-// primary's logical slots the selection leaves out.
-func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primarySlots, standbySlots int,
-	synced []SyncedStandbySlot, unselected []string) []Check {
+// DoctorInput is what doctor checks: both nodes, the standby's physical slot on the primary, the
+// method and how slotsync would run it, and the slots.
+type DoctorInput struct {
+	Primary, Standby NodeInfo
+	Physical         PhysicalSlot
+	Method           Method
+	// Drive: slotsync calls pg_sync_replication_slots() itself (--native-drive), so the native
+	// method does not need sync_replication_slots on.
+	Drive bool
+	// PrimarySlots: how many logical slots slotsync would copy; StandbySlots: the standby's own;
+	// Unselected: the primary's logical slots the selection leaves out; Synced: the entries of
+	// the primary's synchronized_standby_slots.
+	PrimarySlots, StandbySlots int
+	Unselected                 []string
+	Synced                     []SyncedStandbySlot
+}
+
+// Doctor checks every prerequisite and returns one Check per item, each failed one with its fix.
+func Doctor(in DoctorInput) []Check {
+	primary, standby, method := in.Primary, in.Standby, in.Method
 	var probs []Problem
-	if p := SelectionProblem(primarySlots, unselected); p != nil {
+	if p := SelectionProblem(in.PrimarySlots, in.Unselected); p != nil {
 		probs = append(probs, *p)
 	}
 	if p := OtherSynchronizerProblem(standby); p != nil {
 		probs = append(probs, *p)
 	}
 	if method == MethodNative {
-		probs = append(probs, NativeWarnings(primary, standby, synced)...)
+		probs = append(probs, NativeWarnings(primary, standby, in.Synced)...)
 	}
-	if err := Verify(primary, standby, phys, method); err != nil {
+	if err := verify(primary, standby, in.Physical, method, in.Drive); err != nil {
 		if pe := (*PrereqError)(nil); errors.As(err, &pe) {
 			probs = append(probs, pe.Problems...)
 		} else {
@@ -75,19 +90,19 @@ func Doctor(primary, standby NodeInfo, phys PhysicalSlot, method Method, primary
 				Fix: "run doctor against a standby; after a promotion slotsync has nothing to sync"})
 		}
 	}
-	probs = append(probs, Warnings(primary, standby, phys)...)
+	probs = append(probs, Warnings(primary, standby, in.Physical)...)
 	if method == MethodSQL && standby.Major() >= 16 && !primary.CanLogStandbySnapshot {
 		probs = append(probs, Problem{Check: "standby_snapshot", Node: "primary",
 			Issue: "the role may not call pg_log_standby_snapshot(): each new copy waits up to 15 s for the primary's next running-xacts record",
 			Fix:   "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>"})
 	}
-	if need := primarySlots + standbySlots + 1; standby.MaxReplicationSlots < need {
+	if need := in.PrimarySlots + in.StandbySlots + 1; standby.MaxReplicationSlots < need {
 		probs = append(probs, Problem{Check: "max_replication_slots", Node: "standby",
 			Issue: fmt.Sprintf(
 				"max_replication_slots is %d: %d logical slots on the primary and %d on the standby leave no room",
 				standby.MaxReplicationSlots,
-				primarySlots,
-				standbySlots,
+				in.PrimarySlots,
+				in.StandbySlots,
 			),
 			Fix: fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
 	}

@@ -45,7 +45,7 @@ func TestEveryProblemHasADoctorRow(t *testing.T) {
 func TestDoctorShowsMissingSnapshotGrant(t *testing.T) {
 	primary := NodeInfo{VersionNum: 150004, CanReadStateFiles: true, CanCheckpoint: true}
 	standby := NodeInfo{VersionNum: 150004, InRecovery: true, CanStatFiles: false}
-	for _, c := range Doctor(primary, standby, PhysicalSlot{}, MethodStatefile, 1, 0, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: primary, Standby: standby, Physical: PhysicalSlot{}, Method: MethodStatefile, PrimarySlots: 1}) {
 		if c.Name == "decoding_snapshots" {
 			if c.OK || !strings.Contains(c.Fix, "pg_stat_file") {
 				t.Fatalf("decoding_snapshots: %+v", c)

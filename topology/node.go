@@ -48,8 +48,6 @@ type NodeInfo struct {
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
 	// hold a password: never log or print it.
 	PrimaryConninfo string `json:"-"`
-	// driveSync: slotsync calls pg_sync_replication_slots() itself (see NativeDrive).
-	driveSync bool
 	// StartedAt is pg_postmaster_start_time(): it changes when the server restarts.
 	StartedAt string
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs,

@@ -126,12 +126,12 @@ func TestChooseMethod(t *testing.T) {
 func TestNativeChecks(t *testing.T) {
 	p, s, _ := healthy()
 	p.VersionNum, s.VersionNum = 170004, 170004
-	probs := methodProblems(s, MethodNative)
+	probs := methodProblems(s, MethodNative, false)
 	if len(probs) != 2 || probs[0].Check != "sync_replication_slots" || probs[1].Check != "primary_conninfo_dbname" {
 		t.Fatalf("native on a bare standby: %+v", probs)
 	}
 	s.HasConninfoDBName = true
-	if probs := methodProblems(NativeDrive(s), MethodNative); len(probs) != 0 {
+	if probs := methodProblems(s, MethodNative, true); len(probs) != 0 {
 		t.Fatalf("driven by slotsync with a dbname: %+v", probs)
 	}
 	// synchronized_standby_slots: this standby missing, another listed and down.
@@ -271,9 +271,20 @@ func TestReadRealPair(t *testing.T) {
 func TestDoctor(t *testing.T) {
 	p, s, ph := healthy()
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3}) {
 		if !c.OK {
 			t.Errorf("healthy pair: %+v", c)
+		}
+	}
+	// The native method with sync_replication_slots off fails its row unless slotsync drives
+	// the server's sync itself (--native-drive).
+	p17, s17 := p, s
+	p17.VersionNum, s17.VersionNum, s17.HasConninfoDBName = 170004, 170004, true
+	for _, drive := range []bool{false, true} {
+		for _, c := range Doctor(DoctorInput{Primary: p17, Standby: s17, Physical: ph, Method: MethodNative, Drive: drive, PrimarySlots: 1}) {
+			if c.Name == "sync_replication_slots" && c.OK != drive {
+				t.Errorf("native, driven %v: %+v", drive, c)
+			}
 		}
 	}
 	// On 16.0-16.3 the sql method refuses (a slot created there can be "consistent" mid-
@@ -281,7 +292,7 @@ func TestDoctor(t *testing.T) {
 	p162, s162 := p, s
 	p162.VersionNum, s162.VersionNum = 160002, 160002
 	var minor *Check
-	for _, c := range Doctor(p162, s162, ph, MethodSQL, 1, 0, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: p162, Standby: s162, Physical: ph, Method: MethodSQL, PrimarySlots: 1}) {
 		if c.Name == "minor_version" {
 			minor = &c
 		}
@@ -294,7 +305,7 @@ func TestDoctor(t *testing.T) {
 	p15, s15 := p, s
 	p15.VersionNum, s15.VersionNum = 150004, 150004
 	bad := map[string]Check{}
-	for _, c := range Doctor(p15, s15, ph, MethodStatefile, 3, 0, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: p15, Standby: s15, Physical: ph, Method: MethodStatefile, PrimarySlots: 3}) {
 		if !c.OK {
 			bad[c.Name] = c
 		}
@@ -305,7 +316,7 @@ func TestDoctor(t *testing.T) {
 	}
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 1, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3, StandbySlots: 1}) {
 		if !c.OK {
 			failed[c.Name] = c
 		}
@@ -327,7 +338,7 @@ func TestDoctor(t *testing.T) {
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
 	s.IdleSlotTimeout, s.ManagedByPatroni = "30", true
 	warned := map[string]Check{}
-	for _, c := range Doctor(p, s, ph, MethodSQL, 3, 0, nil, nil) {
+	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3}) {
 		if !c.OK {
 			warned[c.Name] = c
 		}

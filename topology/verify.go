@@ -93,6 +93,12 @@ func (e *PrereqError) Error() string {
 // chosen method (docs/RULES.md rule 7). It returns ErrPromoted when the standby is a primary now, a
 // *PrereqError listing every failed check, or nil.
 func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
+	return verify(primary, standby, phys, method, false)
+}
+
+// verify is Verify, with drive saying whether slotsync drives the server's sync itself
+// (--native-drive).
+func verify(primary, standby NodeInfo, phys PhysicalSlot, method Method, drive bool) error {
 	var probs []Problem
 	add := func(check, node, issue, fix string) {
 		probs = append(probs, Problem{Check: check, Node: node, Issue: issue, Fix: fix})
@@ -134,7 +140,7 @@ func Verify(primary, standby NodeInfo, phys PhysicalSlot, method Method) error {
 		add("hot_standby_feedback", "standby", "hot_standby_feedback is off: the primary may remove catalog rows the standby's copies need",
 			"ALTER SYSTEM SET hot_standby_feedback = on; SELECT pg_reload_conf() on the standby")
 	}
-	probs = append(probs, methodProblems(standby, method)...)
+	probs = append(probs, methodProblems(standby, method, drive)...)
 	if len(probs) > 0 {
 		return &PrereqError{Problems: probs}
 	}
@@ -169,18 +175,19 @@ func CheckFollows(primary, standby NodeInfo, phys PhysicalSlot) error {
 // Version is server_version_num as people write it: 160002 is "16.2".
 func Version(num int) string { return fmt.Sprintf("%d.%d", num/10000, num%10000) }
 
-// VerifyMethod checks what the chosen method needs beyond a healthy pair.
-func VerifyMethod(standby NodeInfo, method Method) error {
-	if probs := methodProblems(standby, method); len(probs) > 0 {
+// VerifyMethod checks what the chosen method needs beyond a healthy pair; drive: slotsync calls
+// pg_sync_replication_slots() itself (--native-drive), so sync_replication_slots may be off.
+func VerifyMethod(standby NodeInfo, method Method, drive bool) error {
+	if probs := methodProblems(standby, method, drive); len(probs) > 0 {
 		return &PrereqError{Problems: probs}
 	}
 	return nil
 }
 
-func methodProblems(standby NodeInfo, method Method) []Problem {
+func methodProblems(standby NodeInfo, method Method, drive bool) []Problem {
 	var probs []Problem
 	if method == MethodNative {
-		probs = append(probs, nativeProblems(standby)...)
+		probs = append(probs, nativeProblems(standby, drive)...)
 	}
 	if method == MethodSQL && standby.Major() < 16 {
 		probs = append(probs, Problem{Check: "method", Node: "pair", Issue: "the sql method needs PostgreSQL 16+", Fix: "use --method statefile"})
@@ -227,13 +234,11 @@ func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
 	return probs
 }
 
-// NativeDrive marks a NodeInfo as synced by slotsync's own pg_sync_replication_slots() calls.
-func NativeDrive(n NodeInfo) NodeInfo { n.driveSync = true; return n }
-
-// nativeProblems lists what PostgreSQL 17's slot sync needs on the standby.
-func nativeProblems(standby NodeInfo) []Problem {
+// nativeProblems lists what PostgreSQL 17's slot sync needs on the standby (drive: slotsync
+// calls pg_sync_replication_slots() itself).
+func nativeProblems(standby NodeInfo, drive bool) []Problem {
 	var probs []Problem
-	if !standby.SyncReplicationSlots && !standby.driveSync {
+	if !standby.SyncReplicationSlots && !drive {
 		probs = append(probs, Problem{Check: "sync_replication_slots", Node: "standby",
 			Issue: "sync_replication_slots is off: the server does not sync failover slots",
 			Fix:   "ALTER SYSTEM SET sync_replication_slots = on; SELECT pg_reload_conf() on the standby (or run slotsync with --native-drive)"})

@@ -79,9 +79,6 @@ func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorRe
 	if err != nil {
 		return fail(err)
 	}
-	if method == topology.MethodNative && cfg.Native.Drive {
-		si = topology.NativeDrive(si)
-	}
 	synced, phys, pslots, sslots := snap.SyncedStandbySlots, snap.Physical, snap.Primary.Slots, snap.Standby.Slots
 	selected, unselected := cfg.Select.Unselected(pslots)
 	standbyOnly := 0
@@ -90,7 +87,8 @@ func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorRe
 			standbyOnly++
 		}
 	}
-	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(pi, si, phys, method, selected, standbyOnly, synced, unselected)}
+	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(topology.DoctorInput{Primary: pi, Standby: si, Physical: phys, Method: method,
+		Drive: method == topology.MethodNative && cfg.Native.Drive, PrimarySlots: selected, StandbySlots: standbyOnly, Unselected: unselected, Synced: synced})}
 	if method == topology.MethodStatefile && dataDir != "" {
 		res.Checks = append(res.Checks, dataDirCheck(dataDir, si))
 	}
