@@ -1,7 +1,9 @@
 package sync
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -79,6 +81,39 @@ type Redelivery struct {
 	To      lsncheck.LSN `json:"to"`
 	Bytes   int64        `json:"bytes"`
 	AtLeast bool         `json:"at_least,omitempty"`
+}
+
+// redeliveryJSON is Redelivery's JSON form: LSNs in PostgreSQL's text form, as operators read
+// them (docs/CLI.md).
+type redeliveryJSON struct {
+	Slot    string `json:"slot"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Bytes   int64  `json:"bytes"`
+	AtLeast bool   `json:"at_least,omitempty"`
+}
+
+// MarshalJSON writes the window's LSNs as "X/Y".
+func (r Redelivery) MarshalJSON() ([]byte, error) {
+	return json.Marshal(redeliveryJSON{r.Slot, r.From.String(), r.To.String(), r.Bytes, r.AtLeast})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Redelivery) UnmarshalJSON(data []byte) error {
+	var j redeliveryJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	from, err := lsncheck.ParseLSN(j.From)
+	if err != nil {
+		return fmt.Errorf("redelivery window of %s: from: %w", j.Slot, err)
+	}
+	to, err := lsncheck.ParseLSN(j.To)
+	if err != nil {
+		return fmt.Errorf("redelivery window of %s: to: %w", j.Slot, err)
+	}
+	*r = Redelivery{Slot: j.Slot, From: from, To: to, Bytes: j.Bytes, AtLeast: j.AtLeast}
+	return nil
 }
 
 // RedeliveryOf is a slot's redelivery window (false when the copy is not READY, or has no

@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -48,5 +49,22 @@ func TestRedeliveryOf(t *testing.T) {
 	noCopy.Copy = nil
 	if _, ok := RedeliveryOf(noCopy, false); ok {
 		t.Error("a slot without a copy has a redelivery window")
+	}
+}
+
+// TestRedeliveryJSON: the window's LSNs are printed as PostgreSQL writes them, as docs/CLI.md
+// shows (they were printed as numbers), and read back.
+func TestRedeliveryJSON(t *testing.T) {
+	w := Redelivery{Slot: "orders", From: 0x3000000, To: 0x3002000, Bytes: 8192, AtLeast: true}
+	b, err := json.Marshal(w)
+	if err != nil || string(b) != `{"slot":"orders","from":"0/3000000","to":"0/3002000","bytes":8192,"at_least":true}` {
+		t.Fatalf("%s %v", b, err)
+	}
+	var back Redelivery
+	if err := json.Unmarshal(b, &back); err != nil || back != w {
+		t.Fatalf("read back: %+v %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"slot":"x","from":"nope","to":"0/1"}`), &back); err == nil {
+		t.Fatal("a window that is not an LSN read without an error")
 	}
 }

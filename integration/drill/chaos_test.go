@@ -98,7 +98,7 @@ func TestParseCheck(t *testing.T) {
 		{"name":"f","gate":true,"held_back":true,"verdict":{"ready":true}},
 		{"name":"w","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/300"}},
 		{"name":"e","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/500"}}],
-		"redelivery":[{"slot":"w","from":768,"to":1280,"bytes":512,"at_least":true}]}`)
+		"redelivery":[{"slot":"w","from":"0/300","to":"0/500","bytes":512,"at_least":true}]}`)
 	a, err := parseCheck(out, 1, time.Now())
 	if err != nil {
 		t.Fatal(err)
