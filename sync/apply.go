@@ -25,9 +25,9 @@ func (r result) done() bool { return r.Err == nil && r.Waiting == "" }
 // execute carries out the changing actions on Workers sessions, each slot under its own
 // timeout, so one slow or failing slot never blocks the others. It returns how many times the
 // standby was restarted.
-func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action) ([]result, int) {
+func (e *Engine) execute(ctx context.Context, obs Observation, actions []Action) ([]result, int) {
 	if p, ok := e.impl.(method.Preparer); ok {
-		p.Prepare(ctx, snap.view())
+		p.Prepare(ctx, obs.view())
 	}
 	results := make([]result, len(actions))
 	work, creates := make(chan int), make(chan int)
@@ -72,7 +72,7 @@ func (e *Engine) execute(ctx context.Context, snap Observation, actions []Action
 	wg.Wait()
 	restarts := 0
 	if f, ok := e.impl.(method.Flusher); ok {
-		outcomes, restarted := f.Flush(ctx, snap.view())
+		outcomes, restarted := f.Flush(ctx, obs.view())
 		if restarted {
 			restarts++
 			// Every standby connection died with the restart: drop them all now rather than

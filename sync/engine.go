@@ -224,86 +224,86 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	}
 	e.driving = false
 	octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
-	snap, err := e.obs.Observe(octx)
+	obs, err := e.obs.Observe(octx)
 	cancel()
-	e.noteStreaming(snap, err, apply)
+	e.noteStreaming(obs, err, apply)
 	if e.cfg.ReadOnly {
 		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
 			e.journal = j
 		}
 	}
-	return snap, err
+	return obs, err
 }
 
 func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	rep := Report{Started: e.now()}
-	snap, err := e.observe(ctx, apply)
+	obs, err := e.observe(ctx, apply)
 	switch {
-	case err != nil && primaryGone(err) && snap.Standby.Info.VersionNum != 0:
-		return e.judgeWithoutPrimary(ctx, rep, snap, err, apply)
+	case err != nil && primaryGone(err) && obs.Standby.Info.VersionNum != 0:
+		return e.judgeWithoutPrimary(ctx, rep, obs, err, apply)
 	case err != nil:
 		return rep, err
-	case !snap.Standby.Info.InRecovery:
-		return e.asPrimary(ctx, rep, snap, apply)
+	case !obs.Standby.Info.InRecovery:
+		return e.asPrimary(ctx, rep, obs, apply)
 	}
 	e.noteRole(RoleStandby)
 	if e.logged.withoutPrimary {
 		e.log.Info("the primary answers again: the gate judges with it")
 		e.logged.withoutPrimary = false
 	}
-	if snap.PrimaryChanged && apply {
-		e.log.Info("following the standby's primary_conninfo to its primary", "primary", snap.PrimaryAddr, "logs_in_as", snap.PrimaryUser,
-			"system_identifier", snap.Primary.Info.SystemID, "timeline", snap.Primary.Info.Timeline)
+	if obs.PrimaryChanged && apply {
+		e.log.Info("following the standby's primary_conninfo to its primary", "primary", obs.PrimaryAddr, "logs_in_as", obs.PrimaryUser,
+			"system_identifier", obs.Primary.Info.SystemID, "timeline", obs.Primary.Info.Timeline)
 	}
 	rep.Role = RoleStandby
-	rep.Warnings = snap.Warnings
-	rep.Major = snap.Standby.Info.Major()
-	rep.Primary, rep.Standby = summarize(snap.Primary.Info), summarize(snap.Standby.Info)
-	if err := e.checkJournalCluster(snap.Primary.Info.SystemID); err != nil {
+	rep.Warnings = obs.Warnings
+	rep.Major = obs.Standby.Info.Major()
+	rep.Primary, rep.Standby = summarize(obs.Primary.Info), summarize(obs.Standby.Info)
+	if err := e.checkJournalCluster(obs.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
-	method, err := e.chooseMethod(snap.Standby.Info, apply)
+	method, err := e.chooseMethod(obs.Standby.Info, apply)
 	if err != nil {
 		return rep, err
 	}
 	rep.Method = method
 	drive := e.traits.ServerSyncs && e.cfg.Native.Drive
-	if err := e.verifyMethod(&snap, method, drive); err != nil {
+	if err := e.verifyMethod(&obs, method, drive); err != nil {
 		return rep, err
 	}
 	e.driving = apply && drive
-	rep.Warnings = snap.Warnings
+	rep.Warnings = obs.Warnings
 	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
-		e.manageStandbySlots(ctx, true, StandbySlotsInput{Setting: snap.Primary.Info.SynchronizedStandbySlots, Listed: snap.SyncedStandbySlots,
-			Own: snap.Standby.Info.PrimarySlotName, OwnStreaming: snap.Physical.Active, GoneAfter: e.cfg.Native.StandbyGoneAfter})
+		e.manageStandbySlots(ctx, true, StandbySlotsInput{Setting: obs.Primary.Info.SynchronizedStandbySlots, Listed: obs.SyncedStandbySlots,
+			Own: obs.Standby.Info.PrimarySlotName, OwnStreaming: obs.Physical.Active, GoneAfter: e.cfg.Native.StandbyGoneAfter})
 	}
 
 	if apply {
-		e.noteChangesUnder(snap.Standby)
+		e.noteChangesUnder(obs.Standby)
 	}
-	actions := Plan(e.planInput(ctx, snap, apply))
+	actions := Plan(e.planInput(ctx, obs, apply))
 	results := make([]result, len(actions))
-	after, fresh := snap.Standby.Slots, true
+	after, fresh := obs.Standby.Slots, true
 	if apply {
-		if err := e.checkStandby(snap.Standby.Info); err != nil {
+		if err := e.checkStandby(obs.Standby.Info); err != nil {
 			return rep, err // before anything is written or restarted
 		}
-		e.logWarnings(snap.Warnings)
+		e.logWarnings(obs.Warnings)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-		if err := e.recordIntents(actions, snap.Primary.Info.Timeline, snap.Primary.Info.CurrentLSN); err != nil {
+		if err := e.recordIntents(actions, obs.Primary.Info.Timeline, obs.Primary.Info.CurrentLSN); err != nil {
 			return rep, err
 		}
 		if err := failpoint.Hit("engine.intents-written"); err != nil {
 			return rep, err
 		}
-		results, rep.StandbyRestarts = e.execute(ctx, snap, actions)
+		results, rep.StandbyRestarts = e.execute(ctx, obs, actions)
 		_ = failpoint.Hit("engine.actions-done")
-		if err := e.recordResults(actions, results, snap.Primary.Info.StartedAt, snap.Primary.Info.Timeline); err != nil {
+		if err := e.recordResults(actions, results, obs.Primary.Info.StartedAt, obs.Primary.Info.Timeline); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if e.anyChanged(actions, results) {
-			s, err := e.obs.StandbySlots(ctx, snap.Standby.Info.VersionNum)
+			s, err := e.obs.StandbySlots(ctx, obs.Standby.Info.VersionNum)
 			if err == nil {
 				after = s
 			}
@@ -311,19 +311,19 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		}
 	}
 	if apply {
-		e.markProtection(snap, after, madeNow(actions))
+		e.markProtection(obs, after, madeNow(actions))
 	}
-	rep.Slots = e.judge(snap, after, actions, results)
+	rep.Slots = e.judge(obs, after, actions, results)
 	if e.cfg.ReadOnly && (e.cfg.StateDir == "" || len(e.journal.Slots) == 0 && e.journal.Gate == nil) {
 		withoutJournal(rep.Slots)
 	}
-	rep.StandbyOnly = standbyOnly(snap, after, e.journal)
-	rep.Selected, rep.Unselected = e.cfg.Select.Unselected(snap.Primary.Slots)
+	rep.StandbyOnly = standbyOnly(obs, after, e.journal)
+	rep.Selected, rep.Unselected = e.cfg.Select.Unselected(obs.Primary.Slots)
 	e.noteSelection(rep, apply)
 	if apply {
 		e.noteReadiness(rep)
-		e.recordGate(snap, method, rep.Slots)
-		e.remember(snap, actions, results, rep.Slots, after, fresh)
+		e.recordGate(obs, method, rep.Slots)
+		e.remember(obs, actions, results, rep.Slots, after, fresh)
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
@@ -331,13 +331,13 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 
 // planInput is what the plan of a pass decides from: the observation, the journal, the memory
 // and the configuration.
-func (e *Engine) planInput(ctx context.Context, snap Observation, apply bool) PlanInput {
-	started := snap.Primary.Info.StartedAt
+func (e *Engine) planInput(ctx context.Context, obs Observation, apply bool) PlanInput {
+	started := obs.Primary.Info.StartedAt
 	return PlanInput{
-		History:       e.history(ctx, snap.Primary.Info.Timeline),
-		Prepared:      snap.Prepared,
-		Primary:       snap.Primary,
-		Standby:       snap.Standby,
+		History:       e.history(ctx, obs.Primary.Info.Timeline),
+		Prepared:      obs.Prepared,
+		Primary:       obs.Primary,
+		Standby:       obs.Standby,
 		Journal:       e.journal,
 		Select:        e.cfg.Select,
 		Traits:        e.traits,
@@ -347,7 +347,7 @@ func (e *Engine) planInput(ctx context.Context, snap Observation, apply bool) Pl
 		AdoptCopies:   e.cfg.AdoptCopies,
 		AdvanceStep:   e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
-			lsncheck.RestartLSNMayRegress(snap.Primary.Info.VersionNum),
+			lsncheck.RestartLSNMayRegress(obs.Primary.Info.VersionNum),
 		Failing:   e.backoffs(apply),
 		Now:       e.now(),
 		Copies:    e.mem.copies,
@@ -357,13 +357,13 @@ func (e *Engine) planInput(ctx context.Context, snap Observation, apply bool) Pl
 
 // markProtection records, after an applying pass, what rule 4 learned of each copy's catalog
 // rows and prepared transactions (never for the copies the pass made: made).
-func (e *Engine) markProtection(snap Observation, after map[string]topology.Slot, made map[string]bool) {
+func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot, made map[string]bool) {
 	if e.traits.OwnDecoding {
-		e.journal, _ = horizonSeen(e.journal, snap, after, made)
-		e.journal, _ = twoPhaseSeen(e.journal, snap, made)
+		e.journal, _ = horizonSeen(e.journal, obs, after, made)
+		e.journal, _ = twoPhaseSeen(e.journal, obs, made)
 	}
 	if e.traits.NeedsHorizon {
-		if next, kept := horizonKept(e.journal, snap, made); kept {
+		if next, kept := horizonKept(e.journal, obs, made); kept {
 			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
 			// proof was lost would be made again. A failed write keeps it in memory, for the
 			// next journal write.
@@ -409,12 +409,12 @@ func (e *Engine) checkStandby(standby topology.NodeInfo) error {
 
 // verifyMethod checks what the method needs of the standby (a driven native sync needs no
 // sync_replication_slots) and adds the server sync's warnings where it matters.
-func (e *Engine) verifyMethod(snap *Observation, method topology.Method, drive bool) error {
-	if err := topology.VerifyMethod(snap.Standby.Info, method, drive); err != nil {
+func (e *Engine) verifyMethod(obs *Observation, method topology.Method, drive bool) error {
+	if err := topology.VerifyMethod(obs.Standby.Info, method, drive); err != nil {
 		return err
 	}
-	if e.traits.ServerSyncs || anyFailover(snap.Primary.Slots) {
-		snap.Warnings = append(snap.Warnings, topology.NativeWarnings(snap.Primary.Info, snap.Standby.Info, snap.SyncedStandbySlots)...)
+	if e.traits.ServerSyncs || anyFailover(obs.Primary.Slots) {
+		obs.Warnings = append(obs.Warnings, topology.NativeWarnings(obs.Primary.Info, obs.Standby.Info, obs.SyncedStandbySlots)...)
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ func horizonSeenAt(ent *Entry) lsncheck.LSN {
 // where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
 // journal to keep (written with the next journal write) and whether anything changed. Copies made
 // in this pass (made) are not judged on it: the pass observed the standby before they existed.
-func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool) (*Journal, bool) {
-	return markHorizon(j, snap, copies, made, func(string, topology.Slot) bool { return true })
+func horizonSeen(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, obs, copies, made, func(string, topology.Slot) bool { return true })
 }
 
 // horizonKept records, for each state-file copy, the first observation where the standby's
@@ -34,18 +34,18 @@ func horizonSeen(j *Journal, snap Observation, copies map[string]topology.Slot, 
 // carries the copy's catalog_xmin. Copies made or made again in this pass (made) are not judged
 // on it: its observation is of the copy they replace, whose catalog hold proves nothing of
 // theirs. It is pure: it returns the journal and whether it changed.
-func horizonKept(j *Journal, snap Observation, made map[string]bool) (*Journal, bool) {
-	return markHorizon(j, snap, snap.Standby.Slots, made, func(name string, cp topology.Slot) bool {
-		return catalogKept(snap.Primary.Slots, snap.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
+func horizonKept(j *Journal, obs Observation, made map[string]bool) (*Journal, bool) {
+	return markHorizon(j, obs, obs.Standby.Slots, made, func(name string, cp topology.Slot) bool {
+		return catalogKept(obs.Primary.Slots, obs.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
 	})
 }
 
 // markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose
 // copy the standby's horizon covers now, where kept also holds, but for the copies made in this
 // pass (made).
-func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, made map[string]bool, kept func(string, topology.Slot) bool) (*Journal, bool) {
-	horizon := snap.Physical.CatalogHorizon()
-	if horizon == 0 || snap.Primary.Info.CurrentLSN == 0 {
+func markHorizon(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool, kept func(string, topology.Slot) bool) (*Journal, bool) {
+	horizon := obs.Physical.CatalogHorizon()
+	if horizon == 0 || obs.Primary.Info.CurrentLSN == 0 {
 		return j, false
 	}
 	var next *Journal
@@ -59,7 +59,7 @@ func markHorizon(j *Journal, snap Observation, copies map[string]topology.Slot, 
 		if next == nil {
 			next = j.clone()
 		}
-		next.Slots[name].HorizonSeenAt = snap.Primary.Info.CurrentLSN
+		next.Slots[name].HorizonSeenAt = obs.Primary.Info.CurrentLSN
 	}
 	if next == nil {
 		return j, false
@@ -105,13 +105,13 @@ func madeNow(actions []Action) map[string]bool {
 // prepared transactions in its database from the first observation after the copy was made,
 // until none of those is pending; it records where that was first seen (rule 4). Copies made
 // in this pass wait for the next observation. It is pure.
-func twoPhaseSeen(j *Journal, snap Observation, skip map[string]bool) (*Journal, bool) {
+func twoPhaseSeen(j *Journal, obs Observation, skip map[string]bool) (*Journal, bool) {
 	var next *Journal
 	for name, ent := range j.Slots {
-		if ent.TwoPhaseFrom == 0 || ent.TwoPhaseSettledAt != 0 || skip[name] || snap.Primary.Info.CurrentLSN < ent.TwoPhaseFrom {
+		if ent.TwoPhaseFrom == 0 || ent.TwoPhaseSettledAt != 0 || skip[name] || obs.Primary.Info.CurrentLSN < ent.TwoPhaseFrom {
 			continue
 		}
-		now := snap.Prepared[ent.Identity.Database]
+		now := obs.Prepared[ent.Identity.Database]
 		var pending []lsncheck.XID
 		for _, x := range ent.TwoPhasePending {
 			if slices.Contains(now, x) {
@@ -127,7 +127,7 @@ func twoPhaseSeen(j *Journal, snap Observation, skip map[string]bool) (*Journal,
 		e := next.Slots[name]
 		e.TwoPhaseSeen, e.TwoPhasePending = true, pending
 		if len(pending) == 0 {
-			e.TwoPhaseSettledAt = snap.Primary.Info.CurrentLSN
+			e.TwoPhaseSettledAt = obs.Primary.Info.CurrentLSN
 		}
 	}
 	if next == nil {

@@ -6,7 +6,7 @@ import (
 )
 
 // judge builds the per-slot report with each slot's readiness verdict.
-func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
+func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
 	var out []SlotReport
 	for i, a := range actions {
 		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
@@ -19,17 +19,17 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 		if ent := e.journal.Slots[a.Slot]; ent != nil {
 			sr.Incarnation = ent.Incarnation
 		}
-		ps, onPrimary := snap.Primary.Slots[a.Slot]
+		ps, onPrimary := obs.Primary.Slots[a.Slot]
 		cp, hasCopy := standbySlots[a.Slot]
 		if hasCopy {
 			pos := cp.Position
 			sr.Copy = &pos
 			sr.CopyWALStatus = cp.WALStatus
-			sr.CopyRetainedWALBytes = retained(snap.Standby.Info.WALEnd(), cp.RestartLSN)
+			sr.CopyRetainedWALBytes = retained(obs.Standby.Info.WALEnd(), cp.RestartLSN)
 		}
 		if onPrimary {
 			sr.PrimaryWALStatus = ps.WALStatus
-			sr.PrimaryRetainedWALBytes = retained(snap.Primary.Info.WALEnd(), ps.RestartLSN)
+			sr.PrimaryRetainedWALBytes = retained(obs.Primary.Info.WALEnd(), ps.RestartLSN)
 		}
 		if onPrimary && !ps.Temporary && a.Code != CodeUnselected && a.Code != CodeLeftAloneDropped {
 			pos := ps.Position
@@ -41,12 +41,12 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
-				OtherSynchronizer: e.otherWriter(snap.Standby.Info, a),
+				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: e.traits.NeedsSnapshot && ent != nil && ent.WALVerified,
-				StandbyWALEnd:    snap.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
+				StandbyWALEnd:    obs.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
 				RequireHorizon:  e.traits.NeedsHorizon,
-				StandbyHorizon:  snap.Physical.CatalogHorizon(),
+				StandbyHorizon:  obs.Physical.CatalogHorizon(),
 				WALVerified:     ent != nil && ent.WALVerified,
 				RequireSnapshot: e.traits.NeedsSnapshot,
 				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
@@ -54,10 +54,10 @@ func (e *Engine) judge(snap Observation, standbySlots map[string]topology.Slot, 
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
 				OwnDecoding:         e.traits.OwnDecoding,
 				HorizonSeenAt:       horizonSeenAt(ent),
-				StandbyReplay:       snap.Standby.Info.ReplayLSN,
+				StandbyReplay:       obs.Standby.Info.ReplayLSN,
 				Exact:               e.cfg.Exact,
 				DecodeError:         decodeError(ent),
-				TwoPhaseAtUnsynced:  ps.Failover && ps.TwoPhase && snap.Primary.Info.Major() == 17,
+				TwoPhaseAtUnsynced:  ps.Failover && ps.TwoPhase && obs.Primary.Info.Major() == 17,
 				TwoPhasePending:     twoPhasePending(ent, ps),
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase

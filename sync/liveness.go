@@ -30,7 +30,7 @@ func primaryGone(err error) bool {
 // judgeWithoutPrimary answers for a pass whose primary is gone, from the standby and the
 // journal's gate record (rule 8). Inspect returns the verdict (unless Strict); a pass that would
 // apply still fails (nothing was changed) but carries the verdict for /promotion-ready.
-func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Observation, perr error, apply bool) (Report, error) {
+func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observation, perr error, apply bool) (Report, error) {
 	rec := e.journal.Gate
 	switch {
 	case errors.Is(perr, ErrPrimaryAlive):
@@ -40,23 +40,23 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, snap Obser
 	case rec == nil:
 		return rep, fmt.Errorf("%w; no earlier observation of the primary is recorded in the state directory (give check the daemon's --state-dir)", perr)
 	}
-	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
+	if err := e.checkJournalCluster(obs.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if err := cannotTell(snap.Standby.Info, perr, rec, e.now(), e.cfg.MaxRecordAge); err != nil {
+	if err := cannotTell(obs.Standby.Info, perr, rec, e.now(), e.cfg.MaxRecordAge); err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
-	snap, err := e.primaryLost(ctx, snap, perr, apply)
+	obs, err := e.primaryLost(ctx, obs, perr, apply)
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
 	age := e.now().Sub(rec.ObservedAt)
 	rep.Role = RoleStandby
-	rep.Major = snap.Standby.Info.Major()
+	rep.Major = obs.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
-	rep.Standby = summarize(snap.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), snap.Standby, e.cfg.Select, e.cfg.Exact, snap.DemotedWALEnd)
-	unknown := notInRecord(rec, e.journal, snap.Standby, e.cfg.Select)
+	rep.Standby = summarize(obs.Standby.Info)
+	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, obs.DemotedWALEnd)
+	unknown := notInRecord(rec, e.journal, obs.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
@@ -142,8 +142,8 @@ func livePrimarySeen(standby topology.NodeInfo, err error) bool {
 // engine also writes into the journal, once per change, when the standby stopped streaming (the
 // last time it saw it stream), so that check, a process of its own, knows how long the standby
 // has been without its primary.
-func (e *Engine) noteStreaming(snap Observation, err error, apply bool) {
-	info := snap.Standby.Info
+func (e *Engine) noteStreaming(obs Observation, err error, apply bool) {
+	info := obs.Standby.Info
 	if info.VersionNum == 0 {
 		return // the standby was not observed
 	}
@@ -193,7 +193,7 @@ func (e *Engine) lastStreamed() time.Time {
 // demoted (perr, or a later observation; JudgeUpstream) takes no writes: no need to wait, once
 // the standby holds the WAL it has (a judgement that changes nothing watches for that too). It
 // returns the latest view of the standby.
-func (e *Engine) primaryLost(ctx context.Context, snap Observation, perr error, apply bool) (Observation, error) {
+func (e *Engine) primaryLost(ctx context.Context, obs Observation, perr error, apply bool) (Observation, error) {
 	const every = 250 * time.Millisecond
 	for i := 0; ; i++ {
 		demoted := errors.Is(perr, ErrPrimaryInRecovery)
@@ -201,36 +201,36 @@ func (e *Engine) primaryLost(ctx context.Context, snap Observation, perr error, 
 		lost := e.now().Sub(since)
 		last := apply || i > int(e.cfg.PrimaryGoneAfter/every)+4
 		switch {
-		case demoted && (last || snap.Standby.Info.WALEnd() >= snap.DemotedWALEnd):
+		case demoted && (last || obs.Standby.Info.WALEnd() >= obs.DemotedWALEnd):
 			// Demoted: gone at once, once the standby holds the demoted server's WAL (past the
 			// wait, the verdicts say what the standby lacks).
-			return snap, nil
+			return obs, nil
 		case !demoted && lost >= e.cfg.PrimaryGoneAfter:
-			return snap, nil
+			return obs, nil
 		case last:
 			// The message names the moment, not the time since: a daemon logs it once.
-			return snap, fmt.Errorf("%w: the standby has not streamed from its primary since %s only; the gate judges without the primary once "+
+			return obs, fmt.Errorf("%w: the standby has not streamed from its primary since %s only; the gate judges without the primary once "+
 				"it has been gone for %s (--primary-gone-after): until then the standby may be reconnecting to a primary that is alive",
 				ErrCannotTell, since.UTC().Format("15:04:05.0"), e.cfg.PrimaryGoneAfter)
 		case i == 0 && demoted:
 			e.log.Info("the primary is demoted and the standby lacks some of its WAL: watching whether it receives it before judging",
-				"standby_wal_end", snap.Standby.Info.WALEnd().String(), "demoted_wal_end", snap.DemotedWALEnd.String())
+				"standby_wal_end", obs.Standby.Info.WALEnd().String(), "demoted_wal_end", obs.DemotedWALEnd.String())
 		case i == 0:
 			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",
 				"watch_seconds", (e.cfg.PrimaryGoneAfter - lost).Seconds())
 		}
 		if err := e.sleep(ctx, every); err != nil {
-			return snap, err
+			return obs, err
 		}
 		octx, cancel := context.WithTimeout(ctx, e.cfg.ObserveTimeout)
 		next, err := e.obs.Observe(octx)
 		cancel()
 		switch {
 		case err == nil || livePrimarySeen(next.Standby.Info, err):
-			return snap, ErrPrimaryAlive // it answers again, or the standby streams from it again
+			return obs, ErrPrimaryAlive // it answers again, or the standby streams from it again
 		case !primaryGone(err) || next.Standby.Info.VersionNum == 0:
-			return snap, err
+			return obs, err
 		}
-		snap, perr = next, err
+		obs, perr = next, err
 	}
 }

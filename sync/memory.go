@@ -142,7 +142,7 @@ type slotFailure struct {
 
 // remember is the one place the engine's memory changes after an applying pass: what each
 // action did (noteOutcome), the copies counted and to make again, and what the watch may move.
-func (e *Engine) remember(snap Observation, actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot, fresh bool) {
+func (e *Engine) remember(obs Observation, actions []Action, results []result, slots []SlotReport, after map[string]topology.Slot, fresh bool) {
 	unknown := map[string]bool{}
 	for i, a := range actions {
 		r := results[i]
@@ -166,8 +166,8 @@ func (e *Engine) remember(snap Observation, actions []Action, results []result, 
 		}
 	}
 	e.watchable(actions, results, after)
-	e.mem.watchFrom = topology.IDOf(snap.Primary.Info)
-	e.mem.leftAt(e.journal, snap.Standby.Info.StartedAt, after, unknown)
+	e.mem.watchFrom = topology.IDOf(obs.Primary.Info)
+	e.mem.leftAt(e.journal, obs.Standby.Info.StartedAt, after, unknown)
 }
 
 // backoffs is the planner's view of the failing slots (an inspection holds nothing back).

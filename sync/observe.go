@@ -42,17 +42,17 @@ type Observation struct {
 
 // inRecovery ends an observation whose primary link reached a server in recovery (rule 8): the
 // standby's half, with why the primary was not asked (JudgeUpstream), or a configuration error.
-func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, snap Observation) (Observation, error) {
-	reached := snap.Primary.Info
-	snap.Primary = NodeState{}
-	err := o.judgeUpstream(ctx, sconn, pconn, snap.Standby.Info, reached)
+func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, obs Observation) (Observation, error) {
+	reached := obs.Primary.Info
+	obs.Primary = NodeState{}
+	err := o.judgeUpstream(ctx, sconn, pconn, obs.Standby.Info, reached)
 	switch {
 	case errors.Is(err, ErrPrimaryInRecovery):
-		snap.DemotedWALEnd = reached.WALEnd() // its consumers may hold up to there
+		obs.DemotedWALEnd = reached.WALEnd() // its consumers may hold up to there
 	case Classify(err) == Stop:
 		return Observation{}, err
 	}
-	return snap, &NodeError{"primary", err}
+	return obs, &NodeError{"primary", err}
 }
 
 // judgeUpstream reads what JudgeUpstream needs of a server in recovery reached as the primary:
@@ -207,16 +207,16 @@ func (o *pgObserver) reset(c **pgx.Conn) {
 // the primary, checks that they are one pair, and lists both nodes' slots.
 // A connection the server closed since the last pass (a restart) is replaced once.
 func (o *pgObserver) Observe(ctx context.Context) (Observation, error) {
-	snap, err := o.observe(ctx)
+	obs, err := o.observe(ctx)
 	if err != nil && topology.StaleConnection(err) && ctx.Err() == nil {
 		o.Reset()
-		snap, err = o.observe(ctx)
+		obs, err = o.observe(ctx)
 	}
-	return snap, err
+	return obs, err
 }
 
-func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) {
-	snap.Taken = time.Now()
+func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
+	obs.Taken = time.Now()
 	sconn, err := o.conn(ctx, o.standby, &o.sconn)
 	if err != nil {
 		return Observation{}, &NodeError{"standby", err}
@@ -229,90 +229,90 @@ func (o *pgObserver) observe(ctx context.Context) (snap Observation, err error) 
 			o.reset(&o.pconn)
 		}
 	}()
-	if snap.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
+	if obs.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	// The standby's slots are listed before the primary is asked: when the primary does not
 	// answer, the gate still judges from them (rule 8).
-	if snap.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, snap.Standby.Info.VersionNum); err != nil {
+	if obs.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, obs.Standby.Info.VersionNum); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
-	i := snap.Standby.Info
+	i := obs.Standby.Info
 	o.snapshots = i.InRecovery && i.CanStatFiles && i.Major() <= 16
-	if err := o.readSnapshots(ctx, sconn, snap.Standby.Slots); err != nil {
+	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	standbyOnly := func(perr error) (Observation, error) {
 		if perr != nil {
-			return snap, &NodeError{"primary", perr}
+			return obs, &NodeError{"primary", perr}
 		}
-		return snap, nil
+		return obs, nil
 	}
-	if !snap.Standby.Info.InRecovery {
-		if o.ownStandbySlots && snap.Standby.Info.Major() >= 17 {
-			if snap.OwnStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, sconn, snap.Standby.Info.SynchronizedStandbySlots); err != nil {
+	if !obs.Standby.Info.InRecovery {
+		if o.ownStandbySlots && obs.Standby.Info.Major() >= 17 {
+			if obs.OwnStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, sconn, obs.Standby.Info.SynchronizedStandbySlots); err != nil {
 				return Observation{}, &NodeError{"standby", err}
 			}
 		}
 		return standbyOnly(nil) // this node is a primary now: nothing to sync (rule 9)
 	}
-	changed, err := o.primary.follow(snap.Standby.Info.PrimaryConninfo)
+	changed, err := o.primary.follow(obs.Standby.Info.PrimaryConninfo)
 	if err != nil {
 		return Observation{}, err
 	}
 	if changed {
 		o.reset(&o.pconn)
-		snap.PrimaryChanged = true
+		obs.PrimaryChanged = true
 	}
 	if ep := o.primary.Endpoint(); ep != nil {
-		snap.PrimaryUser, snap.PrimaryAddr = ep.User(), ep.Addr()
+		obs.PrimaryUser, obs.PrimaryAddr = ep.User(), ep.Addr()
 	}
 	pconn, err := o.primaryConn(ctx)
-	if errors.Is(err, errNoPrimary) && !snap.Standby.Info.CanReadAllSettings {
+	if errors.Is(err, errNoPrimary) && !obs.Standby.Info.CanReadAllSettings {
 		err = topology.ErrPrimaryConninfoUnreadable // "empty" may only be unreadable
 	}
 	if err != nil {
 		return standbyOnly(err)
 	}
-	if snap.Primary.Info, err = topology.ReadNodeInfo(ctx, pconn); err != nil {
+	if obs.Primary.Info, err = topology.ReadNodeInfo(ctx, pconn); err != nil {
 		o.reset(&o.pconn)
 		return standbyOnly(err)
 	}
-	if snap.Primary.Info.InRecovery && !o.noVerify {
-		return o.inRecovery(ctx, sconn, pconn, snap)
+	if obs.Primary.Info.InRecovery && !o.noVerify {
+		return o.inRecovery(ctx, sconn, pconn, obs)
 	}
-	if name := snap.Standby.Info.PrimarySlotName; name != "" {
-		if snap.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
+	if name := obs.Standby.Info.PrimarySlotName; name != "" {
+		if obs.Physical, err = topology.ReadPhysicalSlot(ctx, pconn, name); err != nil {
 			return standbyOnly(err)
 		}
 	}
-	if err := topology.Verify(snap.Primary.Info, snap.Standby.Info, snap.Physical, topology.MethodAuto); err != nil && !o.noVerify {
+	if err := topology.Verify(obs.Primary.Info, obs.Standby.Info, obs.Physical, topology.MethodAuto); err != nil && !o.noVerify {
 		return Observation{}, err
 	}
-	if err := topology.CheckFollows(snap.Primary.Info, snap.Standby.Info, snap.Physical); err != nil && !o.noVerify {
+	if err := topology.CheckFollows(obs.Primary.Info, obs.Standby.Info, obs.Physical); err != nil && !o.noVerify {
 		return Observation{}, err // rule 7: a pass to retry
 	}
-	snap.Warnings = topology.Warnings(snap.Primary.Info, snap.Standby.Info, snap.Physical)
-	if snap.Primary.Info.Major() >= 17 {
-		if snap.SyncedStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, pconn, snap.Primary.Info.SynchronizedStandbySlots); err != nil {
+	obs.Warnings = topology.Warnings(obs.Primary.Info, obs.Standby.Info, obs.Physical)
+	if obs.Primary.Info.Major() >= 17 {
+		if obs.SyncedStandbySlots, err = topology.ReadSyncedStandbySlots(ctx, pconn, obs.Primary.Info.SynchronizedStandbySlots); err != nil {
 			return standbyOnly(err)
 		}
 	}
-	if snap.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, snap.Primary.Info.VersionNum); err != nil {
+	if obs.Primary.Slots, err = topology.LogicalSlots(ctx, pconn, obs.Primary.Info.VersionNum); err != nil {
 		return standbyOnly(err)
 	}
-	if anyTwoPhase(snap.Primary.Slots) {
-		if snap.Prepared, err = topology.PreparedXacts(ctx, pconn); err != nil {
+	if anyTwoPhase(obs.Primary.Slots) {
+		if obs.Prepared, err = topology.PreparedXacts(ctx, pconn); err != nil {
 			return standbyOnly(err)
 		}
 	}
 	// Rule 5 compares what a consumer may hold (read on the primary just now) with what the
 	// standby has: its flushed WAL is read again, so that WAL written in between does not count
 	// as missing. A failure here keeps the earlier, smaller value.
-	if l, err := topology.ReadReceiveLSN(ctx, sconn); err == nil && l > snap.Standby.Info.ReceiveLSN {
-		snap.Standby.Info.ReceiveLSN = l
+	if l, err := topology.ReadReceiveLSN(ctx, sconn); err == nil && l > obs.Standby.Info.ReceiveLSN {
+		obs.Standby.Info.ReceiveLSN = l
 	}
-	return snap, nil
+	return obs, nil
 }
 
 func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error) {

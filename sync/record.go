@@ -277,15 +277,15 @@ func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) 
 
 // recordGate keeps the journal's gate record fresh: at once when a verdict changed or the standby
 // stopped or resumed streaming, otherwise every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
-func (e *Engine) recordGate(snap Observation, method topology.Method, slots []SlotReport) {
-	rec := newGateRecord(snap.Taken, method, synchronizedStandby(snap), snap.Standby.Info, slots)
-	_, rec.Unselected = e.cfg.Select.Unselected(snap.Primary.Slots)
+func (e *Engine) recordGate(obs Observation, method topology.Method, slots []SlotReport) {
+	rec := newGateRecord(obs.Taken, method, synchronizedStandby(obs), obs.Standby.Info, slots)
+	_, rec.Unselected = e.cfg.Select.Unselected(obs.Primary.Slots)
 	if rec.StandbyCutOff {
-		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(snap))
+		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(obs))
 	}
 	// The next record comes with a pass within GateRecordInterval, each pass an interval plus
 	// as long as this one took (a thousand slots, a standby restart): two of them for room.
-	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(snap.Taken), 0)))
+	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(obs.Taken), 0)))
 	old := e.journal.Gate
 	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
@@ -298,9 +298,9 @@ func (e *Engine) recordGate(snap Observation, method topology.Method, slots []Sl
 
 // ownSlotInactiveFor is how long the standby's physical slot, listed in the primary's
 // synchronized_standby_slots, had had no walsender (0 when active or not listed).
-func ownSlotInactiveFor(snap Observation) time.Duration {
-	for _, s := range snap.SyncedStandbySlots {
-		if s.Name == snap.Standby.Info.PrimarySlotName && !s.Active {
+func ownSlotInactiveFor(obs Observation) time.Duration {
+	for _, s := range obs.SyncedStandbySlots {
+		if s.Name == obs.Standby.Info.PrimarySlotName && !s.Active {
 			return s.InactiveFor
 		}
 	}
@@ -324,9 +324,9 @@ func (r *GateRecord) heldBackAt(now time.Time) *GateRecord {
 
 // synchronizedStandby reports whether the primary's synchronized_standby_slots lists this
 // standby's physical slot (17+).
-func synchronizedStandby(snap Observation) bool {
-	for _, s := range snap.SyncedStandbySlots {
-		if s.Name == snap.Standby.Info.PrimarySlotName && s.Name != "" {
+func synchronizedStandby(obs Observation) bool {
+	for _, s := range obs.SyncedStandbySlots {
+		if s.Name == obs.Standby.Info.PrimarySlotName && s.Name != "" {
 			return true
 		}
 	}

@@ -98,10 +98,10 @@ func summarize(n topology.NodeInfo) NodeSummary {
 }
 
 // standbyOnly names standby slots that are neither on the primary nor in the journal.
-func standbyOnly(snap Observation, standby map[string]topology.Slot, j *Journal) []string {
+func standbyOnly(obs Observation, standby map[string]topology.Slot, j *Journal) []string {
 	var out []string
 	for _, name := range sortedKeys(standby) {
-		_, onPrimary := snap.Primary.Slots[name]
+		_, onPrimary := obs.Primary.Slots[name]
 		_, owned := j.Slots[name]
 		if !onPrimary && !owned {
 			out = append(out, name)

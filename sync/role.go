@@ -36,20 +36,20 @@ func (e *Engine) noteRole(r Role) {
 // standby again its slots (copies promoted with it, or a demoted primary's own, now stale)
 // are managed like any other copy: never moved back, recreated when the new primary's slot
 // is another incarnation, never judged READY while stale.
-func (e *Engine) asPrimary(ctx context.Context, rep Report, snap Observation, apply bool) (Report, error) {
+func (e *Engine) asPrimary(ctx context.Context, rep Report, obs Observation, apply bool) (Report, error) {
 	e.noteRole(RolePrimary)
 	rep.Role = RolePrimary
-	rep.Major = snap.Standby.Info.Major()
-	rep.Standby = summarize(snap.Standby.Info)
-	if err := e.checkJournalCluster(snap.Standby.Info.SystemID); err != nil {
+	rep.Major = obs.Standby.Info.Major()
+	rep.Standby = summarize(obs.Standby.Info)
+	if err := e.checkJournalCluster(obs.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
 	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
-		e.manageStandbySlots(ctx, false, StandbySlotsInput{Setting: snap.Standby.Info.SynchronizedStandbySlots,
-			Listed: snap.OwnStandbySlots, GoneAfter: e.cfg.Native.StandbyGoneAfter})
+		e.manageStandbySlots(ctx, false, StandbySlotsInput{Setting: obs.Standby.Info.SynchronizedStandbySlots,
+			Listed: obs.OwnStandbySlots, GoneAfter: e.cfg.Native.StandbyGoneAfter})
 	}
 	if apply {
-		next, changed := ownSlots(e.journal, snap.Standby, e.cfg.Select, e.now().UTC(), e.cfg.GateRecordInterval)
+		next, changed := ownSlots(e.journal, obs.Standby, e.cfg.Select, e.now().UTC(), e.cfg.GateRecordInterval)
 		if next.Gate != nil || !next.StandbyLostPrimaryAt.IsZero() {
 			// The gate record, and when the standby lost its primary, belong to the node's era
 			// as a standby: a primary has nothing to judge, and a record kept through it would
