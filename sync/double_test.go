@@ -103,7 +103,8 @@ func (o *simObserver) Observe(context.Context) (Observation, error) {
 		err := JudgeUpstream(f)
 		out := Observation{Standby: s.Standby}
 		if errors.Is(err, ErrPrimaryInRecovery) {
-			out.DemotedWALEnd = f.Reached.WALEnd()
+			// The demoted server keeps the primary's slots as they were.
+			out.DemotedWALEnd, out.DemotedSlots = f.Reached.WALEnd(), clone(o.snap.Primary.Slots)
 		}
 		if Classify(err) == Stop {
 			return Observation{}, err

@@ -184,6 +184,38 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 	})
 }
 
+// TestFaultPrimaryDemotedSlotRemade (rule 8; found by the fault explorer, draw 5, seed 20261709
+// on 14 and 17: 759 and 765 changes lost): a READY record, then, before slotsync observes the
+// primary again, the slot is made again there from an older copy of it (its consumer will start
+// over behind the standby's copy), and the primary is demoted. The record is fresh and the copy
+// unchanged, but the demoted primary still shows its slots: judged without the primary, the copy
+// is NOT READY (identity_mismatch). Before, it was READY, and a promotion skipped the consumer
+// past everything between the older slot and the copy.
+func TestFaultPrimaryDemotedSlotRemade(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('older', 'test_decoding')"))
+		f.readyCopy()
+		f.insert(3)
+		f.consume(f.pair.Primary, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.untilReady("cdc", func() {})
+		// Unobserved by slotsync: cdc made again from the older slot, then the demotion.
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_copy_logical_replication_slot('older', 'cdc')"))
+		f.must(f.pair.DemotePrimary(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil || !strings.Contains(rep.WithoutPrimary.Why, "in recovery") {
+			t.Fatalf("want a judgement without the demoted primary, got %v (%+v)", err, rep.WithoutPrimary)
+		}
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" && (s.Verdict.Ready || !slices.Contains(s.Verdict.Reasons, lsncheck.ReasonIdentityMismatch)) {
+				t.Fatalf("a slot made again on the primary after the record: %+v", s.Verdict)
+			}
+		}
+	})
+}
+
 // TestFaultRecordStandbyCutOff (rule 8; seen while reading the chaos drill's seed 20261214):
 // the standby stops streaming from a primary that still answers slotsync; a pass records READY
 // (the consumer is not ahead yet); the consumer then receives changes the standby never gets,

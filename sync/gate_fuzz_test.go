@@ -49,7 +49,7 @@ func FuzzJudgeWithoutPrimary(f *testing.F) {
 			}
 			standby.Slots[name] = cp
 		}
-		for _, sr := range JudgeWithoutPrimary(rec, standby, Selection{}, next()%2 == 0, 0) {
+		for _, sr := range JudgeWithoutPrimary(rec, standby, Selection{}, next()%2 == 0, Demoted{}) {
 			gs, ok := rec.Slots[sr.Name]
 			if !ok {
 				t.Fatalf("judged a slot the record does not have: %+v", sr)

@@ -55,7 +55,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observ
 	rep.Major = obs.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(obs.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, obs.DemotedWALEnd)
+	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, Demoted{WALEnd: obs.DemotedWALEnd, Slots: obs.DemotedSlots})
 	unknown := notInRecord(rec, e.journal, obs.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected

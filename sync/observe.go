@@ -37,7 +37,9 @@ type Observation struct {
 	OwnStandbySlots []topology.SyncedStandbySlot
 	// DemotedWALEnd: when the primary was found demoted (ErrPrimaryInRecovery), the end of its
 	// WAL: what its consumers may have received, which the standby must hold (rule 8).
+	// DemotedSlots: its logical slots as it left them (nil when they could not be read).
 	DemotedWALEnd lsncheck.LSN
+	DemotedSlots  map[string]topology.Slot
 }
 
 // inRecovery ends an observation whose primary link reached a server in recovery (rule 8): the
@@ -49,6 +51,10 @@ func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, obs
 	switch {
 	case errors.Is(err, ErrPrimaryInRecovery):
 		obs.DemotedWALEnd = reached.WALEnd() // its consumers may hold up to there
+		// Its slots as it left them: one made again since the record is not the one judged.
+		if slots, serr := topology.LogicalSlots(ctx, pconn, reached.VersionNum); serr == nil {
+			obs.DemotedSlots = slots
+		}
 	case Classify(err) == Stop:
 		return Observation{}, err
 	}

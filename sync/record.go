@@ -140,18 +140,31 @@ func (r *GateRecord) sameVerdicts(o *GateRecord) bool {
 // switchover waits for that, so a change of it is written at once.
 func (g GateSlot) exact() bool { return g.Copy.ConfirmedFlush >= g.Primary.ConfirmedFlush }
 
+// Demoted is what a primary found demoted (reached in recovery, rule 8) still shows: the end of
+// its WAL, up to which its consumers may have received changes, and its logical slots as it
+// left them (nil when it was not found demoted, or they could not be read).
+type Demoted struct {
+	WALEnd lsncheck.LSN
+	Slots  map[string]topology.Slot
+}
+
 // JudgeWithoutPrimary judges every slot of the record from the standby alone (rule 8): a copy
 // READY then is READY now if it is still there, the same slot, valid, not moved back and its
 // WAL still on the standby; a copy NOT READY then stays NOT READY. It is pure.
 // With exact, a copy is READY only if it stood exactly at its consumer's position then.
-// demotedEnd is the end of a demoted primary's WAL (0 when the primary was not found demoted):
-// its consumers may have received up to there, so the standby must hold it.
-func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool, demotedEnd lsncheck.LSN) []SlotReport {
+// demoted is what a demoted primary shows: the standby must hold its WAL end, and a slot it
+// dropped since the record is no longer judged, one it has made again since is NOT READY.
+func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool, demoted Demoted) []SlotReport {
 	var out []SlotReport
+	demotedEnd := demoted.WALEnd
 	for _, name := range sortedKeys(rec.Slots) {
 		gs := rec.Slots[name]
 		if !sel.Matches(name, gs.Identity.Database, gs.Identity.Plugin) {
 			continue
+		}
+		remade, dropped := onDemoted(gs, name, demoted.Slots)
+		if dropped {
+			continue // dropped on the primary since the record: as with the primary, not judged
 		}
 		primary := gs.Primary
 		sr := SlotReport{Name: name, Database: gs.Identity.Database, Plugin: gs.Identity.Plugin, Action: KindNone,
@@ -185,6 +198,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			gs.CopyTwoPhase != nil && cp.TwoPhase != *gs.CopyTwoPhase:
 			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the standby slot of this name (database %q, plugin %q, two_phase %v) is not the copy last judged",
 				cp.Database, cp.Plugin, cp.TwoPhase))
+		case remade != "":
+			notReady(lsncheck.ReasonIdentityMismatch, remade)
 		case cp.Invalidated:
 			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
 		case !cp.WALAvailable():
@@ -236,11 +251,31 @@ func otherTimeline(recorded int, standby topology.NodeInfo) bool {
 	return standby.Timeline != 0 && standby.Timeline != recorded || standby.HistoryTimeline > recorded
 }
 
+// onDemoted compares the record's slot with the demoted primary's slot of its name (slots nil:
+// nothing to compare): remade says why it is not the slot the record judged (made again, or
+// copied from another, since; a confirmed_flush gone back alone, or restart_lsn after the
+// restart a demotion is, is the same slot), dropped that it is gone from the demoted primary.
+func onDemoted(gs GateSlot, name string, slots map[string]topology.Slot) (remade string, dropped bool) {
+	if slots == nil {
+		return "", false
+	}
+	ds, ok := slots[name]
+	if !ok {
+		return "", true
+	}
+	prev := lsncheck.Seen{Identity: gs.Identity, Position: gs.Primary}
+	if ch, why := lsncheck.CompareIncarnation(prev, ds.Seen()); ch == lsncheck.NewIncarnation && !lsncheck.SameSlotRegression(prev, ds.Seen(), true) {
+		return "the demoted primary's slot is not the one last observed (" + why + "): it was made again since, and its consumer may start over behind " +
+			"the copy", false
+	}
+	return "", false
+}
+
 // withoutPrimaryMeaning says what a verdict without the primary promises.
 func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
 	s := fmt.Sprintf("judged from the standby and the last observation of the primary, %s old: consumers may have confirmed more since; "+
 		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. "+
-		"Slots created on the primary since then are unknown here. ",
+		"Slots created, or made again, on the primary since then are unknown here (a demoted primary's are checked). ",
 		age.Round(time.Millisecond))
 	switch {
 	case synced:

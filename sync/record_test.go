@@ -64,7 +64,7 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		if strings.Contains(c.name, "demoted") {
 			demotedEnd = 0x9000100
 		}
-		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false, demotedEnd)
+		got := JudgeWithoutPrimary(c.rec, c.node, Selection{}, false, Demoted{WALEnd: demotedEnd})
 		if len(got) != 1 || got[0].Name != "a" || !got[0].Gate || got[0].Verdict.Ready != c.ready {
 			t.Errorf("%s: %+v", c.name, got)
 			continue
@@ -80,14 +80,14 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 	}
 	// Exact: the copy trailed its consumer at the last observation, so a promotion would
 	// redeliver; a copy that stood at its consumer's position is READY.
-	if got := JudgeWithoutPrimary(rec(true), standby(nil), Selection{}, true, 0); got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonCopyBehind {
+	if got := JudgeWithoutPrimary(rec(true), standby(nil), Selection{}, true, Demoted{}); got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonCopyBehind {
 		t.Errorf("exact, behind: %+v", got[0].Verdict)
 	}
 	atConsumer := rec(true)
 	gs := atConsumer.Slots["a"]
 	gs.Primary = copyPos
 	atConsumer.Slots["a"] = gs
-	if got := JudgeWithoutPrimary(atConsumer, standby(nil), Selection{}, true, 0); !got[0].Verdict.Ready {
+	if got := JudgeWithoutPrimary(atConsumer, standby(nil), Selection{}, true, Demoted{}); !got[0].Verdict.Ready {
 		t.Errorf("exact, at the consumer: %+v", got[0].Verdict)
 	}
 	// A slot not selected is not judged; a native copy must still be server-synced.
@@ -95,7 +95,7 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: primPos, RequireSynced: true}
 	node := standby(nil)
 	node.Slots["b"] = slot(idB, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
-	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}}, false, 0)
+	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}}, false, Demoted{})
 	if len(got) != 1 || got[0].Name != "b" || got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonNotSynced {
 		t.Errorf("selection and synced: %+v", got)
 	}
