@@ -39,6 +39,9 @@ var mutantSample = []struct {
 	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
 	// said to come again, while the copies stand behind it (slotsync paused at the question).
 	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
+	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
+	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
+	{name: "without:identity_mismatch", major: 17, seed: 20261709},
 }
 
 // samplePlan is the plan a sample entry names.
