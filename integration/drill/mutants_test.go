@@ -34,8 +34,12 @@ var mutantSample = []struct {
 	// Rule 2's identity: a slot made again with the other plugin.
 	{name: "readiness:identity_mismatch", major: 17, plan: "hook-other-plugin"},
 	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
-	// just after a slot went back; the standby itself taken for a demoted primary.
-	{name: "upstream-unchecked", major: 17, plan: "hook-address-moved-slot-behind"},
+	// just after a slot went back; the standby itself taken for a demoted primary. On 15: since
+	// round 8 the "demoted primary's" slots are read too, and on 16+ they are the standby's own
+	// copies, whose positions differ from the record's, which holds the mutant there (NOT READY
+	// identity_mismatch); state-file copies carry the primary's own positions, so on 15 only this
+	// rule stands between the mutant and a loss.
+	{name: "upstream-unchecked", major: 15, plan: "hook-address-moved-slot-behind"},
 	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
 	// said to come again, while the copies stand behind it (slotsync paused at the question).
 	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
