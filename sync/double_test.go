@@ -104,7 +104,7 @@ func (o *simObserver) Observe(context.Context) (Observation, error) {
 		out := Observation{Standby: s.Standby}
 		if errors.Is(err, ErrPrimaryInRecovery) {
 			// The demoted server keeps the primary's slots as they were.
-			out.DemotedWALEnd, out.DemotedSlots = f.Reached.WALEnd(), clone(o.snap.Primary.Slots)
+			out.Demoted = Demoted{WALEnd: f.Reached.WALEnd(), Slots: clone(o.snap.Primary.Slots)}
 		}
 		if Classify(err) == Stop {
 			return Observation{}, err

@@ -55,7 +55,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observ
 	rep.Major = obs.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(obs.Standby.Info)
-	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, Demoted{WALEnd: obs.DemotedWALEnd, Slots: obs.DemotedSlots})
+	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, obs.Demoted)
 	unknown := notInRecord(rec, e.journal, obs.Standby, e.cfg.Select)
 	rep.Slots = append(rep.Slots, unknown...)
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
@@ -201,7 +201,7 @@ func (e *Engine) primaryLost(ctx context.Context, obs Observation, perr error, a
 		lost := e.now().Sub(since)
 		last := apply || i > int(e.cfg.PrimaryGoneAfter/every)+4
 		switch {
-		case demoted && (last || obs.Standby.Info.WALEnd() >= obs.DemotedWALEnd):
+		case demoted && (last || obs.Standby.Info.WALEnd() >= obs.Demoted.WALEnd):
 			// Demoted: gone at once, once the standby holds the demoted server's WAL (past the
 			// wait, the verdicts say what the standby lacks).
 			return obs, nil
@@ -214,7 +214,7 @@ func (e *Engine) primaryLost(ctx context.Context, obs Observation, perr error, a
 				ErrCannotTell, since.UTC().Format("15:04:05.0"), e.cfg.PrimaryGoneAfter)
 		case i == 0 && demoted:
 			e.log.Info("the primary is demoted and the standby lacks some of its WAL: watching whether it receives it before judging",
-				"standby_wal_end", obs.Standby.Info.WALEnd().String(), "demoted_wal_end", obs.DemotedWALEnd.String())
+				"standby_wal_end", obs.Standby.Info.WALEnd().String(), "demoted_wal_end", obs.Demoted.WALEnd.String())
 		case i == 0:
 			e.log.Info("the standby is not streaming from its primary: watching whether it reconnects before judging without the primary",
 				"watch_seconds", (e.cfg.PrimaryGoneAfter - lost).Seconds())

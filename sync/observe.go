@@ -35,11 +35,10 @@ type Observation struct {
 	// OwnStandbySlots: on a local node that is a primary (17+), the slots its own
 	// synchronized_standby_slots lists.
 	OwnStandbySlots []topology.SyncedStandbySlot
-	// DemotedWALEnd: when the primary was found demoted (ErrPrimaryInRecovery), the end of its
-	// WAL: what its consumers may have received, which the standby must hold (rule 8).
-	// DemotedSlots: its logical slots as it left them (nil when they could not be read).
-	DemotedWALEnd lsncheck.LSN
-	DemotedSlots  map[string]topology.Slot
+	// Demoted: when the primary was found demoted (ErrPrimaryInRecovery), the end of its WAL,
+	// what its consumers may have received, which the standby must hold, and its slots as it
+	// left them (rule 8).
+	Demoted Demoted
 }
 
 // inRecovery ends an observation whose primary link reached a server in recovery (rule 8): the
@@ -50,10 +49,10 @@ func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, obs
 	err := o.judgeUpstream(ctx, sconn, pconn, obs.Standby.Info, reached)
 	switch {
 	case errors.Is(err, ErrPrimaryInRecovery):
-		obs.DemotedWALEnd = reached.WALEnd() // its consumers may hold up to there
+		obs.Demoted.WALEnd = reached.WALEnd() // its consumers may hold up to there
 		// Its slots as it left them: one made again since the record is not the one judged.
 		if slots, serr := topology.LogicalSlots(ctx, pconn, reached.VersionNum); serr == nil {
-			obs.DemotedSlots = slots
+			obs.Demoted.Slots = slots
 		}
 	case Classify(err) == Stop:
 		return Observation{}, err

@@ -156,7 +156,7 @@ type Demoted struct {
 // dropped since the record is no longer judged, one it has made again since is NOT READY.
 func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool, demoted Demoted) []SlotReport {
 	var out []SlotReport
-	demotedEnd := demoted.WALEnd
+	demotedEnd, other := demoted.WALEnd, standby.Info.OtherSynchronizer()
 	for _, name := range sortedKeys(rec.Slots) {
 		gs := rec.Slots[name]
 		if !sel.Matches(name, gs.Identity.Database, gs.Identity.Plugin) {
@@ -189,8 +189,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		switch {
 		case !gs.Ready:
 			v.Detail = "not ready at the last observation with the primary: " + gs.Detail
-		case standby.Info.OtherSynchronizer() != "":
-			notReady(lsncheck.ReasonOtherSynchronizer, standby.Info.OtherSynchronizer()+" is loaded on the standby and syncs logical slots too: "+
+		case other != "":
+			notReady(lsncheck.ReasonOtherSynchronizer, other+" is loaded on the standby and syncs logical slots too: "+
 				"slotsync does not vouch for copies another tool may have changed")
 		case !hasCopy:
 			notReady(lsncheck.ReasonMissing, "the copy is gone from the standby since the last observation")
