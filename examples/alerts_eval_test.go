@@ -3,6 +3,8 @@ package examples
 import (
 	"context"
 	"log/slog"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -65,6 +67,12 @@ func TestAlertsFireWhenTheyShould(t *testing.T) {
 			sidecar("0x200", `reason="copy_cannot_decode"} 1x200`, "1x200"), 20 * time.Minute, []string{"SlotsyncCopyNeedsAHuman"}},
 		{"the sidecar stops answering its scrapes",
 			sidecar("1x20 _x180", "", "1x20 0x180"), 30 * time.Minute, []string{"SlotsyncDown"}},
+		{"a standby's copy holds ever more WAL",
+			sidecar("1x200", "", "1x200") + `  slotsync_slot_retained_wal_bytes{job="kubernetes-pods",instance="pg-1:7461",slot="cdc",database="app",plugin="pgoutput",node="local"} 9663676416+10485760x200` + "\n",
+			60 * time.Minute, []string{"SlotsyncRetainedWALGrowing"}},
+		{"the primary's slot holds ever more WAL: postgres_exporter's business, not this rule's",
+			sidecar("1x200", "", "1x200") + `  slotsync_slot_retained_wal_bytes{job="kubernetes-pods",instance="pg-1:7461",slot="cdc",database="app",plugin="pgoutput",node="upstream"} 9663676416+10485760x200` + "\n",
+			60 * time.Minute, nil},
 		{"another pod of the shared job is down: not slotsync",
 			sidecar("1x200", "", "1x200") + `  up{job="kubernetes-pods",instance="web-1:8080"} 0x200` + "\n", 30 * time.Minute, nil},
 	}
@@ -101,6 +109,56 @@ func TestOptionalAlerts(t *testing.T) {
 				t.Errorf("%s at %s: firing %v, want %v", a.name, at, got, want)
 			}
 		}
+	}
+}
+
+// TestSlotInfoJoinsPostgresExporter evaluates the joins docs/CLI.md gives between slotsync's
+// series and postgres_exporter's (which names a slot slot_name), as written there, over two
+// standbys' sidecars and one exporter beside the primary: each gives one row per series it
+// starts from, with the other's label added.
+func TestSlotInfoJoinsPostgresExporter(t *testing.T) {
+	doc, err := os.ReadFile("../docs/CLI.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	joins := regexp.MustCompile("`([^`]*slotsync_slot_info\\)[^`]*)`").FindAllStringSubmatch(string(doc), -1)
+	if len(joins) != 2 {
+		t.Fatalf("docs/CLI.md gives %d joins on slotsync_slot_info, want 2 (one each way)", len(joins))
+	}
+	var load strings.Builder
+	load.WriteString("load 1m\n")
+	for _, pod := range []string{"pg-1:7461", "pg-2:7461"} {
+		slot := `job="kubernetes-pods",instance="` + pod + `",slot="cdc",database="app",plugin="pgoutput"`
+		load.WriteString("  slotsync_slot_info{" + slot + `,slot_name="cdc"} 1x10` + "\n")
+		load.WriteString("  slotsync_slot_ready{" + slot + "} 1x10\n")
+	}
+	load.WriteString(`  pg_replication_slot_slot_is_active{job="postgres",instance="pg-0:9187",slot_name="cdc",plugin="pgoutput",slot_type="logical"} 1x10` + "\n")
+	storage := promqltest.LoadedStorage(t, load.String())
+	engine := promqltest.NewTestEngine(t, false, 0, promqltest.DefaultMaxSamplesPerQuery)
+	for _, j := range joins {
+		expr := j[1]
+		from, added, rows := "pg_replication_slot_slot_is_active", "slot", 1
+		if strings.HasPrefix(expr, "slotsync_") {
+			from, added, rows = "slotsync_slot_ready", "slot_name", 2
+		}
+		q, err := engine.NewInstantQuery(context.Background(), storage, nil, expr, time.Unix(0, 0).Add(5*time.Minute))
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		res := q.Exec(context.Background())
+		if res.Err != nil {
+			t.Fatalf("%s: %v", expr, res.Err)
+		}
+		vec, _ := res.Vector()
+		if len(vec) != rows {
+			t.Errorf("%s: %d rows, want %d (one per %s series)", expr, len(vec), rows, from)
+		}
+		for _, s := range vec {
+			if s.Metric.Get(added) != "cdc" || s.F != 1 {
+				t.Errorf("%s: row %s = %v, want %s=\"cdc\" and 1", expr, s.Metric, s.F, added)
+			}
+		}
+		q.Close()
 	}
 }
 

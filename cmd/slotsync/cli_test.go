@@ -475,8 +475,8 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		})
 		_, metricsText := get(base + "/metrics")
 		const cdc = `database="postgres",plugin="test_decoding",slot="cdc"`
-		for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="primary"} 1`, "slotsync_build_info{",
-			`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="standby",plugin="test_decoding",slot="cdc"}`,
+		for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="upstream"} 1`, "slotsync_build_info{",
+			`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="local",plugin="test_decoding",slot="cdc"}`, `slotsync_slot_info{database="postgres",plugin="test_decoding",slot="cdc",slot_name="cdc"} 1`,
 			"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
 			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`, `slotsync_slot_copy_ahead_bytes{` + cdc + `} 0`} {
 			if !strings.Contains(metricsText, want) {
@@ -500,7 +500,7 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Errorf("/readyz with the primary down: %d %s", code, body)
 		}
 		_, metricsText = get(base + "/metrics")
-		for _, want := range []string{`slotsync_node_up{node="primary"} 0`, "slotsync_gate_without_primary 1", "slotsync_promotion_ready 1"} {
+		for _, want := range []string{`slotsync_node_up{node="upstream"} 0`, "slotsync_gate_without_primary 1", "slotsync_promotion_ready 1"} {
 			if !strings.Contains(metricsText, want) {
 				t.Errorf("metrics with the primary down lack %s:\n%s", want, grepLines(metricsText, "slotsync_node_up", "slotsync_gate", "slotsync_promotion"))
 			}
@@ -528,8 +528,9 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 		if code, body := get(base + "/readyz"); code != 200 {
 			t.Errorf("/readyz on the promoted node: %d %s", code, body)
 		}
-		if _, m := get(base + "/metrics"); !strings.Contains(m, "slotsync_node_is_primary 1") || !strings.Contains(m, "slotsync_promotion_ready 0") {
-			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready"))
+		if _, m := get(base + "/metrics"); !strings.Contains(m, "slotsync_node_is_primary 1") || !strings.Contains(m, "slotsync_promotion_ready 0") ||
+			!strings.Contains(m, `slotsync_node_up{node="local"} 1`) || strings.Contains(m, `node="upstream"`) {
+			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready", "slotsync_node_up"))
 		}
 
 		// SIGHUP (a reload: systemctl reload) does not stop it: a full pass runs at once, on

@@ -18,6 +18,7 @@ type metrics struct {
 	consumerAhead   *prometheus.GaugeVec
 	redelivery      *prometheus.GaugeVec
 	copyAhead       *prometheus.GaugeVec
+	slotInfo        *prometheus.GaugeVec
 	runs            prometheus.Counter
 	errs            *prometheus.CounterVec
 	duration        prometheus.Histogram
@@ -40,6 +41,21 @@ type metrics struct {
 // and plugin (which consumer kind) as well as by slot.
 var slotLabels = []string{"slot", "database", "plugin"}
 
+// The node labels of slotsync_node_up and slotsync_slot_retained_wal_bytes: the server beside the
+// sidecar, and the primary it syncs from. Roles move; these do not.
+const (
+	nodeLocal    = "local"
+	nodeUpstream = "upstream"
+)
+
+// nodeLabel is the node label of a node the engine names by the role it observes it in.
+func nodeLabel(role string) string {
+	if role == "primary" {
+		return nodeUpstream
+	}
+	return nodeLocal
+}
+
 func newMetrics() *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
@@ -52,7 +68,9 @@ func newMetrics() *metrics {
 	m.copyAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_copy_ahead_bytes", Help: "How far the standby copy's confirmed_flush is " +
 		"ahead of its consumer's (a new copy waiting for its consumer; 0 when not ahead)."}, slotLabels)
 	m.retainedWAL = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_retained_wal_bytes", Help: "WAL the slot holds back on each " +
-		"node."}, append(slotLabels, "node"))
+		"node (local: the server beside slotsync; upstream: the primary it syncs from)."}, append(slotLabels, "node"))
+	m.slotInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_info", Help: "1 for each slot slotsync judges or left alone: its " +
+		"database and plugin, and its name as postgres_exporter labels it (slot_name), for joins."}, []string{"slot", "slot_name", "database", "plugin"})
 	m.redelivery = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_redelivery_bytes", Help: "READY copies: the WAL between the copy's " +
 		"confirmed_flush and its consumer's, whose transactions a consumer resuming from the slot's position receives again after a promotion now."}, slotLabels)
 	m.consumerAhead = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_consumer_ahead_bytes", Help: "How far the consumer confirmed beyond the " +
@@ -65,7 +83,8 @@ func newMetrics() *metrics {
 	m.lastSuccess = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_last_success_timestamp_seconds", Help: "Unix time of the last successful pass."})
 	m.standbyRestarts = prometheus.NewCounter(prometheus.CounterOpts{Name: "slotsync_standby_restarts_total", Help: "Standby restarts made by slotsync " +
 		"(state-file method)."})
-	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node."}, []string{"node"})
+	m.nodeUp = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_node_up", Help: "1 when the last pass reached the node (local: the " +
+		"server beside slotsync; upstream: the primary it syncs from)."}, []string{"node"})
 	m.promotionReady = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_promotion_ready", Help: "1 when every selected slot is ready (what check would " +
 		"answer)."})
 	m.nodeIsPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_node_is_primary", Help: "1 when the local node is the primary (nothing to sync), " +
@@ -88,7 +107,7 @@ func newMetrics() *metrics {
 	)
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
-	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery,
+	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.slotInfo,
 		m.runs, m.errs, m.duration, m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary,
 		m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -118,7 +137,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 		m.errs.WithLabelValues(slotsync.Classify(err).String(), "pass").Inc()
 		var ne *slotsync.NodeError
 		if errors.As(err, &ne) {
-			m.nodeUp.WithLabelValues(ne.Node).Set(0)
+			m.nodeUp.WithLabelValues(nodeLabel(ne.Node)).Set(0)
 		}
 		m.withoutPrimary.Set(boolFloat(rep.WithoutPrimary != nil))
 		m.promotionReady.Set(boolFloat(rep.WithoutPrimary != nil && rep.Ready()))
@@ -135,15 +154,20 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 	m.duration.Observe(rep.Duration.Seconds())
 	m.standbyRestarts.Add(float64(rep.StandbyRestarts))
 	m.lastSuccess.Set(float64(time.Now().Unix()))
-	m.nodeUp.WithLabelValues("primary").Set(1)
-	m.nodeUp.WithLabelValues("standby").Set(1)
+	m.nodeUp.WithLabelValues(nodeLocal).Set(1)
+	if rep.Role == slotsync.RolePrimary {
+		m.nodeUp.DeleteLabelValues(nodeUpstream) // the local node is the primary: nothing is upstream
+	} else {
+		m.nodeUp.WithLabelValues(nodeUpstream).Set(1)
+	}
 	m.resetSlots() // slots that are gone disappear
 	ours := 0
 	for _, s := range rep.Slots {
 		if s.LeftAlone {
 			ours++
+			m.slotInfo.WithLabelValues(s.Name, s.Name, s.Database, s.Plugin).Set(1)
 			if s.Copy != nil {
-				m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
+				m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, nodeLocal).Set(float64(s.CopyRetainedWALBytes))
 			}
 		}
 	}
@@ -170,7 +194,7 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 }
 
 func (m *metrics) resetSlots() {
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery} {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.slotInfo} {
 		v.Reset()
 	}
 }
@@ -181,6 +205,7 @@ func (m *metrics) slotVerdicts(rep slotsync.Report) {
 		if !s.Gate {
 			continue
 		}
+		m.slotInfo.WithLabelValues(s.Name, s.Name, s.Database, s.Plugin).Set(1)
 		m.slotReady.WithLabelValues(s.Name, s.Database, s.Plugin).Set(boolFloat(s.Verdict.Ready))
 		for _, r := range s.Verdict.Reasons {
 			m.notReady.WithLabelValues(s.Name, s.Database, s.Plugin, string(r)).Set(1)
@@ -191,9 +216,9 @@ func (m *metrics) slotVerdicts(rep slotsync.Report) {
 		if rd, ok := slotsync.RedeliveryOf(s, rep.WithoutPrimary != nil); ok {
 			m.redelivery.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(rd.Bytes))
 		}
-		m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "primary").Set(float64(s.PrimaryRetainedWALBytes))
+		m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, nodeUpstream).Set(float64(s.PrimaryRetainedWALBytes))
 		if s.Copy != nil {
-			m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, "standby").Set(float64(s.CopyRetainedWALBytes))
+			m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, nodeLocal).Set(float64(s.CopyRetainedWALBytes))
 		}
 	}
 }
