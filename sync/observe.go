@@ -150,8 +150,8 @@ type pgObserver struct {
 	// ownStandbySlots: on a node that is the primary, read what its synchronized_standby_slots
 	// lists (only --manage-synchronized-standby-slots uses it).
 	ownStandbySlots bool
-	// snapshots: the standby is in recovery on a major where state-file copies exist (16 and
-	// older) and the role may look for their decoding snapshots (rule 4).
+	// snapshots: the standby is in recovery and the role may look for the decoding snapshots of
+	// state-file copies (rule 4; any major: --method statefile runs on 16+ too).
 	snapshots bool
 }
 
@@ -243,7 +243,7 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	i := obs.Standby.Info
-	o.snapshots = i.InRecovery && i.CanStatFiles && i.Major() <= 16
+	o.snapshots = i.InRecovery && i.CanStatFiles
 	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-var statefileMajors = []int{11, 12, 13, 14, 15, 16}
+var statefileMajors = []int{11, 12, 13, 14, 15, 16, 17, 18}
 
 // TestStatefileFailoverLosesNothing: on majors where a standby cannot create a logical slot,
 // the slot's state file is copied in one standby restart, advanced, judged, and after a
@@ -355,8 +355,8 @@ func TestStatefileRecreateKeepsACopy(t *testing.T) {
 func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
 	// 11 and 12: the standby's first advance of the copy moves its catalog_xmin past the
 	// primary's, so with no consumer progress the strict rule for state-file copies keeps it
-	// NOT READY (never READY wrongly); the scenario is settled on 13-16.
-	pgtest.ForEachMajor(t, []int{13, 14, 15, 16}, func(t *testing.T, major int) {
+	// NOT READY (never READY wrongly); the scenario is settled on 13-18.
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		// Staged, the restart's shutdown checkpoint removes the staged snapshot.
 		restartWays(t, major, openTransactionAcrossCopy)
 	})
@@ -459,7 +459,7 @@ func openTransactionAcrossCopy(t *testing.T, f *fixture) {
 // loads the copy and is promoted at once, before any advance: the consumer resumes from the
 // copy and the changes before the schema change must still decode.
 func TestStatefileCatalogHold(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.neverRestart()
 		p := f.pair.Primary
@@ -846,5 +846,57 @@ func TestStatefileCopyAheadAfterItsOwnAdvance(t *testing.T) {
 		if len(notReady) > 0 {
 			t.Fatalf("a READY copy advanced on the standby turned NOT READY: %v", notReady)
 		}
+	})
+}
+
+// TestExactCopyForAnAwayConsumer: a consumer that went away before its slot's copy was made
+// (paused, down for maintenance, nightly). The state-file copy carries the primary's own
+// state, decoding snapshot and WAL, so it is READY after the one standby restart that loads it,
+// with no word from the consumer; promoted, the consumer coming back gets every change it had
+// not confirmed, exactly once. On 16+ this is what --method statefile gives over the standby's
+// own decoding, whose copy stays ahead of such a consumer, NOT READY, until it returns (rule 4).
+func TestExactCopyForAnAwayConsumer(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		for range 3 { // decoding serializes snapshots at running-xacts records: restart_lsn moves to one
+			f.insert(1)
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+		}
+		// Confirmed up to here; the consumer is away from now on.
+		away := f.insert(5)
+		restarts := 0
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep := f.passReport()
+			restarts += rep.StandbyRestarts
+			r := rep.Slots[0]
+			if r.Verdict.Ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the copy of an away consumer's slot never became READY (%d restarts): %s", restarts, r.Verdict.Detail)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if restarts != 1 {
+			t.Fatalf("READY after %d standby restarts, want the one that loaded the copy", restarts)
+		}
+		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.ScratchAt != 0 {
+			t.Fatalf("the copy was installed without the primary's decoding snapshot: %+v", ent)
+		}
+		if ps, _ := f.slotOn(p, "cdc"); ps.Active {
+			t.Fatal("the consumer was to stay away")
+		}
+		more := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready {
+			t.Fatalf("after more writes: %+v", r.Verdict)
+		}
+		f.promoteExpect("cdc", append(away, more...))
 	})
 }

@@ -28,7 +28,7 @@ func pairFlags() []cli.Flag {
 		&cli.StringFlag{Name: "standby", Usage: "standby DSN (required)", EnvVars: []string{"SLOTSYNC_STANDBY"}},
 		&cli.StringFlag{Name: "standby-password-file", Usage: "read the standby's password from this file", EnvVars: []string{"SLOTSYNC_STANDBY_PASSWORD_FILE"}},
 		&cli.StringFlag{Name: "state-dir", Usage: "directory for slotsync's journal, kept across restarts, one per cluster", EnvVars: []string{"SLOTSYNC_STATE_DIR"}},
-		&cli.StringFlag{Name: "method", Value: string(d.Method), Usage: "auto, sql (PG16+), statefile or native", EnvVars: []string{"SLOTSYNC_METHOD"}},
+		&cli.StringFlag{Name: "method", Value: string(d.Method), Usage: "auto, sql (PG16+), statefile (exact copies; auto up to PG15, by choice on 16+) or native (PG17+)", EnvVars: []string{"SLOTSYNC_METHOD"}},
 		&cli.StringFlag{Name: "slots", Usage: "comma-separated globs of slot names to manage (default: all)", EnvVars: []string{"SLOTSYNC_SLOTS"}},
 		&cli.StringFlag{Name: "databases", Usage: "comma-separated databases whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_DATABASES"}},
 		&cli.StringFlag{Name: "plugins", Usage: "comma-separated output plugins whose slots to manage (default: all)", EnvVars: []string{"SLOTSYNC_PLUGINS"}},

@@ -43,7 +43,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "web-config-file", Usage: "TLS and basic authentication for --listen: a Prometheus exporter-toolkit web configuration file (tls_server_config, basic_auth_users)", EnvVars: []string{"SLOTSYNC_WEB_CONFIG_FILE"}},
 			&cli.DurationFlag{Name: "shutdown-timeout", Value: 10 * time.Second, Usage: "bound on a graceful stop after SIGTERM/SIGINT", EnvVars: []string{"SLOTSYNC_SHUTDOWN_TIMEOUT"}},
 			&cli.DurationFlag{Name: "recheck", Value: 10 * time.Second, Usage: "after an error that needs a human, check again this often (quietly)", EnvVars: []string{"SLOTSYNC_RECHECK"}},
-			// The state-file method (PostgreSQL 11-15).
+			// The state-file method (PostgreSQL 11-15; by choice on 16+).
 			&cli.StringFlag{Name: "standby-data-dir", Usage: "statefile: the standby's data directory (slotsync runs as its owner, on the standby's host)", EnvVars: []string{"SLOTSYNC_STANDBY_DATA_DIR"}},
 			&cli.StringFlag{Name: "restart", Value: "pg_ctl", Usage: "statefile: how to restart the standby to load new copies: pg_ctl, command or never (stage copies for the next start)", EnvVars: []string{"SLOTSYNC_RESTART"}},
 			&cli.StringFlag{Name: "pg-ctl", Value: "pg_ctl", Usage: "statefile: the standby's pg_ctl", EnvVars: []string{"SLOTSYNC_PG_CTL"}},

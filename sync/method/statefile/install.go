@@ -189,7 +189,12 @@ func (in Installer) stage(s *State) (string, error) {
 	if err := in.checkStopped(); err != nil {
 		return "", err
 	}
-	data, err := s.Encode()
+	// A copy is never a synced slot (17+): the server's sync would claim it, and a synced slot
+	// on a standby can be neither advanced nor dropped by slotsync. The primary's own file says
+	// synced only where that primary was once a standby whose server synced the slot.
+	unsynced := *s
+	unsynced.Synced = false
+	data, err := unsynced.Encode()
 	if err != nil {
 		return "", err
 	}

@@ -70,6 +70,42 @@ func TestRemoveOnlyLogicalSlots(t *testing.T) {
 	}
 }
 
+// TestInstallNeverSynced: a 17+ state file that says synced (the primary was once a standby
+// whose server synced the slot) is installed as an ordinary slot; failover is kept as read.
+func TestInstallNeverSynced(t *testing.T) {
+	raw, err := os.ReadFile("testdata/pg17.state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Synced, st.Failover = true, true
+	in := Installer{DataDir: t.TempDir()}
+	if err := os.MkdirAll(in.replslot(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Install(st, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(in.replslot(), st.Name, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	installed, err := Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if installed.Synced || !installed.Failover || installed.ConfirmedFlush != st.ConfirmedFlush {
+		t.Errorf("installed synced=%v failover=%v confirmed_flush %s, want an unsynced copy of %s with failover kept",
+			installed.Synced, installed.Failover, lsncheck.LSN(installed.ConfirmedFlush), lsncheck.LSN(st.ConfirmedFlush))
+	}
+	if !st.Synced {
+		t.Error("Install changed the state it was given")
+	}
+}
+
 // TestInstallWithSnapshot: the decoding snapshot goes into pg_logical/snapshots under the name
 // PostgreSQL looks for, before the slot directory; one already there is kept; a snapshot of
 // another position than the state file's restart_lsn is refused and nothing is written.

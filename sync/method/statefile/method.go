@@ -25,7 +25,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// Config configures the state-file method (PostgreSQL 11-15; optional on 16).
+// Config configures the state-file method (PostgreSQL 11-15; by choice on 16+).
 type Config struct {
 	// DataDir is the standby's data directory as this process sees it.
 	DataDir string
