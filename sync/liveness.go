@@ -36,9 +36,10 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observ
 	case errors.Is(perr, ErrPrimaryAlive):
 		return rep, perr // a server in recovery that follows a live primary (JudgeUpstream)
 	case e.cfg.Strict && !apply:
-		return rep, fmt.Errorf("%w (strict: the gate does not judge without the primary)", perr)
+		return rep, fmt.Errorf("%w: %w (strict: the gate does not judge without the primary)", perr, ErrCannotTell)
 	case rec == nil:
-		return rep, fmt.Errorf("%w; no earlier observation of the primary is recorded in the state directory (give check the daemon's --state-dir)", perr)
+		return rep, fmt.Errorf("%w: %w: no earlier observation of the primary is recorded in the state directory (give check the daemon's --state-dir)",
+			perr, ErrCannotTell)
 	}
 	if err := e.checkJournalCluster(obs.Standby.Info.SystemID); err != nil {
 		return rep, err

@@ -396,13 +396,21 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "JUDGED WITHOUT THE PRIMARY") || !strings.Contains(r.stdout, "READY: promoting") {
 			t.Fatalf("check --slots cdc without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
 		}
-		// Strict: no judgement without the primary.
-		if r := slotsyncCmd(t, nil, args("check", "--state-dir", state, "--slots", "cdc", "--strict")...); r.code != exitConnect || !strings.Contains(r.stdout, "CANNOT TELL") {
-			t.Fatalf("check --strict without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		// Without the daemon's journal there is nothing to judge from.
-		if r := slotsyncCmd(t, nil, args("check", "--slots", "cdc")...); r.code != exitConnect || !strings.Contains(r.stdout, "no earlier observation") {
-			t.Fatalf("check without the primary and without a journal: %d\n%s%s", r.code, r.stdout, r.stderr)
+		// Strict: no judgement without the primary; nor without the daemon's journal, where there
+		// is nothing to judge from. Either is CANNOT TELL, in the table and in the JSON a hook reads.
+		for _, c := range []struct {
+			args []string
+			says string
+		}{{[]string{"--state-dir", state, "--strict"}, "strict"}, {nil, "no earlier observation"}} {
+			a := append([]string{"--slots", "cdc"}, c.args...)
+			if r := slotsyncCmd(t, nil, args("check", a...)...); r.code != exitConnect || !strings.Contains(r.stdout, "CANNOT TELL") || !strings.Contains(r.stdout, c.says) {
+				t.Fatalf("check %v without the primary: %d\n%s%s", c.args, r.code, r.stdout, r.stderr)
+			}
+			r := slotsyncCmd(t, nil, args("check", append(a, "--json")...)...)
+			var ans slotsync.Answer
+			if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil || r.code != exitConnect || !ans.CannotTell || ans.PrimaryAlive || ans.ExitCode != exitConnect {
+				t.Fatalf("check %v --json without the primary: %d %v\n%s%s", c.args, r.code, err, r.stdout, r.stderr)
+			}
 		}
 	})
 }
