@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
@@ -503,6 +504,26 @@ func TestPromisedAlive(t *testing.T) {
 		got, ago := promisedAlive(GateAnswer{Asked: asked, Judged: c.judged, WithoutPrimary: true}, recv)
 		if got != c.promised {
 			t.Errorf("%s: promised %v (standby streamed %s before), want %v", c.name, got, ago, c.promised)
+		}
+	}
+}
+
+// TestStandbyRestartingErrors: a fault on the standby is skipped, not counted as a problem, when
+// the standby was starting, stopping (a state-file restart ending the fault's session: seen by
+// the long run of round 9, seed 20293055 on 15) or not listening; any other error is a problem.
+func TestStandbyRestartingErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		skip bool
+	}{
+		{&pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}, true},
+		{fmt.Errorf("standby: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), true},
+		{errors.New("dial tcp 127.0.0.1:5433: connect: connection refused"), true},
+		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, false},
+		{nil, false},
+	} {
+		if got := standbyRestarting(c.err); got != c.skip {
+			t.Errorf("%v: skipped %v, want %v", c.err, got, c.skip)
 		}
 	}
 }
