@@ -900,3 +900,49 @@ func TestExactCopyForAnAwayConsumer(t *testing.T) {
 		f.promoteExpect("cdc", append(away, more...))
 	})
 }
+
+// TestStatefileBesideTheServersSync (17+): with the server's own sync on, the state-file method
+// copies the failover=false slot (an exact copy, installed unsynced, READY with its consumer
+// away) and leaves the failover=true slot to the server, whose copy it neither writes nor
+// drops, across the restart that loads its own.
+func TestStatefileBesideTheServersSync(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, syncOn)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fo', 'test_decoding', false, false, true)"))
+		for range 2 {
+			f.insert(1)
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+			f.consume(p, "fo")
+		}
+		away := f.insert(3) // both consumers are away from now on
+		var last map[string]SlotReport
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			last = f.pass()
+			if last["cdc"].Verdict.Ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the state-file copy never became READY: %+v", last["cdc"].Verdict)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if a := last["fo"]; a.Code != CodeFailoverKept && a.Code != CodeFailoverWaiting {
+			t.Fatalf("the failover slot: %s %s, want it left to the server's sync", a.Code, a.Reason)
+		}
+		cp, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok || cp.Synced || cp.Failover {
+			t.Fatalf("slotsync's copy: %+v %v, want an unsynced failover=false slot", cp, ok)
+		}
+		if fo, ok := f.slotOn(f.pair.Standby, "fo"); ok && !fo.Synced {
+			t.Fatalf("the failover slot's copy on the standby is not the server's: %+v", fo)
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.promoteExpect("cdc", away)
+	})
+}
