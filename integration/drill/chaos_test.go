@@ -139,7 +139,7 @@ func TestParseCheck(t *testing.T) {
 func TestTally(t *testing.T) {
 	its := []ChaosIteration{
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultSidecarKill, FaultSidecarKill, FaultPrimaryRoute},
-			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2, Binding: true}}},
+			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2, Binding: true, Reasons: []string{"missing"}}}},
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultPrimaryRoute},
 			Judged:   []Judged{{Answer: AnswerReady, Binding: true, Lost: 1, Lie: true}, {Answer: AnswerCannotTell}},
 			Failover: FailoverVerdict{Slots: []SlotVerdict{{Repeated: []int{7}}}}, Problems: []string{"x"}},
@@ -161,9 +161,12 @@ func TestTally(t *testing.T) {
 	if tl.Total.Binding != 3 || tl.Total.AlwaysReadyCaught != 2 {
 		t.Fatalf("always-READY measure: %+v", tl.Total)
 	}
+	if len(tl.Caught) != 2 || tl.Caught["missing"] != 1 || tl.Caught[string(AnswerReady)] != 1 {
+		t.Fatalf("where an always-READY gate is caught: %v", tl.Caught)
+	}
 	var b bytes.Buffer
 	tl.Markdown(&b)
-	if !strings.Contains(b.String(), "| all | all | all | 2 | 2 | 1 | 0 |") {
+	if !strings.Contains(b.String(), "| all | all | all | 2 | 2 | 1 | 0 |") || !strings.Contains(b.String(), "the answer): READY 1, missing 1\n") {
 		t.Fatalf("markdown:\n%s", b.String())
 	}
 }

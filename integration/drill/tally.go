@@ -18,6 +18,10 @@ type Tally struct {
 	Total     TallyRow   `json:"total"`
 	// Reasons counts every NOT READY reason the gate gave, over all answers judged.
 	Reasons map[string]int `json:"reasons"`
+	// Caught: of the binding answers an always-READY gate would have been caught lying on, what
+	// the gate answered there: each NOT READY reason it named, or the answer itself (CANNOT
+	// TELL, error, or READY: the gate's own lie).
+	Caught map[string]int `json:"always_ready_caught_where"`
 }
 
 // TallyRow counts the failovers a fault was part of (a failover with three faults counts in
@@ -86,7 +90,7 @@ func (r *TallyRow) add(it ChaosIteration) {
 
 // TallyOf sums iterations.
 func TallyOf(its []ChaosIteration) Tally {
-	t := Tally{Failovers: len(its), Total: TallyRow{Method: "all", Fault: "all"}, Reasons: map[string]int{}}
+	t := Tally{Failovers: len(its), Total: TallyRow{Method: "all", Fault: "all"}, Reasons: map[string]int{}, Caught: map[string]int{}}
 	rows := map[TallyRow]*TallyRow{}
 	for _, it := range its {
 		t.Total.add(it)
@@ -94,6 +98,7 @@ func TallyOf(its []ChaosIteration) Tally {
 			for _, r := range j.Reasons {
 				t.Reasons[r]++
 			}
+			t.caught(j)
 		}
 		faults := it.Faults
 		if len(faults) == 0 {
@@ -116,6 +121,23 @@ func TallyOf(its []ChaosIteration) Tally {
 	return t
 }
 
+// caught counts, for an answer an always-READY gate would have been caught lying on, what the
+// gate answered.
+func (t Tally) caught(j Judged) {
+	liar := j
+	liar.Answer = AnswerReady
+	if !j.Binding || !liar.Assess().Lie {
+		return
+	}
+	if j.Answer != AnswerNotReady || len(j.Reasons) == 0 {
+		t.Caught[string(j.Answer)]++
+		return
+	}
+	for _, r := range j.Reasons {
+		t.Caught[r]++
+	}
+}
+
 // Markdown writes the tally as the table docs/RELIABILITY.md carries.
 func (t Tally) Markdown(w io.Writer) {
 	fmt.Fprintln(
@@ -132,14 +154,21 @@ func (t Tally) Markdown(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
 			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Errors, r.Redelivered, r.Problems, r.Binding, r.AlwaysReadyCaught)
 	}
-	if len(t.Reasons) > 0 {
-		names := slices.Sorted(maps.Keys(t.Reasons))
-		fmt.Fprint(w, "\nNOT READY reasons given:")
-		for i, n := range names {
-			fmt.Fprintf(w, "%s %s %d", map[bool]string{true: "", false: ","}[i == 0], n, t.Reasons[n])
-		}
-		fmt.Fprintln(w)
+	countsLine(w, "\nNOT READY reasons given:", t.Reasons)
+	countsLine(w, "An always-READY gate caught where the gate answered (each NOT READY reason named, or the answer):", t.Caught)
+}
+
+// countsLine writes counts by name after title, most first, on one line (nothing when empty).
+func countsLine(w io.Writer, title string, counts map[string]int) {
+	if len(counts) == 0 {
+		return
 	}
+	names := slices.SortedFunc(maps.Keys(counts), func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), cmp.Compare(a, b)) })
+	fmt.Fprint(w, title)
+	for i, n := range names {
+		fmt.Fprintf(w, "%s %s %d", map[bool]string{true: "", false: ","}[i == 0], n, counts[n])
+	}
+	fmt.Fprintln(w)
 }
 
 // ReadIterations reads a report of JSON lines, one iteration each (what a long run appends as
