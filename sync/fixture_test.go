@@ -26,6 +26,8 @@ type fixture struct {
 	cfg  Config
 	eng  *Engine
 	next int // next row id to insert
+	// restarts counts the standby restarts the fixture's passes made.
+	restarts int
 }
 
 func newFixture(t *testing.T, major int) *fixture {
@@ -342,6 +344,7 @@ func (f *fixture) passReport() Report {
 	f.t.Helper()
 	rep, err := f.eng.RunOnce(f.ctx)
 	f.must(err)
+	f.restarts += rep.StandbyRestarts
 	for _, s := range rep.Slots {
 		if s.Error != "" {
 			f.t.Fatalf("slot %s: %s", s.Name, s.Error)

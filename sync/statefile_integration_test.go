@@ -867,24 +867,9 @@ func TestExactCopyForAnAwayConsumer(t *testing.T) {
 		}
 		// Confirmed up to here; the consumer is away from now on.
 		away := f.insert(5)
-		restarts := 0
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			rep := f.passReport()
-			restarts += rep.StandbyRestarts
-			r := rep.Slots[0]
-			if r.Verdict.Ready {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the copy of an away consumer's slot never became READY (%d restarts): %s", restarts, r.Verdict.Detail)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if restarts != 1 {
-			t.Fatalf("READY after %d standby restarts, want the one that loaded the copy", restarts)
+		f.untilReady("cdc", func() {}) // no word from the consumer
+		if f.restarts != 1 {
+			t.Fatalf("READY after %d standby restarts, want the one that loaded the copy", f.restarts)
 		}
 		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.ScratchAt != 0 {
 			t.Fatalf("the copy was installed without the primary's decoding snapshot: %+v", ent)
@@ -918,21 +903,8 @@ func TestStatefileBesideTheServersSync(t *testing.T) {
 			f.consume(p, "fo")
 		}
 		away := f.insert(3) // both consumers are away from now on
-		var last map[string]SlotReport
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			last = f.pass()
-			if last["cdc"].Verdict.Ready {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the state-file copy never became READY: %+v", last["cdc"].Verdict)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if a := last["fo"]; a.Code != CodeFailoverKept && a.Code != CodeFailoverWaiting {
+		f.untilReady("cdc", func() {})
+		if a := f.pass()["fo"]; a.Code != CodeFailoverKept && a.Code != CodeFailoverWaiting {
 			t.Fatalf("the failover slot: %s %s, want it left to the server's sync", a.Code, a.Reason)
 		}
 		cp, ok := f.slotOn(f.pair.Standby, "cdc")
