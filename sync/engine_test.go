@@ -358,3 +358,24 @@ func TestWakeRunsAPassNow(t *testing.T) {
 		t.Fatal("the woken pass ran on the old connections")
 	}
 }
+
+// TestMayJudgeStateFiles: on 17+ the observer looks for decoding snapshots only when state-file
+// copies may be judged there: the method asked for, or the journal's record of the daemon's.
+func TestMayJudgeStateFiles(t *testing.T) {
+	sf := string(topology.MethodStatefile)
+	for _, c := range []struct {
+		method topology.Method
+		j      Journal
+		want   bool
+	}{
+		{topology.MethodSQL, Journal{}, false},
+		{topology.MethodAuto, Journal{Slots: map[string]*Entry{"cdc": {Method: "sql"}}}, false},
+		{topology.MethodStatefile, Journal{}, true},
+		{topology.MethodAuto, Journal{Gate: &GateRecord{Method: sf}}, true},
+		{topology.MethodAuto, Journal{Slots: map[string]*Entry{"cdc": {Method: sf}}}, true},
+	} {
+		if got := mayJudgeStateFiles(Config{Method: c.method}, &c.j); got != c.want {
+			t.Errorf("method %s, journal %+v: %v, want %v", c.method, c.j, got, c.want)
+		}
+	}
+}

@@ -151,8 +151,12 @@ type pgObserver struct {
 	// lists (only --manage-synchronized-standby-slots uses it).
 	ownStandbySlots bool
 	// snapshots: the standby is in recovery and the role may look for the decoding snapshots of
-	// state-file copies (rule 4; any major: --method statefile runs on 16+ too).
+	// state-file copies (rule 4), on a major where such copies are made (16 and older, or 17+
+	// with stateFiles).
 	snapshots bool
+	// stateFiles: state-file copies may be judged on 17+, where auto never chooses that method
+	// (mayJudgeStateFiles): only then does a pass there look for snapshots.
+	stateFiles bool
 }
 
 // readSnapshots fills in whether each standby slot has its decoding snapshot, when it may.
@@ -243,7 +247,7 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	i := obs.Standby.Info
-	o.snapshots = i.InRecovery && i.CanStatFiles
+	o.snapshots = i.InRecovery && i.CanStatFiles && (i.Major() <= 16 || o.stateFiles)
 	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}

@@ -874,6 +874,13 @@ func TestExactCopyForAnAwayConsumer(t *testing.T) {
 		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.ScratchAt != 0 {
 			t.Fatalf("the copy was installed without the primary's decoding snapshot: %+v", ent)
 		}
+		// check beside the daemon, with --method auto (sql on 16+): it judges by the daemon's
+		// method, and looks for the copy's snapshot as the daemon does.
+		f.cfg.Method = topology.MethodAuto
+		if r := f.inspectAsCheck().Slots[0]; !r.Verdict.Ready {
+			t.Fatalf("check beside the daemon: %+v", r.Verdict)
+		}
+		f.cfg.Method = topology.MethodStatefile
 		if ps, _ := f.slotOn(p, "cdc"); ps.Active {
 			t.Fatal("the consumer was to stay away")
 		}
