@@ -57,9 +57,7 @@ func (r *TallyRow) add(it ChaosIteration) {
 	for _, j := range it.Judged {
 		if j.Binding {
 			r.Binding++
-			liar := j
-			liar.Answer = AnswerReady
-			if liar.Assess().Lie {
+			if alwaysReadyCaught(j) {
 				r.AlwaysReadyCaught++
 			}
 		}
@@ -121,12 +119,18 @@ func TallyOf(its []ChaosIteration) Tally {
 	return t
 }
 
-// caught counts, for an answer an always-READY gate would have been caught lying on, what the
-// gate answered.
-func (t Tally) caught(j Judged) {
+// alwaysReadyCaught says whether a gate that always said READY would have been caught lying on
+// binding answer j: the same answer, READY, then what followed.
+func alwaysReadyCaught(j Judged) bool {
 	liar := j
 	liar.Answer = AnswerReady
-	if !j.Binding || !liar.Assess().Lie {
+	return liar.Assess().Lie
+}
+
+// caught counts, for an answer an always-READY gate would have been caught lying on, what the
+// gate answered.
+func (t *Tally) caught(j Judged) {
+	if !j.Binding || !alwaysReadyCaught(j) {
 		return
 	}
 	if j.Answer != AnswerNotReady || len(j.Reasons) == 0 {
