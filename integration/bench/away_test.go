@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/slotsync/slotsync/integration"
 	slotsync "github.com/slotsync/slotsync/sync"
-	"github.com/slotsync/slotsync/sync/method/statefile"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -36,15 +34,13 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 	p, ctx := startPair(b, m, conf...)
 	// Each way's engine applies: for the server's sync (native) it makes no copy of a failover
 	// slot, but records what the gate needs of the server's copy (its catalog rows seen kept).
-	ways := []struct {
+	type way struct {
 		name   string
 		method topology.Method
-	}{{"statefile", topology.MethodStatefile}, {"sql", topology.MethodSQL}}
+	}
+	ways := []way{{"statefile", topology.MethodStatefile}, {"sql", topology.MethodSQL}}
 	if withNative {
-		ways = append(ways, struct {
-			name   string
-			method topology.Method
-		}{"postgres", topology.MethodNative})
+		ways = append(ways, way{"postgres", topology.MethodNative})
 	}
 	took := map[string][]time.Duration{}
 	never := map[string]int{}
@@ -80,10 +76,8 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 // beside it says READY, or awayBound.
 func timeToReadyAway(b *testing.B, ctx context.Context, p *integration.Pair, m topology.Method, slot string) (time.Duration, bool) {
 	b.Helper()
-	cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: b.TempDir(),
-		Method: m, Select: slotsync.Selection{Patterns: []string{slot}}, Interval: 100 * time.Millisecond,
-		SlotTimeout: time.Minute, ObserveTimeout: time.Minute, Logger: hclog.NewNullLogger(),
-		Statefile: statefile.Config{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
+	cfg := benchConfig(p, b.TempDir(), 100*time.Millisecond)
+	cfg.Method, cfg.Select = m, slotsync.Selection{Patterns: []string{slot}}
 	gateCfg := cfg
 	gateCfg.ReadOnly = true
 	e, err := slotsync.New(cfg)

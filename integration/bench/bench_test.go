@@ -62,13 +62,20 @@ func engine(b *testing.B, p *integration.Pair, readOnly bool, state string) *slo
 }
 
 func engineEvery(b *testing.B, p *integration.Pair, readOnly bool, state string, interval time.Duration) *slotsync.Engine {
-	cfg := slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: state,
-		ReadOnly: readOnly, Interval: interval, SlotTimeout: time.Minute, ObserveTimeout: time.Minute,
-		Logger: hclog.NewNullLogger(), Statefile: statefile.Config{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
+	cfg := benchConfig(p, state, interval)
+	cfg.ReadOnly = readOnly
 	e, err := slotsync.New(cfg)
 	must(b, err)
 	b.Cleanup(e.Close)
 	return e
+}
+
+// benchConfig is the engine configuration the benchmarks share: passes every interval, quiet,
+// the state-file method able to restart the standby at most once a second.
+func benchConfig(p *integration.Pair, state string, interval time.Duration) slotsync.Config {
+	return slotsync.Config{PrimaryDSN: p.Primary.DSN("postgres"), StandbyDSN: p.Standby.DSN("postgres"), StateDir: state,
+		Interval: interval, SlotTimeout: time.Minute, ObserveTimeout: time.Minute, Logger: hclog.NewNullLogger(),
+		Statefile: statefile.Config{DataDir: p.Standby.DataDir, Restarter: p.Standby, MinRestartInterval: time.Second}}
 }
 
 func createSlots(b *testing.B, ctx context.Context, p *integration.Pair, n int, failover bool) {
