@@ -11,9 +11,12 @@ import (
 )
 
 // golden15 is a state file written by a real PostgreSQL 15, raw and parsed.
-func golden15(t *testing.T) ([]byte, *State) {
+func golden15(t *testing.T) ([]byte, *State) { return goldenState(t, 15) }
+
+// goldenState is a state file written by a real PostgreSQL of the major, raw and parsed.
+func goldenState(t *testing.T, major int) ([]byte, *State) {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/pg15.state")
+	raw, err := os.ReadFile(fmt.Sprintf("testdata/pg%d.state", major))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +76,7 @@ func TestRemoveOnlyLogicalSlots(t *testing.T) {
 // TestInstallNeverSynced: a 17+ state file that says synced (the primary was once a standby
 // whose server synced the slot) is installed as an ordinary slot; failover is kept as read.
 func TestInstallNeverSynced(t *testing.T) {
-	raw, err := os.ReadFile("testdata/pg17.state")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, st := goldenState(t, 17)
 	st.Synced, st.Failover = true, true
 	in := Installer{DataDir: t.TempDir()}
 	if err := os.MkdirAll(in.replslot(), 0o700); err != nil {
