@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	stdsync "sync"
 	"sync/atomic"
 	"time"
 
@@ -248,7 +249,14 @@ type world struct {
 	secondSkipped string
 	// primaryDSN: the primary through the proxy, as slotsync reaches it.
 	primaryDSN string
+	// liveEnds: closed (endLive) by a fault that found the window it searched for: the live
+	// phase ends at once, and the cutover follows.
+	liveEnds    chan struct{}
+	endLiveOnce stdsync.Once
 }
+
+// endLive ends the live phase at once (world.liveEnds).
+func (wd *world) endLive() { wd.endLiveOnce.Do(func() { close(wd.liveEnds) }) }
 
 // listStandby makes the primary's synchronized_standby_slots list the standby's physical slot
 // (Plan.SyncStandbySlots); it returns why not when the pair or the plan does not allow it.
@@ -330,7 +338,8 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		return nil, err
 	}
 	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
-		recv: &receiverLog{}}
+		liveEnds: make(chan struct{}),
+		recv:     &receiverLog{}}
 	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands

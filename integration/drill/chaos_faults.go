@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pglogrepl"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
@@ -68,21 +69,14 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCascade:
 		return wd.cascade(ctx, s.For)
 	case FaultAddressMoved:
-		// An HA manager moves the primary's address to the candidate before promoting it:
-		// slotsync and the gate, which reach the primary through it, reach the standby itself.
-		to, err := p.Standby.Addr(ctx)
-		if err != nil {
-			return err
-		}
-		back, err := p.Primary.Addr(ctx)
-		if err != nil {
-			return err
-		}
-		wd.proxy.Redirect(to)
-		time.AfterFunc(s.For, func() { wd.proxy.Redirect(back) })
+		return wd.moveAddress(ctx, s)
 	case FaultStandbyKill:
 		return wd.killStandby(ctx)
 	case FaultConsumerReconnect:
+		if s.Away {
+			wd.stopFeed(wd.feedOf(s.Slot)) // it comes back after the promotion only
+			return nil
+		}
 		select {
 		case wd.feeds[wd.feedOf(s.Slot)].next <- struct{}{}:
 		default:
@@ -99,7 +93,13 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
-		err := p.Standby.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
+		on := p.Standby
+		if s.Second {
+			if on = wd.secondNode; on == nil {
+				return skipped("no second standby")
+			}
+		}
+		err := on.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
 		if standbyRestarting(err) {
 			return skipped("the standby is restarting (a state-file copy being installed)")
 		}
@@ -128,6 +128,81 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return p.Primary.Start(ctx)
 	}
 	return nil
+}
+
+// moveAddress moves the primary's address for s.For, as an HA manager moves a VIP or a Service
+// before promoting: slotsync and the gate, which reach the primary through it, reach the
+// standby itself, or the second standby (s.Second), a server in recovery either way.
+func (wd *world) moveAddress(ctx context.Context, s Step) error {
+	to := wd.pair.Standby
+	if s.Second {
+		if to = wd.secondNode; to == nil {
+			return skipped("no second standby")
+		}
+	}
+	addr, err := to.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	back, err := wd.pair.Primary.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	if s.Slot != "" {
+		go wd.flapAddress(ctx, s, addr, back)
+		return nil
+	}
+	wd.proxy.Redirect(addr)
+	time.AfterFunc(s.For, func() { wd.proxy.Redirect(back) })
+	return nil
+}
+
+// Flapping (FaultAddressMoved with a Slot): the address reaches the other server for flapAway,
+// then the primary for flapBack (long enough for a full pass there), again and again.
+const (
+	flapAway = 600 * time.Millisecond
+	flapBack = 900 * time.Millisecond
+	// flapHold: after the last flap the address stays on the other server this long, across
+	// the cutover that follows at once.
+	flapHold = 3 * time.Second
+)
+
+// flapAddress moves the address back and forth (a VIP that flaps) until the standby's copy of
+// s.Slot stands past its primary slot's confirmed_flush (a copy moved to a position only the
+// other server's slot has) or s.For has passed; then it leaves the address on the other server
+// and ends the live phase at once: the primary dies while the window is open (an explorer's
+// search for the moment; the gate as built sees the same flapping and the same end).
+func (wd *world) flapAddress(ctx context.Context, s Step, to, back string) {
+	until := time.Now().Add(s.For)
+	for {
+		wd.proxy.Redirect(to)
+		if !sleepUntil(ctx, time.Now().Add(flapAway)) {
+			return
+		}
+		if wd.copyPastPrimary(ctx, s.Slot) || time.Now().After(until) {
+			break
+		}
+		wd.proxy.Redirect(back)
+		if !sleepUntil(ctx, time.Now().Add(flapBack)) {
+			return
+		}
+	}
+	wd.log.Info("address flapping ends on the other server", "slot", s.Slot)
+	time.AfterFunc(flapHold, func() { wd.proxy.Redirect(back) })
+	wd.endLive()
+}
+
+// copyPastPrimary says whether the standby's copy of slot stands past the primary slot's
+// confirmed_flush (each read on its server directly, not through the proxy).
+func (wd *world) copyPastPrimary(ctx context.Context, slot string) bool {
+	const q = "SELECT coalesce((SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $1), '0/0')"
+	var onCopy, onPrimary string
+	if wd.pair.Standby.QueryRow(ctx, q, []any{slot}, &onCopy) != nil || wd.pair.Primary.QueryRow(ctx, q, []any{slot}, &onPrimary) != nil {
+		return false
+	}
+	c, err1 := pglogrepl.ParseLSN(onCopy)
+	p, err2 := pglogrepl.ParseLSN(onPrimary)
+	return err1 == nil && err2 == nil && c > p
 }
 
 // restartStandby stops and starts the standby; a restart slotsync's state-file method is making

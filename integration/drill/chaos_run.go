@@ -117,7 +117,7 @@ func (wd *world) faults(ctx context.Context, plan Plan, it *ChaosIteration) []st
 	var problems []string
 	start := time.Now()
 	for _, s := range plan.Steps {
-		if !sleepUntil(ctx, start.Add(s.At)) {
+		if !wd.liveUntil(ctx, start.Add(s.At)) {
 			return problems
 		}
 		wd.log.Info("fault", "fault", s.Fault, "slot", s.Slot, "for", s.For)
@@ -132,8 +132,26 @@ func (wd *world) faults(ctx context.Context, plan Plan, it *ChaosIteration) []st
 			it.Applied = append(it.Applied, what)
 		}
 	}
-	sleepUntil(ctx, start.Add(plan.Live))
+	wd.liveUntil(ctx, start.Add(plan.Live))
 	return problems
+}
+
+// liveUntil waits until t within the live phase: false when ctx ends or a fault ended the live
+// phase early (world.endLive).
+func (wd *world) liveUntil(ctx context.Context, t time.Time) bool {
+	select {
+	case <-wd.liveEnds:
+		return false
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wd.liveEnds:
+		return false
+	case <-time.After(time.Until(t)):
+		return true
+	}
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {
@@ -210,8 +228,8 @@ func (wd *world) quiet(plan Plan) string {
 		if s.Away || s.Fault == FaultSlotDropped {
 			return "" // a consumer away holds its new copy back
 		}
-		if s.Fault == FaultCopyDropped {
-			dropped++
+		if s.Fault == FaultCopyDropped && !s.Second {
+			dropped++ // (the second standby's copies are its own sidecar's)
 		}
 	}
 	if dropped > 1 {

@@ -448,11 +448,32 @@ func TestQuietWindow(t *testing.T) {
 		// The second change of a copy by someone else makes slotsync leave it (other_synchronizer).
 		{"a copy dropped twice", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
 			{At: 900 * ms, Fault: FaultCopyDropped}}}, streaming, false},
+		{"a copy dropped on each standby", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
+			{At: 900 * ms, Fault: FaultCopyDropped, Second: true}}}, streaming, true},
 	} {
 		wd := &world{recv: c.recv}
 		if got := wd.quiet(c.plan) != ""; got != c.quiet {
 			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
 		}
+	}
+}
+
+// TestLiveEndsEarly: a fault that found its window ends the live phase at once, and every wait
+// of the live phase after it returns false.
+func TestLiveEndsEarly(t *testing.T) {
+	wd := &world{liveEnds: make(chan struct{})}
+	ctx := context.Background()
+	if !wd.liveUntil(ctx, time.Now().Add(time.Millisecond)) {
+		t.Fatal("the live phase ended before anything ended it")
+	}
+	go wd.endLive()
+	start := time.Now()
+	if wd.liveUntil(ctx, time.Now().Add(time.Minute)) || time.Since(start) > 10*time.Second {
+		t.Fatalf("a wait of the live phase went on %s after it was ended", time.Since(start))
+	}
+	wd.endLive() // twice is once
+	if wd.liveUntil(ctx, time.Now()) {
+		t.Fatal("a wait after the end of the live phase returned true")
 	}
 }
 

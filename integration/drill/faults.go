@@ -31,7 +31,7 @@ const (
 	FaultCopyDropped       Fault = "copy_dropped_on_standby"     // a slot's copy dropped on the standby by someone else
 	FaultOtherPlugin       Fault = "slot_recreated_other_plugin" // a slot made again with the other plugin, its consumer speaking that one
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
-	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while
+	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while (with a Slot: flaps, world.flapAddress)
 	FaultSenderStalled     Fault = "wal_sender_stalled"          // the primary's walsender to the standby stopped (SIGSTOP) for a while: the standby falls behind
 	FaultStandbyCutOff     Fault = "standby_cut_off"             // the standby's primary_conninfo emptied for a while: it does not stream, the primary lives on
 	FaultCascade           Fault = "standby_cascaded"            // the standby re-pointed to stream from the second standby for a while (a cascade)
@@ -66,6 +66,9 @@ type Step struct {
 	// Away: the slot's consumer stays away from this fault to the promotion (a consumer down
 	// for maintenance, or one that runs nightly).
 	Away bool `json:"away,omitempty"`
+	// Second: the fault acts on the second standby (Plan.SecondStandby) instead of the standby:
+	// its copy dropped (FaultCopyDropped), the primary's address moved to it (FaultAddressMoved).
+	Second bool `json:"second,omitempty"`
 }
 
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
@@ -223,6 +226,9 @@ func (p Plan) String() string {
 		}
 		if s.Away {
 			b.WriteString(", its consumer away")
+		}
+		if s.Second {
+			b.WriteString(", on the second standby")
 		}
 	}
 	if p.Quiesce > 0 {

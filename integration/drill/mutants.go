@@ -37,6 +37,7 @@ var mutantPlans = map[string][]string{
 	"catalog-hold-off":                     {"hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-slot-made-again"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
+	"watch-unbound":                        {"address-flaps-to-sibling"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -160,6 +161,18 @@ func MatrixPlans() []Plan {
 		// stand behind them, and the pg_recvlogical-like consumer, resuming from its slot's
 		// position, gets that stretch again: the redelivery window the answer gave (#34).
 		hookPlan("hook-copies-frozen", nil),
+		// Three nodes: a consumer away, the second standby's copy of its slot dropped (its
+		// sidecar makes it again, ahead of the consumer), then the primary's address flapping to
+		// the second standby (a VIP that flaps), until the standby's copy stands past its
+		// consumer or 20 s have passed; the primary is killed at once, the address still there:
+		// slotsync's passes fail there, and the gate judges without the primary from a record
+		// still fresh (rule 7 binds the watch to the primary the last pass verified, finding 2).
+		// The steps come once the standby's copies are READY (it may start streaming seconds
+		// after the second standby joins); the live phase ends with the flapping.
+		{Name: "address-flaps-to-sibling", Live: 35000 * ms, Kill: true, SecondStandby: true, Steps: []Step{
+			{At: 6500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+			{At: 7000 * ms, Fault: FaultCopyDropped, Slot: "drill_pgoutput", Second: true},
+			{At: 10000 * ms, Fault: FaultAddressMoved, Slot: "drill_pgoutput", Second: true, For: 20000 * ms}}},
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
