@@ -536,7 +536,8 @@ func (p *Pair) rejoin(ctx context.Context, keepSlots, onlyCurrentTimeline bool) 
 
 // AddStandby starts a second standby of the primary, streaming through its own physical slot
 // (slot, made here), with the first standby's settings: a copy of the cleanly stopped primary
-// (started again at once), as the pair's standby was made. For tests of two standbys' sidecars
+// (started again at once), as the pair's standby was made; it returns once the first standby
+// streams again. For tests of two standbys' sidecars
 // at once; local pairs only; stopped with the pair.
 func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 	prim, ok := p.Primary.life.(*localServer)
@@ -560,7 +561,10 @@ func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
-	return n, nil
+	// The primary's restart for the clone cut the first standby off: its WAL receiver tries
+	// again only after wal_retrieve_retry_interval (5 s), and the caller expects a pair that
+	// streams, as NewPair gives.
+	return n, p.WaitStreaming(ctx)
 }
 
 // cloneOfPrimary copies the cleanly stopped primary (started again at once) into a new data

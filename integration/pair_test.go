@@ -129,3 +129,34 @@ func TestStartTakesAnotherPortWhenItsPortIsTaken(t *testing.T) {
 		t.Fatalf("the server on its new port %s: %v", moved, err)
 	}
 }
+
+// TestAddStandbyKeepsTheFirstStreaming: a second standby is a clone of the primary, stopped and
+// started for it; the pair's standby streams again when AddStandby returns (its WAL receiver
+// would otherwise wait wal_retrieve_retry_interval, and the first seconds of a three-node test
+// would run without it).
+func TestAddStandbyKeepsTheFirstStreaming(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real servers")
+	}
+	if _, err := FindBinaries(15); err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, err := NewPair(ctx, Options{Major: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.AddStandby(ctx, "second"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := p.Primary.QueryRow(ctx, "SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+		[]any{StandbyAppName}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Fatal("the pair's standby does not stream when AddStandby returns")
+	}
+}
