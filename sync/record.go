@@ -111,7 +111,7 @@ func (r *GateRecord) beingMade(names []string) *GateRecord {
 	}
 	for _, name := range names {
 		gs, ok := c.Slots[name]
-		if !ok {
+		if !ok || failpoint.Mutant("without:copy_being_made") {
 			continue // not in the record: judged NOT READY without the primary anyway
 		}
 		gs.Ready, gs.Reasons = false, []lsncheck.Reason{lsncheck.ReasonCopyBeingMade}

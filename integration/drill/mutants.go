@@ -84,6 +84,10 @@ func Mutants() []Mutant {
 		},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
+		Mutant{
+			Name: "without:copy_being_made",
+			Why:  "the record written ahead of an action keeps the verdicts of the copies about to be made again (rule 8's write-ahead)",
+		},
 	)
 	for i := range out {
 		out[i].Plans = mutantPlans[out[i].Name]
