@@ -151,6 +151,7 @@ func TestReadiness(t *testing.T) {
 		{"consumer was sent what the standby has", mod(func(in *ReadinessInput) { in.PrimarySent = 0x5000 }), nil},
 		{"copy invalidated", mod(func(in *ReadinessInput) { in.CopyInvalidated = true }), []Reason{ReasonCopyInvalidated}},
 		{"copy WAL gone", mod(func(in *ReadinessInput) { in.CopyWALAvailable = false }), []Reason{ReasonCopyWALMissing}},
+		{"copy's last advance failed to decode", mod(func(in *ReadinessInput) { in.DecodeError = "could not map filenode" }), []Reason{ReasonCopyCannotDecode}},
 		{"primary invalidated", mod(func(in *ReadinessInput) { in.PrimaryInvalidated = true }), []Reason{ReasonPrimaryInvalidated}},
 		{"primary still being created", mod(func(in *ReadinessInput) { in.Primary.Position = Position{} }), []Reason{ReasonPrimaryUnknown}},
 		{"copy still being created", mod(func(in *ReadinessInput) { in.Copy.Position = Position{} }), []Reason{ReasonCopyUnknown}},
