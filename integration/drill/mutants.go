@@ -23,6 +23,7 @@ type Mutant struct {
 var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
+	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
@@ -177,6 +178,11 @@ func MatrixPlans() []Plan {
 			{At: 6500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 7000 * ms, Fault: FaultCopyDropped, Slot: "drill_pgoutput", Second: true},
 			{At: 10000 * ms, Fault: FaultAddressMoved, Slot: "drill_pgoutput", Second: true, For: 20000 * ms}}},
+		// A slot made again, then at once a transaction kept open: on 16+ the new copy's
+		// creation on the standby waits for it to end, its positions unknown meanwhile (rule 4).
+		// (Opened before, it would hold the primary slot's own creation instead.)
+		hookPlan("hook-copy-held-in-creation", []Step{{At: 1500 * ms, Fault: FaultSlotRecreated, Slot: "drill_test_decoding"},
+			{At: 1500 * ms, Fault: FaultLongTransaction, For: HookBound + 10*time.Second}}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
 	}
