@@ -31,7 +31,7 @@ const (
 	FaultCopyDropped       Fault = "copy_dropped_on_standby"     // a slot's copy dropped on the standby by someone else
 	FaultOtherPlugin       Fault = "slot_recreated_other_plugin" // a slot made again with the other plugin, its consumer speaking that one
 	FaultStandbyKill       Fault = "standby_killed"              // kill -9 of the standby, then started again
-	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while (with a Slot: flaps, world.flapAddress)
+	FaultAddressMoved      Fault = "primary_address_moved_early" // the primary's address (a VIP, a Service) reaches the standby for a while (flaps: a Slot)
 	FaultSenderStalled     Fault = "wal_sender_stalled"          // the primary's walsender to the standby stopped (SIGSTOP) for a while: the standby falls behind
 	FaultStandbyCutOff     Fault = "standby_cut_off"             // the standby's primary_conninfo emptied for a while: it does not stream, the primary lives on
 	FaultCascade           Fault = "standby_cascaded"            // the standby re-pointed to stream from the second standby for a while (a cascade)
