@@ -536,8 +536,7 @@ func (p *Pair) rejoin(ctx context.Context, keepSlots, onlyCurrentTimeline bool) 
 
 // AddStandby starts a second standby of the primary, streaming through its own physical slot
 // (slot, made here), with the first standby's settings: a copy of the cleanly stopped primary
-// (started again at once), as the pair's standby was made; it returns once the first standby
-// streams again. For tests of two standbys' sidecars
+// (started again at once), as the pair's standby was made. For tests of two standbys' sidecars
 // at once; local pairs only; stopped with the pair.
 func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 	prim, ok := p.Primary.life.(*localServer)
@@ -561,15 +560,14 @@ func (p *Pair) AddStandby(ctx context.Context, slot string) (*Node, error) {
 	if err := n.Start(ctx); err != nil {
 		return nil, err
 	}
-	// The primary's restart for the clone cut the first standby off: its WAL receiver tries
-	// again only after wal_retrieve_retry_interval (5 s), and the caller expects a pair that
-	// streams, as NewPair gives.
-	return n, p.WaitStreaming(ctx)
+	return n, nil
 }
 
 // cloneOfPrimary copies the cleanly stopped primary (started again at once) into a new data
 // directory of the pair, named prefix and a number, given to the servers' user, with a port of
-// its own; not started.
+// its own; not started. It returns once the pair's standby streams again: the primary's restart
+// cut it off, and its WAL receiver would try again only after wal_retrieve_retry_interval (5 s),
+// while callers expect a pair that streams, as NewPair gives.
 func (p *Pair) cloneOfPrimary(ctx context.Context, prim *localServer, prefix string) (*localServer, error) {
 	port, err := FreePort()
 	if err != nil {
@@ -587,6 +585,11 @@ func (p *Pair) cloneOfPrimary(ctx context.Context, prim *localServer, prefix str
 	}
 	if copyErr != nil {
 		return nil, fmt.Errorf("%s: copy the primary: %w", name, copyErr)
+	}
+	if p.Standby != nil {
+		if err := p.WaitStreaming(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return s, prim.run.chownTree(s.dataDir)
 }

@@ -131,9 +131,9 @@ func TestStartTakesAnotherPortWhenItsPortIsTaken(t *testing.T) {
 }
 
 // TestAddStandbyKeepsTheFirstStreaming: a second standby is a clone of the primary, stopped and
-// started for it; the pair's standby streams again when AddStandby returns (its WAL receiver
-// would otherwise wait wal_retrieve_retry_interval, and the first seconds of a three-node test
-// would run without it).
+// started for it (cloneOfPrimary, as for a Twin); the pair's standby streams again when
+// AddStandby returns (its WAL receiver would otherwise wait wal_retrieve_retry_interval, and the
+// first seconds of a three-node test would run without it).
 func TestAddStandbyKeepsTheFirstStreaming(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs real servers")
