@@ -93,13 +93,11 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
-		on := p.Standby
-		if s.Second {
-			if on = wd.secondNode; on == nil {
-				return skipped("no second standby")
-			}
+		on, err := wd.standbyOf(s)
+		if err != nil {
+			return err
 		}
-		err := on.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
+		err = on.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active", s.Slot)
 		if standbyRestarting(err) {
 			return skipped("the standby is restarting (a state-file copy being installed)")
 		}
@@ -134,11 +132,9 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 // before promoting: slotsync and the gate, which reach the primary through it, reach the
 // standby itself, or the second standby (s.Second), a server in recovery either way.
 func (wd *world) moveAddress(ctx context.Context, s Step) error {
-	to := wd.pair.Standby
-	if s.Second {
-		if to = wd.secondNode; to == nil {
-			return skipped("no second standby")
-		}
+	to, err := wd.standbyOf(s)
+	if err != nil {
+		return err
 	}
 	addr, err := to.Addr(ctx)
 	if err != nil {
@@ -155,6 +151,18 @@ func (wd *world) moveAddress(ctx context.Context, s Step) error {
 	wd.proxy.Redirect(addr)
 	time.AfterFunc(s.For, func() { wd.proxy.Redirect(back) })
 	return nil
+}
+
+// standbyOf is the standby a step acts on: the pair's, or the second standby (Step.Second),
+// skipped when there is none.
+func (wd *world) standbyOf(s Step) (*integration.Node, error) {
+	if !s.Second {
+		return wd.pair.Standby, nil
+	}
+	if wd.secondNode == nil {
+		return nil, skipped("no second standby")
+	}
+	return wd.secondNode, nil
 }
 
 // Flapping (FaultAddressMoved with a Slot): the address reaches the other server for flapAway,

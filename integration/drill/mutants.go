@@ -172,8 +172,9 @@ func MatrixPlans() []Plan {
 		// consumer or 20 s have passed; the primary is killed at once, the address still there:
 		// slotsync's passes fail there, and the gate judges without the primary from a record
 		// still fresh (rule 7 binds the watch to the primary the last pass verified, finding 2).
-		// The steps come once the standby's copies are READY (it may start streaming seconds
-		// after the second standby joins); the live phase ends with the flapping.
+		// The steps leave the standby's copies seconds to be READY first (the timings were set
+		// while the standby still started streaming late beside a second standby, since fixed);
+		// the live phase ends with the flapping.
 		{Name: "address-flaps-to-sibling", Live: 35000 * ms, Kill: true, SecondStandby: true, Steps: []Step{
 			{At: 6500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 7000 * ms, Fault: FaultCopyDropped, Slot: "drill_pgoutput", Second: true},
