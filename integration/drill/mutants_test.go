@@ -46,11 +46,6 @@ var mutantSample = []struct {
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
-	// Rule 7 for the watch, finding 2 of round 4 re-injected: three nodes, the primary's address
-	// flapping to the second standby, whose sidecar made its copy of a slot again ahead of the
-	// slot's away consumer; the watch moves the standby's copy there between failed passes, and
-	// the gate judges without the primary from a record still fresh.
-	{name: "watch-unbound", major: 16, plan: "address-flaps-to-sibling"},
 }
 
 // samplePlan is the plan a sample entry names.
