@@ -60,6 +60,13 @@ type Session interface {
 	Close()
 }
 
+// ExactCopier makes, beside a method whose own copies come from the standby's decoding, an
+// exact copy of one slot from the primary's state files (the slots the plan names: consumers
+// away past --exact-copy-after). It returns ErrCollected: Flush makes the copy.
+type ExactCopier interface {
+	ReplaceExact(ctx context.Context, ps topology.Slot, copyDB string) error
+}
+
 // Recoverer finishes, before a pass, what a crash of slotsync interrupted (a standby left
 // stopped by a restart). It reports whether the standby was started (connections are stale).
 type Recoverer interface {

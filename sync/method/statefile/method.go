@@ -49,6 +49,10 @@ type Config struct {
 	// feedback to cover it (default 10 minutes, DefaultHoldTimeout); a copy not covered by then
 	// is made again.
 	HoldTimeout time.Duration
+	// OnRequest: the method makes state-file copies only of the slots the plan names
+	// (Session.ReplaceExact, --exact-copy-after); every other creation is the sql method's, and
+	// its traits are the sql method's (16+).
+	OnRequest bool
 }
 
 // Method copies slots as state files. Creations are collected during a pass and
@@ -88,6 +92,7 @@ func Traits() method.Traits {
 var (
 	_ method.Method         = (*Method)(nil)
 	_ method.Session        = (*Session)(nil)
+	_ method.ExactCopier    = (*Session)(nil)
 	_ method.Preparer       = (*Method)(nil)
 	_ method.Flusher        = (*Method)(nil)
 	_ method.StandbyChecker = (*Method)(nil)
@@ -148,8 +153,14 @@ func (m *Method) saveStagedWAL() {
 	}
 }
 
-// Traits are the rules of installed copies.
-func (m *Method) Traits() method.Traits { return Traits() }
+// Traits are the rules of installed copies; on request only, those of the sql method's copies
+// (the journal entry of each state-file copy says how it was made: sync.copyTraits).
+func (m *Method) Traits() method.Traits {
+	if m.cfg.OnRequest {
+		return m.sql.Traits()
+	}
+	return Traits()
+}
 
 // Close ends the catalog holds.
 func (m *Method) Close() { m.hold.Close() }
@@ -164,8 +175,16 @@ type Session struct {
 	m *Method
 }
 
-// Create queues the slot for the batched restart.
-func (s *Session) Create(_ context.Context, ps topology.Slot) error {
+// Create queues the slot for the batched restart (on request only: the sql method makes it).
+func (s *Session) Create(ctx context.Context, ps topology.Slot) error {
+	if s.m.cfg.OnRequest {
+		return s.Session.Create(ctx, ps)
+	}
+	return s.queue(ps)
+}
+
+// queue adds the slot to the copies the batched restart installs.
+func (s *Session) queue(ps topology.Slot) error {
 	s.m.mu.Lock()
 	defer s.m.mu.Unlock()
 	s.m.pending = append(s.m.pending, ps)
@@ -178,13 +197,23 @@ func (s *Session) Create(_ context.Context, ps topology.Slot) error {
 // Copies staged into a running standby (--restart never, or a manager's restart command) are
 // the exception: the old slot must be dropped first, or the running server would write its own
 // state over the staged file when it shuts down.
+// On request only, the sql method makes the new copy.
 func (s *Session) Replace(ctx context.Context, ps topology.Slot, copyDB string) error {
-	if s.m.restart.staged() {
+	if s.m.cfg.OnRequest {
+		return s.Session.Replace(ctx, ps, copyDB)
+	}
+	return s.ReplaceExact(ctx, ps, copyDB)
+}
+
+// ReplaceExact queues a state-file copy of ps in place of the copy in database copyDB (none:
+// copyDB is ""), whatever the method's own copies are.
+func (s *Session) ReplaceExact(ctx context.Context, ps topology.Slot, copyDB string) error {
+	if s.m.restart.staged() && copyDB != "" {
 		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
 			return err
 		}
 	}
-	return s.Create(ctx, ps)
+	return s.queue(ps)
 }
 
 // waiting: nothing failed, the copy waits (rate limit, or no restart configured).
