@@ -73,6 +73,12 @@ type Config struct {
 	AdoptCopies bool
 	// Statefile configures the state-file method.
 	Statefile statefile.Config
+	// ExactCopyAfter (sql and native methods, 16+; 0: never): a copy made by the standby's own
+	// decoding that still stands ahead of its consumer this long after it was made, while the
+	// consumer is not connected, is replaced by an exact copy of the primary slot made from its
+	// state files (as the state-file method makes them, with Statefile's settings), which is
+	// READY without a word from the consumer (rule 4).
+	ExactCopyAfter time.Duration
 	// AdvanceStep bounds how far one advance moves a copy (default 256 MiB): a copy far behind
 	// (a standby back from an outage) catches up in steps of at most this much WAL, each well
 	// within SlotTimeout, while every other slot keeps moving; progress is logged as it goes.
@@ -165,6 +171,9 @@ func (c *Config) Validate() error {
 			Fix:     "give --max-record-age a value below --standby-gone-after (the same --standby-gone-after on every node)",
 		}
 	}
+	if err := c.validateExact(); err != nil {
+		return err
+	}
 	if c.WatchInterval == 0 {
 		c.WatchInterval = d.WatchInterval
 	}
@@ -173,6 +182,25 @@ func (c *Config) Validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	return nil
+}
+
+// validateExact checks --exact-copy-after: a duration, with the state-file settings its copies
+// need (an applying engine), and a method whose own copies are not exact already.
+func (c *Config) validateExact() error {
+	switch {
+	case c.ExactCopyAfter < 0:
+		return &topology.ConfigError{Field: "exact copy after", Problem: fmt.Sprintf("is negative (%s)", c.ExactCopyAfter),
+			Fix: "give --exact-copy-after a duration (e.g. 10m), or leave it out"}
+	case c.ExactCopyAfter == 0:
+		return nil
+	case c.Method == topology.MethodStatefile:
+		return &topology.ConfigError{Field: "exact copy after", Problem: "is given with --method statefile, whose copies are all exact",
+			Fix: "leave out --exact-copy-after, or use --method sql (or auto) with it"}
+	case c.Statefile.DataDir == "" && !c.ReadOnly:
+		return &topology.ConfigError{Field: "exact copy after", Problem: "needs the standby's data directory: exact copies are installed there as state files",
+			Fix: "give --standby-data-dir (slotsync then runs as its owner, on the standby's host), and --restart as for the state-file method"}
 	}
 	return nil
 }

@@ -167,6 +167,8 @@ type simMethod struct {
 	failing map[string]error
 	calls   []string
 	pending []topology.Slot
+	// exact: the pending copies made from state files beside the method's own (ReplaceExact).
+	exact map[string]bool
 }
 
 // sorted is the calls made so far in name order, for passes that apply slots concurrently.
@@ -179,9 +181,10 @@ func (m *simMethod) sorted() string {
 }
 
 var (
-	_ method.Method  = (*simMethod)(nil)
-	_ method.Session = (*simMethod)(nil)
-	_ method.Flusher = (*simMethod)(nil)
+	_ method.Method      = (*simMethod)(nil)
+	_ method.Session     = (*simMethod)(nil)
+	_ method.Flusher     = (*simMethod)(nil)
+	_ method.ExactCopier = (*simMethod)(nil)
 )
 
 func (m *simMethod) Traits() method.Traits   { return m.traits }
@@ -206,7 +209,7 @@ func (m *simMethod) install(ps topology.Slot) error {
 	}
 	cp := ps
 	cp.Active, cp.ActivePID, cp.Failover, cp.SentLSN = false, 0, false, 0
-	if m.traits.NeedsSnapshot {
+	if m.traits.NeedsSnapshot || m.exact[ps.Name] {
 		cp.Snapshot = topology.SnapshotPresent // copied with the state file
 	}
 	m.obs.snap.Standby.Slots[ps.Name] = cp
@@ -225,6 +228,19 @@ func (m *simMethod) Replace(ctx context.Context, ps topology.Slot, copyDB string
 		return method.ErrCollected
 	}
 	return m.install(ps)
+}
+
+// ReplaceExact collects an exact copy for Flush, whatever the method's traits.
+func (m *simMethod) ReplaceExact(_ context.Context, ps topology.Slot, _ string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.calls = append(m.calls, "exact copy "+ps.Name)
+	if m.exact == nil {
+		m.exact = map[string]bool{}
+	}
+	m.exact[ps.Name] = true
+	m.pending = append(m.pending, ps)
+	return method.ErrCollected
 }
 
 func (m *simMethod) Advance(_ context.Context, name, _ string, target lsncheck.LSN) (lsncheck.LSN, error) {
@@ -283,5 +299,6 @@ func (m *simMethod) Flush(context.Context, method.View) (map[string]method.Outco
 	}
 	m.calls = append(m.calls, fmt.Sprintf("restart the standby for %d copies", len(m.pending)))
 	m.pending = nil
+	m.exact = nil
 	return out, true
 }

@@ -352,24 +352,30 @@ func (e *Engine) planInput(ctx context.Context, obs Observation, apply bool) Pla
 		Now:       e.now(),
 		Copies:    e.mem.copies,
 		MaxCopies: e.cfg.Statefile.MaxAttempts,
+		ExactCopyAfter: func() time.Duration {
+			if exactOnRequest(e.cfg, e.method) {
+				return e.cfg.ExactCopyAfter
+			}
+			return 0
+		}(),
 	}
 }
 
 // markProtection records, after an applying pass, what rule 4 learned of each copy's catalog
 // rows and prepared transactions (never for the copies the pass made: made).
 func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot, made map[string]bool) {
-	if e.traits.OwnDecoding {
-		e.journal, _ = horizonSeen(e.journal, obs, after, made)
-		e.journal, _ = twoPhaseSeen(e.journal, obs, made)
-	}
-	if e.traits.NeedsHorizon {
-		if next, kept := horizonKept(e.journal, obs, made); kept {
-			// Written at once: after a restart of slotsync the hold is gone, and a copy whose
-			// proof was lost would be made again. A failed write keeps it in memory, for the
-			// next journal write.
-			if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
-				e.journal = next
-			}
+	// Each copy by the rules of the method that made it (copyTraits): exact copies beside the
+	// standby's own decoding are proven kept as the state-file method's are.
+	own := func(ent *Entry) bool { return copyTraits(e.traits, ent).OwnDecoding }
+	installed := func(ent *Entry) bool { return copyTraits(e.traits, ent).NeedsHorizon }
+	e.journal, _ = horizonSeen(e.journal, obs, after, made, own)
+	e.journal, _ = twoPhaseSeen(e.journal, obs, made)
+	if next, kept := horizonKept(e.journal, obs, made, installed); kept {
+		// Written at once: after a restart of slotsync the hold is gone, and a copy whose
+		// proof was lost would be made again. A failed write keeps it in memory, for the
+		// next journal write.
+		if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
+			e.journal = next
 		}
 	}
 }

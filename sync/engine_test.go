@@ -379,3 +379,32 @@ func TestMayJudgeStateFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCopyTraits: each copy answers to the rules of the method its journal entry names (an exact
+// copy beside the sql method's own is judged as a state-file copy); an entry of a primary's own
+// slots, or none, to the method in force's; whether the server syncs is the method in force's.
+func TestCopyTraits(t *testing.T) {
+	sql, native := TraitsOf(topology.MethodSQL), TraitsOf(topology.MethodNative)
+	exact := TraitsOf(topology.MethodStatefile)
+	for _, c := range []struct {
+		inForce method.Traits
+		ent     *Entry
+		want    method.Traits
+	}{
+		{sql, nil, sql},
+		{sql, &Entry{Method: "own"}, sql},
+		{sql, &Entry{Method: ""}, sql},
+		{sql, &Entry{Method: "sql"}, sql},
+		{sql, &Entry{Method: "statefile"}, exact},
+		{exact, &Entry{Method: "sql"}, sql},
+		{native, &Entry{Method: "statefile"}, func() method.Traits { t := exact; t.ServerSyncs = true; return t }()},
+		{sql, &Entry{Method: "native"}, func() method.Traits { t := native; t.ServerSyncs = false; return t }()},
+	} {
+		if got := copyTraits(c.inForce, c.ent); got != c.want {
+			t.Errorf("in force %+v, entry %+v: %+v, want %+v", c.inForce, c.ent, got, c.want)
+		}
+	}
+	if !mayJudgeStateFiles(Config{Method: topology.MethodSQL, ExactCopyAfter: time.Minute}, &Journal{}) {
+		t.Error("--exact-copy-after: state-file copies are to be judged on 17+")
+	}
+}

@@ -21,8 +21,8 @@ func horizonSeenAt(ent *Entry) lsncheck.LSN {
 // where the standby's physical slot held its catalog rows (rule 4). It is pure: it returns the
 // journal to keep (written with the next journal write) and whether anything changed. Copies made
 // in this pass (made) are not judged on it: the pass observed the standby before they existed.
-func horizonSeen(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool) (*Journal, bool) {
-	return markHorizon(j, obs, copies, made, func(string, topology.Slot) bool { return true })
+func horizonSeen(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool, own func(*Entry) bool) (*Journal, bool) {
+	return markHorizon(j, obs, copies, made, func(_ string, ent *Entry, _ topology.Slot) bool { return own(ent) })
 }
 
 // horizonKept records, for each state-file copy, the first observation where the standby's
@@ -34,16 +34,17 @@ func horizonSeen(j *Journal, obs Observation, copies map[string]topology.Slot, m
 // carries the copy's catalog_xmin. Copies made or made again in this pass (made) are not judged
 // on it: its observation is of the copy they replace, whose catalog hold proves nothing of
 // theirs. It is pure: it returns the journal and whether it changed.
-func horizonKept(j *Journal, obs Observation, made map[string]bool) (*Journal, bool) {
-	return markHorizon(j, obs, obs.Standby.Slots, made, func(name string, cp topology.Slot) bool {
-		return catalogKept(obs.Primary.Slots, obs.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
+func horizonKept(j *Journal, obs Observation, made map[string]bool, installed func(*Entry) bool) (*Journal, bool) {
+	return markHorizon(j, obs, obs.Standby.Slots, made, func(name string, ent *Entry, cp topology.Slot) bool {
+		return installed(ent) && catalogKept(obs.Primary.Slots, obs.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
 	})
 }
 
 // markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose
 // copy the standby's horizon covers now, where kept also holds, but for the copies made in this
 // pass (made).
-func markHorizon(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool, kept func(string, topology.Slot) bool) (*Journal, bool) {
+func markHorizon(j *Journal, obs Observation, copies map[string]topology.Slot, made map[string]bool,
+	kept func(string, *Entry, topology.Slot) bool) (*Journal, bool) {
 	horizon := obs.Physical.CatalogHorizon()
 	if horizon == 0 || obs.Primary.Info.CurrentLSN == 0 {
 		return j, false
@@ -53,7 +54,7 @@ func markHorizon(j *Journal, obs Observation, copies map[string]topology.Slot, m
 		cp, ok := copies[name]
 		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 ||
 			lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) ||
-			!kept(name, cp) {
+			!kept(name, ent, cp) {
 			continue
 		}
 		if next == nil {

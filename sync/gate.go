@@ -36,6 +36,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			sr.Primary = &pos
 			sr.Gate = true
 			ent := e.journal.Slots[a.Slot]
+			t := copyTraits(e.traits, ent) // by the rules of the method that made the copy
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
@@ -43,16 +44,16 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
-				CopyAdvancedHere: e.traits.NeedsSnapshot && ent != nil && ent.WALVerified,
+				CopyAdvancedHere: t.NeedsSnapshot && ent != nil && ent.WALVerified,
 				StandbyWALEnd:    obs.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
-				RequireHorizon:  e.traits.NeedsHorizon,
+				RequireHorizon:  t.NeedsHorizon,
 				StandbyHorizon:  obs.Physical.CatalogHorizon(),
 				WALVerified:     ent != nil && ent.WALVerified,
-				RequireSnapshot: e.traits.NeedsSnapshot,
+				RequireSnapshot: t.NeedsSnapshot,
 				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
 					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
-				OwnDecoding:         e.traits.OwnDecoding,
+				OwnDecoding:         t.OwnDecoding,
 				HorizonSeenAt:       horizonSeenAt(ent),
 				StandbyReplay:       obs.Standby.Info.ReplayLSN,
 				Exact:               e.cfg.Exact,

@@ -244,9 +244,13 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 			// The copy vanished but the slot is the same incarnation: keep its ID.
 			id = old.Incarnation
 		}
+		made := e.method
+		if a.Exact {
+			made = topology.MethodStatefile // an exact copy beside the method's own (--exact-copy-after)
+		}
 		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
-			Primary: a.Primary.Position, Method: string(e.method), CreatedAt: now, UpdatedAt: now, Timeline: timeline}
-		if a.Primary.TwoPhase && e.traits.OwnDecoding {
+			Primary: a.Primary.Position, Method: string(made), CreatedAt: now, UpdatedAt: now, Timeline: timeline}
+		if a.Primary.TwoPhase && TraitsOf(made).OwnDecoding {
 			next.Slots[a.Slot].TwoPhaseFrom = max(primaryLSN, 1)
 		}
 		making = append(making, a.Slot)

@@ -155,7 +155,7 @@ func (e *Engine) remember(obs Observation, actions []Action, results []result, s
 		if (a.Kind == KindCreate || a.Kind == KindRecreate) && r.done() {
 			e.mem.copyMade(a.Slot)
 		}
-		if a.Kind == KindAdvance && topology.WALRemoved(r.Err) && e.traits.ProvesWAL {
+		if a.Kind == KindAdvance && topology.WALRemoved(r.Err) && copyTraits(e.traits, e.journal.Slots[a.Slot]).ProvesWAL {
 			e.mem.copyWALGone(a.Slot)
 		}
 		e.noteOutcome(a, r)
@@ -185,7 +185,8 @@ func (e *Engine) backoffs(apply bool) map[string]Backoff {
 // watchable records, after an applying full pass, which copies the watch may advance.
 func (e *Engine) watchable(actions []Action, results []result, after map[string]topology.Slot) {
 	e.mem.watched = map[string]watched{}
-	// Not for installed copies (state file, 11-15): their readiness rests on the decoding
+	// Not for installed copies (state file: 11-15, or exact copies beside the sql method's on
+	// 16+, each by its own traits below): their readiness rests on the decoding
 	// snapshot at their restart_lsn, which only the full pass looks for (ARCHITECTURE.md, the
 	// watch). Not while the server's sync is driven every pass either.
 	if e.cfg.WatchInterval <= 0 || !e.traits.Watchable || e.traits.ServerSyncs && e.cfg.Native.Drive {
@@ -195,7 +196,7 @@ func (e *Engine) watchable(actions []Action, results []result, after map[string]
 		cp, ok := after[a.Slot]
 		ent := e.journal.Slots[a.Slot]
 		switch {
-		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].failed():
+		case !ok || ent == nil || cp.Active || cp.Synced || a.Primary.Failover || results[i].failed() || !copyTraits(e.traits, ent).Watchable:
 			continue
 		case a.Kind == KindAdvance, a.Kind == KindNone && (a.Code == CodeUpToDate || a.Code == CodeStandbyLagging):
 			e.mem.watched[a.Slot] = watched{database: a.Primary.Database, ref: a.Primary.Seen(), copyAt: cp.ConfirmedFlush}

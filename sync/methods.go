@@ -24,15 +24,47 @@ func TraitsOf(m topology.Method) method.Traits {
 	return sqlslot.SQLTraits()
 }
 
+// copyTraits gives the rules one copy answers to: those of the method that made it, as its
+// journal entry says (--exact-copy-after makes state-file copies beside the sql method's own),
+// or the method in force's for any other entry. Whether the server syncs is the method in
+// force's alone.
+func copyTraits(inForce method.Traits, ent *Entry) method.Traits {
+	if ent == nil {
+		return inForce
+	}
+	switch m := topology.Method(ent.Method); m {
+	case topology.MethodSQL, topology.MethodNative, topology.MethodStatefile:
+	default:
+		return inForce // a primary's own slots ("own"), or an older journal: the method in force's
+	}
+	t := TraitsOf(topology.Method(ent.Method))
+	t.ServerSyncs = inForce.ServerSyncs
+	return t
+}
+
+// exactOnRequest says whether an engine running method m makes exact copies of the slots whose
+// consumer is away (--exact-copy-after): with the sql and native methods, whose own copies
+// come from the standby's decoding; the state-file method's copies are all exact.
+func exactOnRequest(cfg Config, m topology.Method) bool {
+	return cfg.ExactCopyAfter > 0 && (m == topology.MethodSQL || m == topology.MethodNative)
+}
+
 // newMethod makes method m for an applying engine.
 func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, error) {
 	switch m {
-	case topology.MethodSQL:
-		return sqlslot.New(deps, sqlslot.SQLTraits()), nil
-	case topology.MethodNative:
-		// The server syncs failover slots; slots that keep failover=false are copied as by
-		// the sql method, and the opt-in actions go through the same sessions.
-		return sqlslot.New(deps, sqlslot.NativeTraits()), nil
+	case topology.MethodSQL, topology.MethodNative:
+		// native: the server syncs failover slots; slots that keep failover=false are copied as
+		// by the sql method, and the opt-in actions go through the same sessions.
+		traits := sqlslot.SQLTraits()
+		if m == topology.MethodNative {
+			traits = sqlslot.NativeTraits()
+		}
+		if exactOnRequest(cfg, m) {
+			sc := cfg.Statefile
+			sc.OnRequest = true
+			return statefile.New(sqlslot.New(deps, traits), sc, deps)
+		}
+		return sqlslot.New(deps, traits), nil
 	case topology.MethodStatefile:
 		return statefile.New(sqlslot.New(deps, sqlslot.SQLTraits()), cfg.Statefile, deps)
 	}
@@ -49,10 +81,10 @@ func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
 }
 
 // mayJudgeStateFiles says whether this engine may judge state-file copies on 17+, where auto
-// never chooses that method: it was asked for, or the journal records copies it made (the
-// gate beside a daemon that runs it).
+// never chooses that method: it was asked for (or exact copies beside another method), or the
+// journal records copies it made (the gate beside a daemon that runs it).
 func mayJudgeStateFiles(cfg Config, j *Journal) bool {
-	if cfg.Method == topology.MethodStatefile || j.Gate != nil && j.Gate.Method == string(topology.MethodStatefile) {
+	if cfg.Method == topology.MethodStatefile || cfg.ExactCopyAfter > 0 || j.Gate != nil && j.Gate.Method == string(topology.MethodStatefile) {
 		return true
 	}
 	for _, ent := range j.Slots {

@@ -71,6 +71,7 @@ const (
 	CodeTwoPhaseWaits       Code = "two_phase_change_waits"        // none: two_phase turned on while transactions are prepared
 	CodeCatalogLapsed       Code = "catalog_hold_lapsed"           // recreate (state file): its catalog rows were unprotected
 	CodeOtherSynchronizer   Code = "other_synchronizer"            // skip: another tool on the standby syncs slots
+	CodeExactForAway        Code = "exact_copy_for_away_consumer"  // recreate (state file): its consumer is away (--exact-copy-after)
 )
 
 // Action is one planned step for one slot, with the reason it is right.
@@ -93,6 +94,9 @@ type Action struct {
 	Rebase bool
 	// LeftAlone: a copy slotsync made and no longer syncs (reported with what it holds).
 	LeftAlone bool
+	// Exact: Create or Recreate makes the copy from the primary's state files beside a method
+	// whose own copies come from the standby's decoding (--exact-copy-after).
+	Exact bool
 }
 
 // Changes reports whether the action changes the standby or the journal.
@@ -145,6 +149,18 @@ type PlanInput struct {
 	// MaxCopies is how many are made before giving up (lesson 1: no restart loops).
 	Copies    map[string]int
 	MaxCopies int
+	// ExactCopyAfter (0: never): a copy of the standby's own decoding still ahead of its
+	// consumer this long after it was made, the consumer not connected, is replaced by an exact
+	// copy (Action.Exact); a state-file copy made so stays one when it is made again.
+	ExactCopyAfter time.Duration
+}
+
+// traitsOf gives the rules of the copy the entry records (copyTraits).
+func (in PlanInput) traitsOf(entry *Entry) method.Traits { return copyTraits(in.Traits, entry) }
+
+// batched says whether the action's copy is made at the batched standby restart of a pass.
+func (in PlanInput) batched(a Action) bool {
+	return (a.Kind == KindCreate || a.Kind == KindRecreate) && (in.Traits.BatchesCreates || a.Exact)
 }
 
 // Backoff is a slot whose actions failed Count times in a row, the last with LastErr; it is
@@ -181,7 +197,7 @@ func restrain(in PlanInput, a Action) Action {
 			f.RetryAt.Sub(in.Now).Round(time.Second), f.Count, f.LastErr)
 		return a
 	}
-	if in.Traits.BatchesCreates && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.Standby.Info.NotStreaming() {
+	if in.batched(a) && in.Standby.Info.NotStreaming() {
 		// A standby that is starting, rewound or being re-pointed (an HA manager rejoining it) is
 		// not restarted for copies: the restart would race its manager, and the copy's catalog
 		// rows are protected only through the standby's feedback while it streams.
@@ -189,7 +205,7 @@ func restrain(in PlanInput, a Action) Action {
 		a.Reason = "the standby is not streaming from its primary yet: a copy is installed once it streams (" + a.Reason + ")"
 		return a
 	}
-	if in.Traits.BatchesCreates && (a.Kind == KindCreate || a.Kind == KindRecreate) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
+	if in.batched(a) && in.MaxCopies > 0 && in.Copies[a.Slot] >= in.MaxCopies {
 		a.Kind, a.Code = KindSkip, CodeGaveUp
 		a.Reason = fmt.Sprintf("gave up after %d copies that did not become READY (last reason to copy: %s); fix the cause and restart slotsync",
 			in.Copies[a.Slot], a.Reason)
@@ -265,10 +281,18 @@ func plan(in PlanInput) []Action {
 		default:
 			actions = append(actions, planExisting(in, name, ps, cp, entry, replay))
 		}
+		if last := &actions[len(actions)-1]; owned && (last.Kind == KindCreate || last.Kind == KindRecreate) && staysExact(in, entry, ps) {
+			last.Exact = true
+		}
 	}
 
-	// Copies slotsync made whose primary slot is gone (rule 3): the observation that shows
-	// them missing is complete, or there would be no plan.
+	return append(actions, planGone(in, other)...)
+}
+
+// planGone decides for the copies slotsync made whose primary slot is gone (rule 3): the
+// observation that shows them missing is complete, or there would be no plan.
+func planGone(in PlanInput, other string) []Action {
+	var actions []Action
 	for _, name := range sortedKeys(in.Journal.Slots) {
 		if _, onPrimary := in.Primary.Slots[name]; onPrimary || other != "" {
 			continue
@@ -300,6 +324,34 @@ func plan(in PlanInput) []Action {
 		actions = append(actions, a)
 	}
 	return actions
+}
+
+// staysExact says whether a state-file copy made beside the method's own copies
+// (--exact-copy-after) is made again as one: while its consumer is not connected. A connected
+// consumer is served by a copy of the standby's own decoding, which it confirms past.
+func staysExact(in PlanInput, entry *Entry, ps topology.Slot) bool {
+	return in.ExactCopyAfter > 0 && !in.Traits.BatchesCreates && in.traitsOf(entry).NeedsSnapshot && !ps.Active
+}
+
+// exactForAway says why a copy of the standby's own decoding, ahead of its consumer, is
+// replaced by an exact copy now ("" while it is not): its consumer is not connected, and the copy
+// was made ExactCopyAfter ago or more (it has stood ahead of the consumer since: a copy is never
+// moved past its consumer). wait says when it would be, for the reason of a copy that waits.
+func exactForAway(in PlanInput, ps, cp topology.Slot, entry *Entry) (why, wait string) {
+	if in.ExactCopyAfter <= 0 || in.Traits.BatchesCreates || !in.traitsOf(entry).OwnDecoding {
+		return "", ""
+	}
+	if ps.Active {
+		return "", "; its consumer is connected (pid " + fmt.Sprint(ps.ActivePID) + "): the copy is not replaced by an exact one while it is"
+	}
+	since := in.Now.Sub(entry.CreatedAt)
+	if since < in.ExactCopyAfter {
+		return "", fmt.Sprintf("; an exact copy replaces it in %s if its consumer stays away (--exact-copy-after %s)",
+			(in.ExactCopyAfter - since).Round(time.Second), in.ExactCopyAfter)
+	}
+	return fmt.Sprintf("the copy (%s) has stood ahead of its consumer (%s), which is not connected, for %s (--exact-copy-after %s): replacing it by an "+
+		"exact copy of the primary slot (state file, decoding snapshot, WAL, catalog rows), READY without its consumer",
+		cp.ConfirmedFlush, ps.ConfirmedFlush, since.Round(time.Second), in.ExactCopyAfter), ""
 }
 
 // leftToOther says why a selected slot is left to another writer ("" when it is not): never
@@ -376,7 +428,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	// there would be no copy meanwhile. The copy stays (NOT READY, another identity) until then:
 	// kept or made now, it would send again, whole, each of them its consumer holds prepared
 	// (rule 4, two_phase; TestTwoPhaseTurnedOnPrepareReceived).
-	if in.Traits.OwnDecoding && ps.TwoPhase && !cp.TwoPhase && cp.Database == ps.Database && cp.Plugin == ps.Plugin && len(in.Prepared[ps.Database]) > 0 {
+	if in.traitsOf(entry).OwnDecoding && ps.TwoPhase && !cp.TwoPhase && cp.Database == ps.Database && cp.Plugin == ps.Plugin && len(in.Prepared[ps.Database]) > 0 {
 		a.Kind, a.Code = KindNone, CodeTwoPhaseWaits
 		a.Reason = fmt.Sprintf(
 			"two_phase was turned on while %d transaction(s) are prepared in database %q: the copy is made again once they are resolved (a new copy would wait for "+
@@ -433,7 +485,7 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 	target := lsncheck.MinLSN(ps.ConfirmedFlush, replay)
 	to, catchUp := advanceTo(ps.ConfirmedFlush, replay, cp.ConfirmedFlush, in.AdvanceStep)
 	switch {
-	case in.Traits.ProvesWAL && !entry.WALVerified && to == 0 && cp.ConfirmedFlush <= replay:
+	case in.traitsOf(entry).ProvesWAL && !entry.WALVerified && to == 0 && cp.ConfirmedFlush <= replay:
 		// An installed state file says nothing of the WAL behind it: read it once (an advance
 		// to where the copy already is decodes from restart_lsn) before calling it READY.
 		a.Kind, a.Code, a.Target = KindAdvance, CodeVerifyWAL, cp.ConfirmedFlush
@@ -449,8 +501,14 @@ func planExisting(in PlanInput, name string, ps, cp topology.Slot, entry *Entry,
 		a.Kind, a.Code = KindNone, CodeStandbyLagging
 		a.Reason = fmt.Sprintf("standby lagging: replayed %s, the copy is at %s, the consumer at %s", replay, cp.ConfirmedFlush, ps.ConfirmedFlush)
 	case ps.ConfirmedFlush < cp.ConfirmedFlush:
+		why, wait := exactForAway(in, ps, cp, entry)
+		if why != "" {
+			a.Kind, a.Code, a.Reason, a.Exact = KindRecreate, CodeExactForAway, why, true
+			break
+		}
 		a.Kind, a.Code = KindNone, CodeCopyAhead
-		a.Reason = fmt.Sprintf("the copy (%s) is ahead of the consumer (%s): waiting for the consumer to confirm past it", cp.ConfirmedFlush, ps.ConfirmedFlush)
+		a.Reason = fmt.Sprintf("the copy (%s) is ahead of the consumer (%s): waiting for the consumer to confirm past it%s",
+			cp.ConfirmedFlush, ps.ConfirmedFlush, wait)
 	default:
 		a.Kind, a.Code, a.Reason = KindNone, CodeUpToDate, "up to date"
 	}
@@ -496,7 +554,7 @@ func beyondFork(in PlanInput, entry *Entry, cp topology.Slot) (string, bool) {
 // take, expired, or went with a primary restart or slotsync's exit) keeps them. Rows in between
 // may have been vacuumed, and no later feedback brings them back (rule 4): the copy is made again.
 func catalogLapsed(in PlanInput, name string, ps, cp topology.Slot, entry *Entry) (string, bool) {
-	if !in.Traits.NeedsHorizon || entry.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || ps.CatalogXmin == 0 ||
+	if !in.traitsOf(entry).NeedsHorizon || entry.HorizonSeenAt != 0 || cp.CatalogXmin == 0 || ps.CatalogXmin == 0 ||
 		catalogKept(in.Primary.Slots, in.Standby.Info.PrimarySlotName, name, cp.CatalogXmin) {
 		return "", false
 	}

@@ -95,6 +95,16 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
 		h.eng.cfg.Native.Drive = d.HasArg("drive")
 		h.eng.cfg.AdoptCopies = d.HasArg("adopt-copies")
+		h.eng.cfg.ExactCopyAfter = 0
+		if d.HasArg("exact-copy-after") {
+			var after string
+			d.ScanArgs(t, "exact-copy-after", &after)
+			dur, err := time.ParseDuration(after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.eng.cfg.ExactCopyAfter = dur
+		}
 		return ""
 	case "confirm-during-sync":
 		// A consumer confirms while a pass runs: the server's next slot sync copies the primary
@@ -187,8 +197,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 
 func scriptError(d *datadriven.TestData) error {
 	kind := "refused"
-	if d.HasArg("error") {
-		d.ScanArgs(nil, "error", &kind)
+	for _, a := range d.CmdArgs {
+		if a.Key == "error" && len(a.Vals) > 0 {
+			kind = a.Vals[0]
+		}
 	}
 	switch kind {
 	case "conn":
@@ -416,6 +428,9 @@ func (h *harness) printJournal() string {
 		fmt.Fprintf(&b, "%s incarnation=#%d last_primary=%s/%s/%d", name, h.ids[ent.Incarnation], ent.Primary.RestartLSN, ent.Primary.ConfirmedFlush, ent.Primary.CatalogXmin)
 		if ent.WALVerified {
 			b.WriteString(" wal_verified")
+		}
+		if ent.Method == string(topology.MethodStatefile) && h.eng.method != topology.MethodStatefile {
+			fmt.Fprintf(&b, " made_by=%s", ent.Method) // beside the method in force (--exact-copy-after)
 		}
 		if ent.TwoPhaseFrom != 0 {
 			fmt.Fprintf(&b, " two_phase(seen=%v pending=%v settled_at=%s)", ent.TwoPhaseSeen, ent.TwoPhasePending, ent.TwoPhaseSettledAt)

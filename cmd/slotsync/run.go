@@ -53,6 +53,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "restart-command", Usage: "statefile, --restart command: instead of stop and start, one command of the standby's manager that restarts it (e.g. patronictl restart --force SCOPE MEMBER); copies are staged while it runs", EnvVars: []string{"SLOTSYNC_RESTART_COMMAND"}},
 			&cli.DurationFlag{Name: "min-restart-interval", Value: d.Statefile.MinRestartInterval, Usage: "statefile: least time between two standby restarts", EnvVars: []string{"SLOTSYNC_MIN_RESTART_INTERVAL"}},
 			&cli.DurationFlag{Name: "catalog-hold-timeout", Value: d.Statefile.HoldTimeout, Usage: "statefile: how long the primary holds a new copy's catalog rows for the standby's feedback to cover it (12+); a copy not covered by then is made again. With --restart never, longer than the time until the standby's next start", EnvVars: []string{"SLOTSYNC_CATALOG_HOLD_TIMEOUT"}},
+			&cli.DurationFlag{Name: "exact-copy-after", Usage: "sql and native methods (16+): a copy made by the standby's own decoding that still stands ahead of its consumer this long after it was made, the consumer not connected (paused, down, nightly), is replaced by an exact copy from the primary's state files, READY without the consumer; needs --standby-data-dir and the --restart settings above (0: never)", EnvVars: []string{"SLOTSYNC_EXACT_COPY_AFTER"}},
 			&cli.BoolFlag{Name: "no-checkpoint", Usage: "statefile: do not CHECKPOINT the primary before reading slot state (for roles without pg_checkpoint)", EnvVars: []string{"SLOTSYNC_NO_CHECKPOINT"}},
 		),
 		Action: runAction,
@@ -182,6 +183,9 @@ func runConfig(c *cli.Context, cfg *slotsync.Config) error {
 	}
 	if cfg.Statefile, err = statefileConfig(c); err != nil {
 		return err
+	}
+	if cfg.ExactCopyAfter = c.Duration("exact-copy-after"); cfg.ExactCopyAfter < 0 {
+		return configError("--exact-copy-after %s: give a positive duration (e.g. 10m), or leave it out", cfg.ExactCopyAfter)
 	}
 	return nil
 }

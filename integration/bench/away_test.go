@@ -15,9 +15,10 @@ import (
 const awayBound = 60 * time.Second
 
 // BenchmarkTimeToReadyAway: time to READY of a slot whose consumer confirmed some changes and
-// went away before its copy was made, with more changes written since (16+). Three copies of
-// three such slots on one standby: slotsync's state-file method (an exact copy of the primary's
-// slot, loaded by a standby restart), slotsync's sql method (the standby's own decoding) and,
+// went away before its copy was made, with more changes written since (16+). Copies of such
+// slots on one standby: slotsync's state-file method (an exact copy of the primary's slot,
+// loaded by a standby restart), slotsync's sql method (the standby's own decoding), the sql
+// method with --exact-copy-after 5s (its own copy, replaced by an exact one 5 s later) and,
 // on 17+, PostgreSQL's own slot sync of a failover slot; each judged by slotsync's gate, each
 // given awayBound. A copy that is not READY by then counts as the bound, and the number of
 // such copies is printed.
@@ -37,10 +38,11 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 	type way struct {
 		name   string
 		method topology.Method
+		exact  time.Duration // --exact-copy-after
 	}
-	ways := []way{{"statefile", topology.MethodStatefile}, {"sql", topology.MethodSQL}}
+	ways := []way{{"statefile", topology.MethodStatefile, 0}, {"sql", topology.MethodSQL, 0}, {"sql-exact-after-5s", topology.MethodSQL, 5 * time.Second}}
 	if withNative {
-		ways = append(ways, way{"postgres", topology.MethodNative})
+		ways = append(ways, way{"postgres", topology.MethodNative, 0})
 	}
 	took := map[string][]time.Duration{}
 	never := map[string]int{}
@@ -58,7 +60,7 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 				must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", slot))
 			}
 			must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) SELECT 'away' FROM generate_series(1, 100)"))
-			d, ok := timeToReadyAway(b, ctx, p, w.method, slot)
+			d, ok := timeToReadyAway(b, ctx, p, w.method, w.exact, slot)
 			if !ok {
 				never[w.name]++
 			}
@@ -74,10 +76,10 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 
 // timeToReadyAway runs passes of an engine of method m selecting slot alone until the gate
 // beside it says READY, or awayBound.
-func timeToReadyAway(b *testing.B, ctx context.Context, p *integration.Pair, m topology.Method, slot string) (time.Duration, bool) {
+func timeToReadyAway(b *testing.B, ctx context.Context, p *integration.Pair, m topology.Method, exact time.Duration, slot string) (time.Duration, bool) {
 	b.Helper()
 	cfg := benchConfig(p, b.TempDir(), 100*time.Millisecond)
-	cfg.Method, cfg.Select = m, slotsync.Selection{Patterns: []string{slot}}
+	cfg.Method, cfg.Select, cfg.ExactCopyAfter = m, slotsync.Selection{Patterns: []string{slot}}, exact
 	gateCfg := cfg
 	gateCfg.ReadOnly = true
 	e, err := slotsync.New(cfg)

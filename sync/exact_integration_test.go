@@ -1,0 +1,175 @@
+package sync
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/topology"
+)
+
+// exactFixture is a pair synced by the sql method with --exact-copy-after, and a slot "cdc"
+// whose consumer confirmed a few changes (its restart_lsn moved to a running-xacts record, so
+// the primary has a decoding snapshot there) and then went away, leaving away unconsumed.
+func exactFixture(t *testing.T, major int, after time.Duration) (f *fixture, away []int) {
+	f = newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+	f.eng.Close()
+	f.cfg.ExactCopyAfter = after
+	f.startEngine()
+	p := f.pair.Primary
+	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	for range 3 {
+		f.insert(1)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+	}
+	return f, f.insert(5)
+}
+
+// TestExactCopyAfterAnAwayConsumer (issue: every consumer protected, item 1): on 16+ the sql
+// method's copy of a slot whose consumer went away before it was made stands ahead of that
+// consumer, NOT READY until it returns (rule 4). With --exact-copy-after, once the copy has
+// stood so for that long, it is replaced by an exact copy from the primary's state files at one
+// standby restart, READY with no word from the consumer; the gate beside the daemon judges it by
+// the state-file rules its journal entry names; promoted, the consumer gets every change it had
+// not confirmed, exactly once. Without the flag the copy is never READY (the test's first part).
+func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f, away := exactFixture(t, major, 3*time.Second)
+		r := f.pass()["cdc"]
+		if r.Action != KindCreate || f.restarts != 0 {
+			t.Fatalf("first pass: %s %s, %d restarts; want the standby's own copy, no restart", r.Action, r.Code, f.restarts)
+		}
+		made := time.Now()
+		for time.Since(made) < 2*time.Second {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+			if r.Verdict.Ready || f.restarts != 0 {
+				t.Fatalf("before the bound: READY %v, %d restarts (%s %s)", r.Verdict.Ready, f.restarts, r.Code, r.Reason)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		if r.Code != CodeCopyAhead || !strings.Contains(r.Reason, "an exact copy replaces it in") {
+			t.Fatalf("the copy waiting for the bound: %s %s", r.Code, r.Reason)
+		}
+		var replaced bool
+		for deadline := time.Now().Add(60 * time.Second); !r.Verdict.Ready; time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never READY: %s %s", r.Code, r.Verdict.Detail)
+			}
+			f.logRunningXacts() // no word from the consumer
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+			replaced = replaced || r.Code == CodeExactForAway
+		}
+		if !replaced || f.restarts != 1 {
+			t.Fatalf("READY after %d standby restarts, replaced %v: want one exact copy, one restart", f.restarts, replaced)
+		}
+		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.Method != string(topology.MethodStatefile) || ent.ScratchAt != 0 {
+			t.Fatalf("the journal's entry: %+v, want a state-file copy with the primary's decoding snapshot", ent)
+		}
+		if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
+			t.Fatal("the consumer was to stay away")
+		}
+		// check beside the daemon, with neither the flag nor a method: by the entry's rules.
+		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodAuto, 0
+		if r := f.inspectAsCheck().Slots[0]; !r.Verdict.Ready {
+			t.Fatalf("check beside the daemon: %+v", r.Verdict)
+		}
+		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodSQL, 3*time.Second
+		more := f.insert(2)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready || r.Action == KindRecreate {
+			t.Fatalf("after more writes: %s %+v", r.Action, r.Verdict)
+		}
+		f.promoteExpect("cdc", append(away, more...))
+	})
+}
+
+// TestExactCopyNeverWhileConnected: a consumer connected to its slot but not confirming (a slow
+// or stuck one) keeps the standby's own copy, however long it stands ahead: the copy is not
+// replaced, and the standby not restarted, while the consumer is connected. Once it
+// disconnects, the copy is replaced at the next pass.
+func TestExactCopyNeverWhileConnected(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f, _ := exactFixture(t, major, time.Second)
+		conn, err := pgconn.Connect(f.ctx, f.pair.Primary.ReplicationDSN("app", true))
+		f.must(err)
+		defer conn.Close(context.Background())
+		f.must(pglogrepl.StartReplication(f.ctx, conn, "cdc", 0, pglogrepl.StartReplicationOptions{}))
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the consumer never became active")
+			}
+		}
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("first pass: %s %s", r.Action, r.Code)
+		}
+		var r SlotReport
+		for start := time.Now(); time.Since(start) < 3*time.Second; time.Sleep(200 * time.Millisecond) {
+			f.logRunningXacts()
+			r = f.pass()["cdc"]
+			if r.Action == KindRecreate || f.restarts != 0 {
+				t.Fatalf("a copy was replaced while its consumer is connected: %s %s, %d restarts", r.Code, r.Reason, f.restarts)
+			}
+		}
+		if r.Code != CodeCopyAhead || r.Verdict.Ready || !strings.Contains(r.Reason, "its consumer is connected") {
+			t.Fatalf("the copy ahead of a connected consumer: %s %s %+v", r.Code, r.Reason, r.Verdict)
+		}
+		conn.Close(context.Background())
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			if ps, _ := f.slotOn(f.pair.Primary, "cdc"); !ps.Active {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the consumer never let go of its slot")
+			}
+		}
+		if r := f.pass()["cdc"]; r.Code != CodeExactForAway || f.restarts != 1 {
+			t.Fatalf("the consumer gone: %s %s, %d restarts; want the exact copy", r.Code, r.Reason, f.restarts)
+		}
+	})
+}
+
+// TestExactCopyThroughTheManagersRestart: under an HA manager that owns the standby (--restart
+// command with a restart command), the exact copy is staged into the running standby, whose own
+// copy is dropped first (the running server would otherwise write that copy's state over the
+// staged file at its shutdown), and loaded by the manager's restart: READY without the consumer,
+// and the promoted consumer gets every change exactly once.
+func TestExactCopyThroughTheManagersRestart(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f, away := exactFixture(t, major, time.Second)
+		f.stageRestarts()
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("first pass: %s %s", r.Action, r.Code)
+		}
+		time.Sleep(time.Second)
+		var replaced bool
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r := f.pass()["cdc"]
+			replaced = replaced || r.Code == CodeExactForAway
+			if r.Verdict.Ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never READY: %s %s", r.Code, r.Verdict.Detail)
+			}
+		}
+		if !replaced || f.restarts != 1 {
+			t.Fatalf("READY after %d restarts, replaced %v: want one exact copy through one restart", f.restarts, replaced)
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.promoteExpect("cdc", away)
+	})
+}
