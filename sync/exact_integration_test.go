@@ -38,17 +38,26 @@ func exactFixture(t *testing.T, major int, after time.Duration) (f *fixture, awa
 // standby restart, READY with no word from the consumer; the gate beside the daemon judges it by
 // the state-file rules its journal entry names; promoted, the consumer gets every change it had
 // not confirmed, exactly once. Without the flag the copy is never READY (the test's first part).
+// Another slot whose consumer reads is advanced in the pass that makes the exact copy.
 func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
 		f, away := exactFixture(t, major, 3*time.Second)
+		// A second slot whose consumer keeps reading: the exact copy of the first never holds back
+		// its advance (per-slot independence).
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('live', 'test_decoding')"))
+		write := func() { // a change, read by live's consumer alone
+			away = append(away, f.insert(1)...)
+			f.consume(f.pair.Primary, "live")
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+		}
 		r := f.pass()["cdc"]
 		if r.Action != KindCreate || f.restarts != 0 {
 			t.Fatalf("first pass: %s %s, %d restarts; want the standby's own copy, no restart", r.Action, r.Code, f.restarts)
 		}
 		made := time.Now()
 		for time.Since(made) < 2*time.Second {
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
+			write()
 			r = f.pass()["cdc"]
 			if r.Verdict.Ready || f.restarts != 0 {
 				t.Fatalf("before the bound: READY %v, %d restarts (%s %s)", r.Verdict.Ready, f.restarts, r.Code, r.Reason)
@@ -63,9 +72,12 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("never READY: %s %s", r.Code, r.Verdict.Detail)
 			}
-			f.logRunningXacts() // no word from the consumer
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			r = f.pass()["cdc"]
+			write() // no word from cdc's consumer
+			rep := f.pass()
+			r = rep["cdc"]
+			if r.Code == CodeExactForAway && rep["live"].Action != KindAdvance {
+				t.Fatalf("the pass that made the exact copy held back the other slot: %s %s", rep["live"].Code, rep["live"].Reason)
+			}
 			replaced = replaced || r.Code == CodeExactForAway
 		}
 		if !replaced || f.restarts != 1 {
@@ -79,14 +91,17 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 		}
 		// check beside the daemon, with neither the flag nor a method: by the entry's rules.
 		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodAuto, 0
-		if r := f.inspectAsCheck().Slots[0]; !r.Verdict.Ready {
-			t.Fatalf("check beside the daemon: %+v", r.Verdict)
+		for _, r := range f.inspectAsCheck().Slots {
+			if r.Name == "cdc" && (!r.Verdict.Ready || !r.ExactCopy) {
+				t.Fatalf("check beside the daemon: exact copy %v, %+v", r.ExactCopy, r.Verdict)
+			}
 		}
 		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodSQL, 3*time.Second
 		more := f.insert(2)
+		f.consume(f.pair.Primary, "live")
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		if r := f.pass()["cdc"]; !r.Verdict.Ready || r.Action == KindRecreate {
-			t.Fatalf("after more writes: %s %+v", r.Action, r.Verdict)
+		if rep := f.pass(); !rep["cdc"].Verdict.Ready || rep["cdc"].Action == KindRecreate || !rep["live"].Verdict.Ready {
+			t.Fatalf("after more writes: cdc %s %+v, live %+v", rep["cdc"].Action, rep["cdc"].Verdict, rep["live"].Verdict)
 		}
 		f.promoteExpect("cdc", append(away, more...))
 	})

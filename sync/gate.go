@@ -18,6 +18,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 		}
 		if ent := e.journal.Slots[a.Slot]; ent != nil {
 			sr.Incarnation = ent.Incarnation
+			sr.ExactCopy = ent.Method == string(topology.MethodStatefile) && !e.traits.NeedsSnapshot
 		}
 		ps, onPrimary := obs.Primary.Slots[a.Slot]
 		cp, hasCopy := standbySlots[a.Slot]

@@ -20,7 +20,10 @@ type SlotReport struct {
 	Incarnation string `json:"incarnation,omitempty"`
 	// LeftAlone: a copy slotsync made and no longer syncs (primary slot invalidated, or no
 	// longer selected): it still holds WAL and catalog rows on the standby (--drop-left-alone).
-	LeftAlone bool               `json:"left_alone,omitempty"`
+	LeftAlone bool `json:"left_alone,omitempty"`
+	// ExactCopy: the copy was made from the primary's state files beside a method whose own
+	// copies come from the standby's decoding (--exact-copy-after), and is judged as such.
+	ExactCopy bool               `json:"exact_copy,omitempty"`
 	Primary   *lsncheck.Position `json:"primary,omitempty"`
 	Copy      *lsncheck.Position `json:"copy,omitempty"`
 	// WAL each side keeps for the slot: from its restart_lsn to the node's WAL end.
