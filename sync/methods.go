@@ -3,6 +3,7 @@ package sync
 import (
 	"fmt"
 
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/sync/method/sqlslot"
 	"github.com/slotsync/slotsync/sync/method/statefile"
@@ -29,7 +30,7 @@ func TraitsOf(m topology.Method) method.Traits {
 // or the method in force's for any other entry. Whether the server syncs is the method in
 // force's alone.
 func copyTraits(inForce method.Traits, ent *Entry) method.Traits {
-	if ent == nil {
+	if ent == nil || failpoint.Mutant("copy-traits-in-force") {
 		return inForce
 	}
 	switch m := topology.Method(ent.Method); m {

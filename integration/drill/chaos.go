@@ -341,7 +341,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		liveEnds: make(chan struct{}),
 		recv:     &receiverLog{}}
 	wd.recv.node.Store(pair.Standby)
-	if statefileMethod(pair, opts.Method) {
+	if statefileMethod(pair, opts.Method) || plan.ExactCopyAfter > 0 {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
 	}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
@@ -351,7 +351,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		proxy.Close()
 		return nil, err
 	}
-	args, err := sidecarArgs(pair, opts.Method, wd.gateArgs)
+	args, err := sidecarArgs(pair, opts.Method, plan.ExactCopyAfter, wd.gateArgs)
 	if err != nil {
 		proxy.Close()
 		return nil, err
@@ -430,11 +430,16 @@ func statefileMethod(pair *integration.Pair, method string) bool {
 }
 
 // sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast
-// passes, a short catalog hold, and for the state-file method pg_ctl as the servers' user.
-func sidecarArgs(pair *integration.Pair, method string, common []string) ([]string, error) {
+// passes, a short catalog hold, and for the state-file method (or exact copies beside another,
+// exact > 0: --exact-copy-after) pg_ctl as the servers' user.
+func sidecarArgs(pair *integration.Pair, method string, exact time.Duration, common []string) ([]string, error) {
 	args := append([]string{"run", "--interval", "200ms", "--listen", "", "--log-format", "json",
 		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
-	if !statefileMethod(pair, method) || pair.Dir == "" {
+	installs := statefileMethod(pair, method)
+	if exact > 0 && !installs && pair.Major >= 16 && pair.Dir != "" {
+		args, installs = append(args, "--exact-copy-after", exact.String()), true
+	}
+	if !installs || pair.Dir == "" {
 		return args, nil
 	}
 	bin, err := integration.FindBinaries(pair.Major)
@@ -490,7 +495,7 @@ func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOpti
 		return "", fmt.Errorf("second standby: %w", err)
 	}
 	wd.secondNode = n
-	args, err := sidecarArgs(wd.pair, opts.Method, gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method))
+	args, err := sidecarArgs(wd.pair, opts.Method, 0, gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method))
 	if err != nil {
 		return "", err
 	}

@@ -127,6 +127,10 @@ type Plan struct {
 	// three-node cluster (16+, not with a switchover): two sidecars copying the same slots from
 	// one primary, each with its own catalog holds and record, must not disturb each other.
 	SecondStandby bool `json:"second_standby,omitempty"`
+	// ExactCopyAfter: the sidecar runs with --exact-copy-after (16+, sql and native methods),
+	// restarting the standby with the drill's commands as the state-file method does; written
+	// plans only (never drawn).
+	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.

@@ -39,6 +39,7 @@ var mutantPlans = map[string][]string{
 	"horizon-remade":                       {"hook-slot-made-again"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
+	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -86,6 +87,11 @@ func Mutants() []Mutant {
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
 		Mutant{
+			Name:   "copy-traits-in-force",
+			Majors: []int{16, 17, 18},
+			Why:    "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, not the state-file ones its journal entry names",
+		},
+		Mutant{
 			Name: "without:copy_being_made",
 			Why:  "the record written ahead of an action keeps the verdicts of the copies about to be made again (rule 8's write-ahead)",
 		},
@@ -129,6 +135,13 @@ func MatrixPlans() []Plan {
 			Step{Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}),
 		// A slot made again, its consumer away: slotsync's new copy is ahead of it (rule 4).
 		hookPlan("hook-fresh-slot-consumer-away", []Step{{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}),
+		// The same, the sidecar with --exact-copy-after 3s (16+): the own copy, ahead of the away
+		// consumer, is replaced by an exact copy at one standby restart (the drill's stop and
+		// start commands) long before the hook's question; READY, and the consumer returning to
+		// the promoted standby gets every change (issue #34, item 1).
+		{Name: "hook-exact-copy-for-away-consumer", Live: 10000 * ms, Hook: true, Kill: true, ExactCopyAfter: 3 * time.Second, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true},
+			{At: 9800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
