@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
+	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -77,6 +78,15 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 			r = rep["cdc"]
 			if r.Code == CodeExactForAway && rep["live"].Action != KindAdvance {
 				t.Fatalf("the pass that made the exact copy held back the other slot: %s %s", rep["live"].Code, rep["live"].Reason)
+			}
+			if r.Code == CodeExactForAway {
+				// Loaded, its WAL not read yet: the gate beside the daemon judges it by the
+				// state-file rules its journal entry names, not by the sql method's.
+				for _, c := range f.inspectAsCheck().Slots {
+					if c.Name == "cdc" && (c.Verdict.Ready || !c.Verdict.Has(lsncheck.ReasonCopyWALUnverified)) {
+						t.Fatalf("check right after the exact copy was loaded: %+v, want copy_wal_unverified", c.Verdict)
+					}
+				}
 			}
 			replaced = replaced || r.Code == CodeExactForAway
 		}
