@@ -40,7 +40,7 @@ func BenchmarkTimeToReadyAway(b *testing.B) {
 		method topology.Method
 		exact  time.Duration // --exact-copy-after
 	}
-	ways := []way{{"statefile", topology.MethodStatefile, 0}, {"sql", topology.MethodSQL, 0}, {"sql-exact-after-5s", topology.MethodSQL, 5 * time.Second}}
+	ways := []way{{"statefile", topology.MethodStatefile, 0}, {"sql", topology.MethodSQL, 0}, {"sql_exact_after_5s", topology.MethodSQL, 5 * time.Second}}
 	if withNative {
 		ways = append(ways, way{"postgres", topology.MethodNative, 0})
 	}

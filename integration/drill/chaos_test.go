@@ -274,6 +274,9 @@ func answers(it ChaosIteration) string {
 	var b strings.Builder
 	for _, j := range it.Judged {
 		fmt.Fprintf(&b, "[%s %s: %s", j.Slot, j.Asked, j.Answer)
+		if len(j.Reasons) > 0 {
+			fmt.Fprintf(&b, " %v", j.Reasons)
+		}
 		if !j.Binding {
 			b.WriteString(" (not binding)")
 		}
