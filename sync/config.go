@@ -201,6 +201,11 @@ func (c *Config) validateExact() error {
 	case c.Statefile.DataDir == "" && !c.ReadOnly:
 		return &topology.ConfigError{Field: "exact copy after", Problem: "needs the standby's data directory: exact copies are installed there as state files",
 			Fix: "give --standby-data-dir (slotsync then runs as its owner, on the standby's host), and --restart as for the state-file method"}
+	case c.Statefile.Restarter == nil && !c.ReadOnly:
+		// --restart never: the own copy would be dropped for a staged one that no start loads
+		// until someone restarts the standby, and the consumer, back meanwhile, would find none.
+		return &topology.ConfigError{Field: "exact copy after", Problem: "needs a standby restart slotsync makes (--restart never stages copies for a start it does not make)",
+			Fix: "give --restart pg_ctl, or --restart command with the HA manager's restart command"}
 	}
 	return nil
 }

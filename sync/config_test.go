@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ func TestExactCopyAfterNeedsItsSettings(t *testing.T) {
 		{"negative", Config{ExactCopyAfter: -time.Second}, "give --exact-copy-after a duration"},
 		{"with the state-file method", Config{ExactCopyAfter: time.Minute, Method: "statefile"}, "leave out --exact-copy-after"},
 		{"without the data directory", Config{ExactCopyAfter: time.Minute}, "give --standby-data-dir"},
-		{"with it", Config{ExactCopyAfter: time.Minute, Statefile: statefile.Config{DataDir: "/srv/pg"}}, ""},
+		{"with --restart never", Config{ExactCopyAfter: time.Minute, Statefile: statefile.Config{DataDir: "/srv/pg"}}, "give --restart pg_ctl"},
+		{"with it", Config{ExactCopyAfter: time.Minute, Statefile: statefile.Config{DataDir: "/srv/pg", Restarter: noRestart{}}}, ""},
 		{"check judges, writes nothing", Config{ExactCopyAfter: time.Minute, ReadOnly: true}, ""},
 		{"off", Config{}, ""},
 	} {
@@ -46,3 +48,9 @@ func TestExactCopyAfterNeedsItsSettings(t *testing.T) {
 		}
 	}
 }
+
+// noRestart is a restarter that is never called (configuration checks only).
+type noRestart struct{}
+
+func (noRestart) Stop(context.Context) error  { return nil }
+func (noRestart) Start(context.Context) error { return nil }
