@@ -204,8 +204,9 @@ func (c *Config) validateExact() error {
 	case c.Statefile.Restarter == nil && !c.ReadOnly:
 		// --restart never: the own copy would be dropped for a staged one that no start loads
 		// until someone restarts the standby, and the consumer, back meanwhile, would find none.
-		return &topology.ConfigError{Field: "exact copy after", Problem: "needs a standby restart slotsync makes (--restart never stages copies for a start it does not make)",
-			Fix: "give --restart pg_ctl, or --restart command with the HA manager's restart command"}
+		return &topology.ConfigError{Field: "exact copy after",
+			Problem: "needs a standby restart slotsync makes (--restart never stages copies for a start it does not make)",
+			Fix:     "give --restart pg_ctl, or --restart command with the HA manager's restart command"}
 	}
 	return nil
 }

@@ -89,7 +89,8 @@ func Mutants() []Mutant {
 		Mutant{
 			Name:   "copy-traits-in-force",
 			Majors: []int{16, 17, 18},
-			Why:    "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, not the state-file ones its journal entry names",
+			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
+				"not the state-file ones its journal entry names",
 		},
 		Mutant{
 			Name: "without:copy_being_made",
