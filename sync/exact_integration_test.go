@@ -198,3 +198,57 @@ func TestExactCopyThroughTheManagersRestart(t *testing.T) {
 		f.promoteExpect("cdc", away)
 	})
 }
+
+// TestExactCopyBesideTheServersSync (17+): with the server's own sync on and slotsync's native
+// method, --exact-copy-after replaces slotsync's own copy of a failover=false slot whose
+// consumer is away by an exact one, and leaves the failover=true slot to the server, across the
+// restart that loads the exact copy; promoted, the consumer gets every change exactly once.
+func TestExactCopyBesideTheServersSync(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
+		f.eng.Close()
+		f.cfg.ExactCopyAfter = time.Second
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fo', 'test_decoding', false, false, true)"))
+		for range 2 {
+			f.insert(1)
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+			f.consume(p, "fo")
+		}
+		away := f.insert(3) // both consumers are away from now on
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("first pass: %s %s", r.Action, r.Code)
+		}
+		time.Sleep(time.Second)
+		var replaced bool
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep := f.pass()
+			if fo := rep["fo"]; fo.Code != CodeFailoverKept && fo.Code != CodeFailoverWaiting {
+				t.Fatalf("the failover slot: %s %s, want it left to the server's sync", fo.Code, fo.Reason)
+			}
+			replaced = replaced || rep["cdc"].Code == CodeExactForAway
+			if rep["cdc"].Verdict.Ready {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("never READY: %s %s", rep["cdc"].Code, rep["cdc"].Verdict.Detail)
+			}
+		}
+		if !replaced || f.restarts != 1 {
+			t.Fatalf("READY after %d restarts, replaced %v: want one exact copy", f.restarts, replaced)
+		}
+		if cp, ok := f.slotOn(f.pair.Standby, "cdc"); !ok || cp.Synced || cp.Failover {
+			t.Fatalf("slotsync's exact copy: %+v %v, want an unsynced failover=false slot", cp, ok)
+		}
+		if fo, ok := f.slotOn(f.pair.Standby, "fo"); ok && !fo.Synced {
+			t.Fatalf("the failover slot's copy on the standby is not the server's: %+v", fo)
+		}
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.promoteExpect("cdc", away)
+	})
+}
