@@ -32,6 +32,34 @@ func exactFixture(t *testing.T, major int, after time.Duration) (f *fixture, awa
 	return f, f.insert(5)
 }
 
+// untilReadyExact runs passes until the copy of cdc is READY, its consumer saying nothing: before
+// each pass, before (nil: the primary logs a running-xacts record and the standby catches up);
+// after, each with the pass's report (nil: nothing). It reports whether a pass replaced the
+// copy by an exact one.
+func (f *fixture) untilReadyExact(before func(), each func(map[string]SlotReport)) (replaced bool) {
+	f.t.Helper()
+	if before == nil {
+		before = func() {
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		before()
+		rep := f.pass()
+		if each != nil {
+			each(rep)
+		}
+		replaced = replaced || rep["cdc"].Code == CodeExactForAway
+		if rep["cdc"].Verdict.Ready {
+			return replaced
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("never READY: %s %s", rep["cdc"].Code, rep["cdc"].Verdict.Detail)
+		}
+	}
+}
+
 // TestExactCopyAfterAnAwayConsumer (issue: every consumer protected, item 1): on 16+ the sql
 // method's copy of a slot whose consumer went away before it was made stands ahead of that
 // consumer, NOT READY until it returns (rule 4). With --exact-copy-after, once the copy has
@@ -68,28 +96,21 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 		if r.Code != CodeCopyAhead || !strings.Contains(r.Reason, "an exact copy replaces it in") {
 			t.Fatalf("the copy waiting for the bound: %s %s", r.Code, r.Reason)
 		}
-		var replaced bool
-		for deadline := time.Now().Add(60 * time.Second); !r.Verdict.Ready; time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("never READY: %s %s", r.Code, r.Verdict.Detail)
+		replaced := f.untilReadyExact(write, func(rep map[string]SlotReport) { // no word from cdc's consumer
+			if rep["cdc"].Code != CodeExactForAway {
+				return
 			}
-			write() // no word from cdc's consumer
-			rep := f.pass()
-			r = rep["cdc"]
-			if r.Code == CodeExactForAway && rep["live"].Action != KindAdvance {
+			if rep["live"].Action != KindAdvance {
 				t.Fatalf("the pass that made the exact copy held back the other slot: %s %s", rep["live"].Code, rep["live"].Reason)
 			}
-			if r.Code == CodeExactForAway {
-				// Loaded, its WAL not read yet: the gate beside the daemon judges it by the
-				// state-file rules its journal entry names, not by the sql method's.
-				for _, c := range f.inspectAsCheck().Slots {
-					if c.Name == "cdc" && (c.Verdict.Ready || !c.Verdict.Has(lsncheck.ReasonCopyWALUnverified)) {
-						t.Fatalf("check right after the exact copy was loaded: %+v, want copy_wal_unverified", c.Verdict)
-					}
+			// Loaded, its WAL not read yet: the gate beside the daemon judges it by the state-file
+			// rules its journal entry names, not by the sql method's.
+			for _, c := range f.inspectAsCheck().Slots {
+				if c.Name == "cdc" && (c.Verdict.Ready || !c.Verdict.Has(lsncheck.ReasonCopyWALUnverified)) {
+					t.Fatalf("check right after the exact copy was loaded: %+v, want copy_wal_unverified", c.Verdict)
 				}
 			}
-			replaced = replaced || r.Code == CodeExactForAway
-		}
+		})
 		if !replaced || f.restarts != 1 {
 			t.Fatalf("READY after %d standby restarts, replaced %v: want one exact copy, one restart", f.restarts, replaced)
 		}
@@ -178,20 +199,7 @@ func TestExactCopyThroughTheManagersRestart(t *testing.T) {
 			t.Fatalf("first pass: %s %s", r.Action, r.Code)
 		}
 		time.Sleep(time.Second)
-		var replaced bool
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			r := f.pass()["cdc"]
-			replaced = replaced || r.Code == CodeExactForAway
-			if r.Verdict.Ready {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never READY: %s %s", r.Code, r.Verdict.Detail)
-			}
-		}
-		if !replaced || f.restarts != 1 {
+		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
 			t.Fatalf("READY after %d restarts, replaced %v: want one exact copy through one restart", f.restarts, replaced)
 		}
 		f.must(f.pair.WaitCaughtUp(f.ctx))
@@ -223,22 +231,11 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 			t.Fatalf("first pass: %s %s", r.Action, r.Code)
 		}
 		time.Sleep(time.Second)
-		var replaced bool
-		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			rep := f.pass()
+		replaced := f.untilReadyExact(nil, func(rep map[string]SlotReport) {
 			if fo := rep["fo"]; fo.Code != CodeFailoverKept && fo.Code != CodeFailoverWaiting {
 				t.Fatalf("the failover slot: %s %s, want it left to the server's sync", fo.Code, fo.Reason)
 			}
-			replaced = replaced || rep["cdc"].Code == CodeExactForAway
-			if rep["cdc"].Verdict.Ready {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never READY: %s %s", rep["cdc"].Code, rep["cdc"].Verdict.Detail)
-			}
-		}
+		})
 		if !replaced || f.restarts != 1 {
 			t.Fatalf("READY after %d restarts, replaced %v: want one exact copy", f.restarts, replaced)
 		}
