@@ -205,10 +205,10 @@ func (s *Session) Replace(ctx context.Context, ps topology.Slot, copyDB string) 
 	return s.ReplaceExact(ctx, ps, copyDB)
 }
 
-// ReplaceExact queues a state-file copy of ps in place of the copy in database copyDB (none:
-// copyDB is ""), whatever the method's own copies are.
+// ReplaceExact queues a state-file copy of ps in place of the copy in database copyDB (a copy
+// already gone is no error), whatever the method's own copies are.
 func (s *Session) ReplaceExact(ctx context.Context, ps topology.Slot, copyDB string) error {
-	if s.m.restart.staged() && copyDB != "" {
+	if s.m.restart.staged() {
 		if err := s.Drop(ctx, ps.Name, copyDB); err != nil && !topology.SlotMissing(err) {
 			return err
 		}
