@@ -93,8 +93,7 @@ func (e *Engine) execute(ctx context.Context, obs Observation, actions []Action)
 
 func (e *Engine) apply(ctx context.Context, sess method.Session, a Action) result {
 	fail := func(err error) result { return result{Outcome: method.Outcome{Err: err}} }
-	switch {
-	case a.Exact && (a.Kind == KindCreate || a.Kind == KindRecreate):
+	if a.Exact && (a.Kind == KindCreate || a.Kind == KindRecreate) {
 		x, ok := sess.(method.ExactCopier)
 		if !ok {
 			return fail(fmt.Errorf("exact copy of slot %q: method %s makes none", a.Slot, e.method))

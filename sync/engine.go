@@ -348,16 +348,11 @@ func (e *Engine) planInput(ctx context.Context, obs Observation, apply bool) Pla
 		AdvanceStep:   e.cfg.AdvanceStep,
 		PrimaryRestarted: e.journal.PrimaryStartedAt != "" && e.journal.PrimaryStartedAt != started ||
 			lsncheck.RestartLSNMayRegress(obs.Primary.Info.VersionNum),
-		Failing:   e.backoffs(apply),
-		Now:       e.now(),
-		Copies:    e.mem.copies,
-		MaxCopies: e.cfg.Statefile.MaxAttempts,
-		ExactCopyAfter: func() time.Duration {
-			if exactOnRequest(e.cfg, e.method) {
-				return e.cfg.ExactCopyAfter
-			}
-			return 0
-		}(),
+		Failing:        e.backoffs(apply),
+		Now:            e.now(),
+		Copies:         e.mem.copies,
+		MaxCopies:      e.cfg.Statefile.MaxAttempts,
+		ExactCopyAfter: exactCopyAfter(e.cfg, e.method),
 	}
 }
 

@@ -217,16 +217,7 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 		f.eng.Close()
 		f.cfg.ExactCopyAfter = time.Second
 		f.startEngine()
-		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fo', 'test_decoding', false, false, true)"))
-		for range 2 {
-			f.insert(1)
-			f.logRunningXacts()
-			f.consume(p, "cdc")
-			f.consume(p, "fo")
-		}
-		away := f.insert(3) // both consumers are away from now on
+		away := f.awayBesideAFailoverSlot()
 		if r := f.pass()["cdc"]; r.Action != KindCreate {
 			t.Fatalf("first pass: %s %s", r.Action, r.Code)
 		}

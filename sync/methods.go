@@ -2,6 +2,7 @@ package sync
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/sync/method"
@@ -43,11 +44,15 @@ func copyTraits(inForce method.Traits, ent *Entry) method.Traits {
 	return t
 }
 
-// exactOnRequest says whether an engine running method m makes exact copies of the slots whose
-// consumer is away (--exact-copy-after): with the sql and native methods, whose own copies
-// come from the standby's decoding; the state-file method's copies are all exact.
-func exactOnRequest(cfg Config, m topology.Method) bool {
-	return cfg.ExactCopyAfter > 0 && (m == topology.MethodSQL || m == topology.MethodNative)
+// exactCopyAfter is how long an engine running method m lets a copy stand ahead of its away
+// consumer before an exact copy replaces it (--exact-copy-after; 0: never): with the sql and
+// native methods, whose own copies come from the standby's decoding; the state-file method's
+// copies are all exact.
+func exactCopyAfter(cfg Config, m topology.Method) time.Duration {
+	if m == topology.MethodSQL || m == topology.MethodNative {
+		return cfg.ExactCopyAfter
+	}
+	return 0
 }
 
 // newMethod makes method m for an applying engine.
@@ -60,7 +65,7 @@ func newMethod(m topology.Method, cfg Config, deps method.Deps) (method.Method, 
 		if m == topology.MethodNative {
 			traits = sqlslot.NativeTraits()
 		}
-		if exactOnRequest(cfg, m) {
+		if exactCopyAfter(cfg, m) > 0 {
 			sc := cfg.Statefile
 			sc.OnRequest = true
 			return statefile.New(sqlslot.New(deps, traits), sc, deps)

@@ -149,9 +149,10 @@ type PlanInput struct {
 	// MaxCopies is how many are made before giving up (lesson 1: no restart loops).
 	Copies    map[string]int
 	MaxCopies int
-	// ExactCopyAfter (0: never): a copy of the standby's own decoding still ahead of its
-	// consumer this long after it was made, the consumer not connected, is replaced by an exact
-	// copy (Action.Exact); a state-file copy made so stays one when it is made again.
+	// ExactCopyAfter (0: never; set only where the method in force's own copies come from the
+	// standby's decoding): a copy of the standby's own decoding still ahead of its consumer this
+	// long after it was made, the consumer not connected, is replaced by an exact copy
+	// (Action.Exact); a state-file copy made so stays one when it is made again.
 	ExactCopyAfter time.Duration
 }
 
@@ -330,7 +331,7 @@ func planGone(in PlanInput, other string) []Action {
 // (--exact-copy-after) is made again as one: while its consumer is not connected. A connected
 // consumer is served by a copy of the standby's own decoding, which it confirms past.
 func staysExact(in PlanInput, entry *Entry, ps topology.Slot) bool {
-	return in.ExactCopyAfter > 0 && !in.Traits.BatchesCreates && in.traitsOf(entry).NeedsSnapshot && !ps.Active
+	return in.ExactCopyAfter > 0 && in.traitsOf(entry).NeedsSnapshot && !ps.Active
 }
 
 // exactForAway says why a copy of the standby's own decoding, ahead of its consumer, is
@@ -338,7 +339,7 @@ func staysExact(in PlanInput, entry *Entry, ps topology.Slot) bool {
 // was made ExactCopyAfter ago or more (it has stood ahead of the consumer since: a copy is never
 // moved past its consumer). wait says when it would be, for the reason of a copy that waits.
 func exactForAway(in PlanInput, ps, cp topology.Slot, entry *Entry) (why, wait string) {
-	if in.ExactCopyAfter <= 0 || in.Traits.BatchesCreates || !in.traitsOf(entry).OwnDecoding {
+	if in.ExactCopyAfter <= 0 || !in.traitsOf(entry).OwnDecoding {
 		return "", ""
 	}
 	if ps.Active {

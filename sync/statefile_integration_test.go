@@ -893,6 +893,23 @@ func TestExactCopyForAnAwayConsumer(t *testing.T) {
 	})
 }
 
+// awayBesideAFailoverSlot makes slot "cdc" (failover=false) and slot "fo" (failover=true),
+// whose consumers confirm two changes each and then go away, and returns the changes written
+// since, which neither consumer has.
+func (f *fixture) awayBesideAFailoverSlot() []int {
+	f.t.Helper()
+	p := f.pair.Primary
+	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fo', 'test_decoding', false, false, true)"))
+	for range 2 {
+		f.insert(1)
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.consume(p, "fo")
+	}
+	return f.insert(3)
+}
+
 // TestStatefileBesideTheServersSync (17+): with the server's own sync on, the state-file method
 // copies the failover=false slot (an exact copy, installed unsynced, READY with its consumer
 // away) and leaves the failover=true slot to the server, whose copy it neither writes nor
@@ -900,16 +917,7 @@ func TestExactCopyForAnAwayConsumer(t *testing.T) {
 func TestStatefileBesideTheServersSync(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, syncOn)
-		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fo', 'test_decoding', false, false, true)"))
-		for range 2 {
-			f.insert(1)
-			f.logRunningXacts()
-			f.consume(p, "cdc")
-			f.consume(p, "fo")
-		}
-		away := f.insert(3) // both consumers are away from now on
+		away := f.awayBesideAFailoverSlot()
 		f.untilReady("cdc", func() {})
 		if a := f.pass()["fo"]; a.Code != CodeFailoverKept && a.Code != CodeFailoverWaiting {
 			t.Fatalf("the failover slot: %s %s, want it left to the server's sync", a.Code, a.Reason)
