@@ -347,6 +347,9 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.primaryDSN = primary
 	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), filepath.Join(dir, "state"), opts.Method)
+	if plan.OlderOutside {
+		wd.gateArgs = append(wd.gateArgs, "--ignore-slots", behind("*"))
+	}
 	if err := wd.arrange(ctx, plan, opts); err != nil {
 		proxy.Close()
 		return nil, err
@@ -464,6 +467,11 @@ func (wd *world) arrange(ctx context.Context, plan Plan, opts ChaosOptions) erro
 			if err := wd.setFailover(ctx, s.name); err != nil {
 				return err
 			}
+		}
+	}
+	if plan.OlderOutside && wd.pair.Major >= 12 { // the older slots are copies (makeBehind)
+		if err := wd.changeCatalogBehind(ctx); err != nil {
+			return fmt.Errorf("a catalog change behind the older slots: %w", err)
 		}
 	}
 	var err error

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/sync/method"
 )
 
 // skippedError: a fault the iteration could not apply (its pair or its history does not allow
@@ -124,6 +125,8 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 			return err
 		}
 		return p.Primary.Start(ctx)
+	default:
+		return wd.applyWritten(ctx, s)
 	}
 	return nil
 }
@@ -304,6 +307,151 @@ func (wd *world) setFailover(ctx context.Context, slot string) error {
 	_, err = conn.Exec(ctx, fmt.Sprintf("ALTER_REPLICATION_SLOT %s ( FAILOVER true )", slot)).ReadAll()
 	return err
 }
+
+// applyWritten carries out the faults of written plans only (never drawn).
+func (wd *world) applyWritten(ctx context.Context, s Step) error {
+	switch s.Fault {
+	case FaultHoldLost:
+		return wd.endHolds(ctx)
+	case FaultOlderSlotsDropped:
+		return wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name LIKE $1 AND NOT active",
+			"%"+behind(""))
+	case FaultConsumerBack:
+		i := wd.feedOf(s.Slot)
+		if wd.feeds[i].cancel != nil {
+			return skipped("the consumer is not away")
+		}
+		wd.startFeed(ctx, i, wd.pair.Primary)
+	case FaultCatalogPruned:
+		return wd.pruneCatalog(ctx, s.For)
+	case FaultFeedbackReset:
+		return wd.resetFeedback(ctx, s.For)
+	}
+	return nil
+}
+
+// endHolds: the primary ends the sessions that hold slotsync's catalog holds (a connection
+// limit, an idle-session timeout, a network cut), and their temporary slots go with them.
+func (wd *world) endHolds(ctx context.Context) error {
+	var n int
+	if err := wd.pair.Primary.QueryRow(ctx, "SELECT count(pg_terminate_backend(active_pid)) FROM pg_replication_slots WHERE temporary AND slot_name LIKE $1 "+
+		"AND active_pid IS NOT NULL", []any{method.HoldPrefix + "%"}, &n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return skipped("slotsync held no catalog rows on the primary")
+	}
+	return nil
+}
+
+// resetFeedback: an operator (or a configuration run) turns the standby's hot_standby_feedback
+// off and, after half of d, on again: the walreceiver reports no horizon, the primary clears the
+// physical slot's, and takes the next report's as it comes, older than before or not
+// (walsender.c, PhysicalReplicationSlotNewXmin).
+func (wd *world) resetFeedback(ctx context.Context, d time.Duration) error {
+	for _, sql := range []string{"ALTER SYSTEM SET hot_standby_feedback = off", "ALTER SYSTEM RESET hot_standby_feedback"} {
+		if err := wd.pair.Standby.Exec(ctx, sql); err != nil {
+			return err
+		}
+		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+			return err
+		}
+		time.Sleep(d / 2)
+	}
+	return nil
+}
+
+// pruneCatalog asks the primary for running-xacts records (a CHECKPOINT each) until the
+// catalog_xmin of each of its slots has passed the transaction that last changed catalogTable's
+// catalog row (changeCatalogBehind), or for at most within, and then vacuums the catalogs: the
+// rows that change made dead go, unless a slot, a hold or the standby's feedback still needs them.
+func (wd *world) pruneCatalog(ctx context.Context, within time.Duration) error {
+	p := wd.pair.Primary
+	deadline := time.Now().Add(within)
+	var holding string
+	for {
+		if err := p.ExecDB(ctx, db, "CHECKPOINT"); err != nil {
+			return err
+		}
+		time.Sleep(300 * time.Millisecond) // the consumers confirm past the record
+		if err := p.QueryRowDB(ctx, db, slotsBehindChange, nil, &holding); err != nil {
+			return err
+		}
+		if holding == "" || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err := p.ExecDB(ctx, db, "VACUUM pg_attribute"); err != nil {
+		return err
+	}
+	if holding != "" {
+		return errors.Join(p.ExecDB(ctx, db, "VACUUM pg_class"),
+			skipped("the catalog_xmin of "+holding+" had not passed the last catalog change: the catalogs were vacuumed, its dead rows kept"))
+	}
+	// A VACUUM prunes no page it cannot lock for cleanup at once (a session reading it): it is
+	// run again until pg_class keeps no dead row.
+	var dead int64
+	for range 10 {
+		if err := p.ExecDB(ctx, db, "VACUUM pg_class"); err != nil {
+			return err
+		}
+		if err := p.QueryRowDB(ctx, db, "SELECT n_dead_tup FROM pg_stat_sys_tables WHERE relname = 'pg_class'", nil, &dead); err != nil {
+			return err
+		}
+		if dead == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return skipped(fmt.Sprintf("pg_class kept %d dead rows after ten VACUUMs", dead))
+}
+
+// catalogTable is the table whose catalog row changes behind the older slots (Plan.OlderOutside):
+// no consumer reads its rows (the publication and the consumers' filter are the events table's),
+// but decoding its one row needs the row's catalog as it was.
+const catalogTable = "chaos_catalog"
+
+// changeCatalogBehind, before slotsync starts and after the older slots were made (makeBehind):
+// a row is written to a new table, then the table's catalog row changes (a column added), and
+// the drill's slots are moved past both (idle, before any write of the writer's: nothing is
+// owed yet), until their catalog_xmin has passed the change. The copies slotsync makes then, and
+// the standby's horizon with them, are past it; the older slots and a slot copied again from one
+// still need the row's catalog as it was.
+func (wd *world) changeCatalogBehind(ctx context.Context) error {
+	p := wd.pair.Primary
+	for _, sql := range []string{"CREATE TABLE " + catalogTable + " (id int)", "INSERT INTO " + catalogTable + " VALUES (1)",
+		"ALTER TABLE " + catalogTable + " ADD COLUMN extra int"} {
+		if err := p.ExecDB(ctx, db, sql); err != nil {
+			return err
+		}
+	}
+	for range 3 {
+		// A running-xacts record after the change, then the slots moved past it.
+		if err := p.ExecDB(ctx, db, "CHECKPOINT"); err != nil {
+			return err
+		}
+		for _, s := range slots {
+			if err := p.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", s.name); err != nil {
+				return err
+			}
+		}
+	}
+	var holding string
+	if err := p.QueryRowDB(ctx, db, slotsBehindChange, nil, &holding); err != nil {
+		return err
+	}
+	for _, name := range strings.Split(holding, ", ") {
+		if !strings.HasSuffix(name, behind("")) {
+			return fmt.Errorf("the slots behind the change are %q, not the older ones alone", holding)
+		}
+	}
+	return wd.pair.WaitCaughtUp(ctx)
+}
+
+// slotsBehindChange lists the slots whose catalog_xmin has not passed the transaction that last
+// changed catalogTable's catalog row.
+const slotsBehindChange = `SELECT coalesce(string_agg(slot_name, ', '), '') FROM pg_replication_slots
+	WHERE catalog_xmin IS NOT NULL AND age(catalog_xmin) >= age((SELECT xmin FROM pg_class WHERE relname = '` + catalogTable + `'))`
 
 // behind names the copy of a slot made when the iteration starts, to make the slot again from
 // (FaultSlotBehind).

@@ -217,6 +217,9 @@ func TestChaos(t *testing.T) {
 			}})
 		for _, it := range rep.Iterations {
 			t.Logf("%s\n  ok %v, switchovers %d, slotsync crashed %d times, answers %s, problems %q", it.Plan, it.OK, it.Switchovers, it.SlotsyncCrashes, answers(it), it.Problems)
+			if len(it.Skipped) > 0 {
+				t.Logf("  skipped: %q", it.Skipped)
+			}
 			if len(it.HookAnswers) > 0 {
 				t.Logf("  the hook asked %d times: first %q, last %q", len(it.HookAnswers), it.HookAnswers[0], it.HookAnswers[len(it.HookAnswers)-1])
 			}

@@ -42,6 +42,20 @@ const (
 	FaultSwitchover        Fault = "switchover_and_back"         // a switchover once the gate says READY, and a switch back (local pairs)
 )
 
+// Faults of written plans only (never drawn): the steps of a re-made copy whose catalog hold
+// fails (MatrixPlans, "hook-remade-copy-hold-lost").
+const (
+	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
+	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
+	FaultConsumerBack      Fault = "consumer_back"       // a consumer away comes back to the primary and reads from its slot
+	// running-xacts records until every slot's catalog_xmin has passed the last catalog change,
+	// then the catalogs vacuumed
+	FaultCatalogPruned Fault = "catalog_pruned"
+	// hot_standby_feedback turned off on the standby and on again: the primary takes its next
+	// horizon, older or not
+	FaultFeedbackReset Fault = "standby_feedback_reset"
+)
+
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
 var faultsOutside = []Fault{FaultSidecarKill, FaultPrimaryRoute, FaultWALReceiver, FaultStandbyRestart,
 	FaultConsumerReconnect, FaultSlotRecreated, FaultSlotBehind, FaultTwoPhase, FaultLongTransaction, FaultCatalogVacuum,
@@ -131,6 +145,10 @@ type Plan struct {
 	// restarting the standby with the drill's commands as the state-file method does; written
 	// plans only (never drawn).
 	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty"`
+	// OlderOutside: the older slots FaultSlotBehind copies from are left out of slotsync's
+	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
+	// of theirs holds the standby's catalog horizon back; written plans only.
+	OlderOutside bool `json:"older_slots_outside,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -246,6 +264,12 @@ func (p Plan) String() string {
 	}
 	if p.SecondStandby {
 		b.WriteString("; a second standby with its own sidecar")
+	}
+	if p.ExactCopyAfter > 0 {
+		fmt.Fprintf(&b, "; exact copies after %s", p.ExactCopyAfter)
+	}
+	if p.OlderOutside {
+		b.WriteString("; the older slots outside slotsync's selection")
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")

@@ -28,15 +28,15 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
 	"readiness:consumer_ahead_of_standby":  {"hook-sender-stalled"},
-	"readiness:copy_catalog_unprotected":   {"hook-catalog-vacuum", "hook-slot-made-again"},
+	"readiness:copy_catalog_unprotected":   {"hook-remade-copy-hold-lost", "hook-catalog-vacuum", "hook-slot-made-again"},
 	"without:missing":                      {"copy-dropped-then-kill"},
 	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
 	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
-	"catalog-hold-off":                     {"hook-catalog-vacuum"},
-	"horizon-remade":                       {"hook-slot-made-again"},
+	"catalog-hold-off":                     {"hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
+	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
@@ -200,6 +200,29 @@ func MatrixPlans() []Plan {
 			{At: 1500 * ms, Fault: FaultLongTransaction, For: HookBound + 10*time.Second}}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
+		// A re-made copy whose catalog hold fails (rule 4; the correctness review's finding 3,
+		// 12+): before slotsync starts, a row written to another table and that table's catalog
+		// row changed, the drill's slots moved past the change (Plan.OlderOutside: the older
+		// slots made before, kept out of slotsync's selection, still need the row as it was),
+		// so the copies and the standby's horizon are past it. At 5 s the pg_recvlogical-like
+		// slot copied again from its older slot, its consumer away: slotsync makes its copy
+		// again, behind the standby's horizon, which PostgreSQL never moves back, and holds its
+		// rows on the primary. Then slotsync paused, the hold's session ended, the older slots
+		// dropped, the consumer back, reading from the old position and confirming, and once
+		// every slot on the primary has passed the change, the catalogs vacuumed: nothing kept
+		// the rows the copy needs. Last, hot_standby_feedback turned off and on again: the
+		// primary takes the standby's next horizon, the copy's, so the standby's feedback now
+		// covers the copy, after the rows are gone. The consumer resumes from the copy's
+		// position on the promoted standby, and decoding the row written before the change
+		// needs them (11-15: it gets nothing more).
+		{Name: "hook-remade-copy-hold-lost", Live: 18000 * ms, Hook: true, Kill: true, OlderOutside: true, Steps: []Step{
+			{At: 5000 * ms, Fault: FaultSlotBehind, Slot: "drill_test_decoding", Away: true},
+			{At: 8000 * ms, Fault: FaultSidecarPause, For: HookBound + 15*time.Second},
+			{At: 8100 * ms, Fault: FaultHoldLost},
+			{At: 8200 * ms, Fault: FaultOlderSlotsDropped},
+			{At: 8300 * ms, Fault: FaultConsumerBack, Slot: "drill_test_decoding"},
+			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
+			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
 	}
 }
 

@@ -43,6 +43,11 @@ var mutantSample = []struct {
 	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
 	// said to come again, while the copies stand behind it (slotsync paused at the question).
 	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
+	// Rule 4, finding 3 of round 4 re-injected: a copy made again from an older slot, its
+	// catalog hold lost, the catalogs vacuumed, then the standby's horizon moved back over it
+	// (hot_standby_feedback off and on): marked from the copy it replaced, it is READY, and the
+	// consumer resuming from it gets nothing more.
+	{name: "horizon-remade", major: 15, plan: "hook-remade-copy-hold-lost"},
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
@@ -175,6 +180,9 @@ func runPlan(t *testing.T, bin string, major int, plan Plan) ChaosIteration {
 	}
 	it := rep.Iterations[0]
 	t.Logf("%s (SLOTSYNC_MUTANT=%q)\n  ok %v, answers %s, problems %q", it.Plan, os.Getenv("SLOTSYNC_MUTANT"), it.OK, answers(it), it.Problems)
+	if len(it.Skipped) > 0 {
+		t.Logf("  skipped: %q", it.Skipped)
+	}
 	if len(it.HookAnswers) > 0 {
 		t.Logf("  the hook asked %d times: first %q, last %q", len(it.HookAnswers), it.HookAnswers[0], it.HookAnswers[len(it.HookAnswers)-1])
 	}
