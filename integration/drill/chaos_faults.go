@@ -326,6 +326,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.pruneCatalog(ctx, s.For)
 	case FaultFeedbackReset:
 		return wd.resetFeedback(ctx, s.For)
+	case FaultRunningXacts:
+		go wd.logRunningXacts(ctx, s.For)
 	}
 	return nil
 }
@@ -359,6 +361,15 @@ func (wd *world) resetFeedback(ctx context.Context, d time.Duration) error {
 		time.Sleep(d / 2)
 	}
 	return nil
+}
+
+// logRunningXacts runs a CHECKPOINT on the primary every 100 ms for d (FaultRunningXacts).
+func (wd *world) logRunningXacts(ctx context.Context, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(100 * time.Millisecond) {
+		if err := wd.pair.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
+			wd.log.Warn("running-xacts records", "error", err)
+		}
+	}
 }
 
 // pruneCatalog asks the primary for running-xacts records (a CHECKPOINT each) until the

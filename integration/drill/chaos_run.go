@@ -222,18 +222,24 @@ const quietFor = 5 * time.Second
 // no switchover, the standby streaming; "" when it is not one.
 func (wd *world) quiet(plan Plan) string {
 	end := plan.Live + plan.Quiesce // the question, from the start of the live phase
-	last, dropped := time.Duration(0), 0
+	last, dropped, away := time.Duration(0), 0, map[string]bool{}
 	for _, s := range plan.Steps {
 		last = max(last, s.At+s.For)
-		if s.Away || s.Fault == FaultSlotDropped {
-			return "" // a consumer away holds its new copy back
+		if s.Fault == FaultSlotDropped {
+			return "" // its consumer is away until the slot is made again
 		}
+		away[s.Slot] = s.Away || away[s.Slot] && s.Fault != FaultConsumerBack
 		if s.Fault == FaultCopyDropped && !s.Second {
 			dropped++ // (the second standby's copies are its own sidecar's)
 		}
 	}
 	if dropped > 1 {
 		return "" // a copy changed under slotsync twice is left alone (other_synchronizer)
+	}
+	for _, a := range away {
+		if a {
+			return "" // a consumer away holds its new copy back
+		}
 	}
 	streamed := wd.recv.lastStreamed(time.Now())
 	if plan.Quiesce < 2*time.Second || end-last < quietFor || plan.Failpoint != "" || wd.switched > 0 || time.Since(streamed) > 2*receiverEvery {

@@ -456,6 +456,13 @@ func TestQuietWindow(t *testing.T) {
 			{At: 900 * ms, Fault: FaultCopyDropped}}}, streaming, false},
 		{"a copy dropped on each standby", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
 			{At: 900 * ms, Fault: FaultCopyDropped, Second: true}}}, streaming, true},
+		// A consumer away holds its slot's new copy back, unless it came back before the window.
+		{"a consumer away", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
+			{At: 900 * ms, Fault: FaultConsumerReconnect, Slot: "a"}}}, streaming, false},
+		{"a consumer away and back", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
+			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "a"}}}, streaming, true},
+		{"another consumer back", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
+			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "b"}}}, streaming, false},
 	} {
 		wd := &world{recv: c.recv}
 		if got := wd.quiet(c.plan) != ""; got != c.quiet {

@@ -54,6 +54,9 @@ const (
 	// hot_standby_feedback turned off on the standby and on again: the primary takes its next
 	// horizon, older or not
 	FaultFeedbackReset Fault = "standby_feedback_reset"
+	// a CHECKPOINT every 100 ms for a while (a busy primary): each writes a running-xacts record,
+	// and every slot's catalog_xmin moves on as soon as its consumer confirms past one
+	FaultRunningXacts Fault = "running_xacts_logged"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

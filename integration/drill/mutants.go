@@ -35,7 +35,7 @@ var mutantPlans = map[string][]string{
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
-	"catalog-hold-off":                     {"hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
+	"catalog-hold-off":                     {"catalog-moves-before-feedback", "hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
@@ -200,6 +200,16 @@ func MatrixPlans() []Plan {
 			{At: 1500 * ms, Fault: FaultLongTransaction, For: HookBound + 10*time.Second}}),
 		// A catalog vacuum on the primary with the copies frozen (rules 3 and 4).
 		hookPlan("hook-catalog-vacuum", nil, Step{Fault: FaultCatalogVacuum}),
+		// A slot copied again from its older slot (12+), its consumer away long enough for
+		// slotsync to see the slot go back, then reading on from there while the primary writes
+		// a running-xacts record every 100 ms: the primary slot's catalog_xmin moves on before
+		// the standby's feedback can cover the new state-file copy, so only the copy's catalog
+		// hold lets it be proven protected (rule 4); then a quiet window, in which the gate must
+		// say READY (liveness).
+		{Name: "catalog-moves-before-feedback", Live: 15000 * ms, Quiesce: 3000 * ms, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultRunningXacts, For: 8000 * ms},
+			{At: 4000 * ms, Fault: FaultSlotBehind, Slot: "drill_test_decoding", Away: true},
+			{At: 4300 * ms, Fault: FaultConsumerBack, Slot: "drill_test_decoding"}}},
 		// A re-made copy whose catalog hold fails (rule 4; the correctness review's finding 3,
 		// 12+): before slotsync starts, a row written to another table and that table's catalog
 		// row changed, the drill's slots moved past the change (Plan.OlderOutside: the older

@@ -48,6 +48,10 @@ var mutantSample = []struct {
 	// (hot_standby_feedback off and on): marked from the copy it replaced, it is READY, and the
 	// consumer resuming from it gets nothing more.
 	{name: "horizon-remade", major: 15, plan: "hook-remade-copy-hold-lost"},
+	// Rule 4's catalog hold, switched off: a copy made again while the primary slot's
+	// catalog_xmin moves on before the standby's feedback covers it is never proven protected;
+	// made again once, then given up, it is NOT READY in the quiet window after (liveness).
+	{name: "catalog-hold-off", major: 15, plan: "catalog-moves-before-feedback"},
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
