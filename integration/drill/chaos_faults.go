@@ -328,6 +328,15 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.resetFeedback(ctx, s.For)
 	case FaultRunningXacts:
 		go wd.logRunningXacts(ctx, s.For)
+	case FaultFeedbackOff:
+		if err := wd.setFeedback(ctx, "off"); err != nil {
+			return err
+		}
+		time.AfterFunc(s.For, func() {
+			if err := wd.setFeedback(context.Background(), "on"); err != nil {
+				wd.log.Warn("hot_standby_feedback back on", "error", err)
+			}
+		})
 	}
 	return nil
 }
@@ -351,16 +360,26 @@ func (wd *world) endHolds(ctx context.Context) error {
 // physical slot's, and takes the next report's as it comes, older than before or not
 // (walsender.c, PhysicalReplicationSlotNewXmin).
 func (wd *world) resetFeedback(ctx context.Context, d time.Duration) error {
-	for _, sql := range []string{"ALTER SYSTEM SET hot_standby_feedback = off", "ALTER SYSTEM RESET hot_standby_feedback"} {
-		if err := wd.pair.Standby.Exec(ctx, sql); err != nil {
-			return err
-		}
-		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+	for _, to := range []string{"off", "on"} {
+		if err := wd.setFeedback(ctx, to); err != nil {
 			return err
 		}
 		time.Sleep(d / 2)
 	}
 	return nil
+}
+
+// setFeedback turns the standby's hot_standby_feedback off, or on again (its configuration
+// file's value), and reloads its configuration.
+func (wd *world) setFeedback(ctx context.Context, to string) error {
+	sql := "ALTER SYSTEM SET hot_standby_feedback = off"
+	if to == "on" {
+		sql = "ALTER SYSTEM RESET hot_standby_feedback"
+	}
+	if err := wd.pair.Standby.Exec(ctx, sql); err != nil {
+		return err
+	}
+	return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
 }
 
 // logRunningXacts runs a CHECKPOINT on the primary every 100 ms for d (FaultRunningXacts).
@@ -374,8 +393,9 @@ func (wd *world) logRunningXacts(ctx context.Context, d time.Duration) {
 
 // pruneCatalog asks the primary for running-xacts records (a CHECKPOINT each) until the
 // catalog_xmin of each of its slots has passed the transaction that last changed catalogTable's
-// catalog row (changeCatalogBehind), or for at most within, and then vacuums the catalogs: the
-// rows that change made dead go, unless a slot, a hold or the standby's feedback still needs them.
+// catalog row (changeCatalogBehind; without that table, the events table's: FaultCatalogVacuum),
+// or for at most within, and then vacuums the catalogs: the rows that change made dead go,
+// unless a slot, a hold or the standby's feedback still needs them.
 func (wd *world) pruneCatalog(ctx context.Context, within time.Duration) error {
 	p := wd.pair.Primary
 	deadline := time.Now().Add(within)
@@ -460,9 +480,11 @@ func (wd *world) changeCatalogBehind(ctx context.Context) error {
 }
 
 // slotsBehindChange lists the slots whose catalog_xmin has not passed the transaction that last
-// changed catalogTable's catalog row.
+// changed catalogTable's catalog row, or, without that table, the events table's
+// (FaultCatalogVacuum).
 const slotsBehindChange = `SELECT coalesce(string_agg(slot_name, ', '), '') FROM pg_replication_slots
-	WHERE catalog_xmin IS NOT NULL AND age(catalog_xmin) >= age((SELECT xmin FROM pg_class WHERE relname = '` + catalogTable + `'))`
+	WHERE catalog_xmin IS NOT NULL AND age(catalog_xmin) >= age(coalesce((SELECT xmin FROM pg_class WHERE relname = '` + catalogTable + `'),
+		(SELECT xmin FROM pg_class WHERE relname = 'events')))`
 
 // behind names the copy of a slot made when the iteration starts, to make the slot again from
 // (FaultSlotBehind).

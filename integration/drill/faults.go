@@ -57,6 +57,9 @@ const (
 	// a CHECKPOINT every 100 ms for a while (a busy primary): each writes a running-xacts record,
 	// and every slot's catalog_xmin moves on as soon as its consumer confirms past one
 	FaultRunningXacts Fault = "running_xacts_logged"
+	// hot_standby_feedback turned off on the standby for a while (the primary clears the
+	// standby's horizon), then on again
+	FaultFeedbackOff Fault = "standby_feedback_off"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

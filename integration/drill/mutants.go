@@ -24,6 +24,7 @@ var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
+	"readiness:copy_invalidated":           {"hook-copies-invalidated"},
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
@@ -210,6 +211,18 @@ func MatrixPlans() []Plan {
 			{At: 1000 * ms, Fault: FaultRunningXacts, For: 8000 * ms},
 			{At: 4000 * ms, Fault: FaultSlotBehind, Slot: "drill_test_decoding", Away: true},
 			{At: 4300 * ms, Fault: FaultConsumerBack, Slot: "drill_test_decoding"}}},
+		// The standby's copies invalidated (16+, rows_removed) while slotsync is paused: the
+		// standby's hot_standby_feedback off for a while, the events table's catalog row
+		// changed, and once every slot on the primary has passed the change, the catalogs
+		// vacuumed; the standby, replaying it, invalidates its copies, which stood behind their
+		// consumers; the feedback on again before the question (rule 4, "still valid"). On
+		// 11-15, where the standby invalidates nothing, the gate as built says READY to it and
+		// the consumer resuming from its copy gets nothing more (docs/RELIABILITY.md, finding 12).
+		{Name: "hook-copies-invalidated", Live: 12000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultSidecarPause, For: HookBound + 20*time.Second},
+			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 7000 * ms},
+			{At: 2200 * ms, Fault: FaultCatalogVacuum},
+			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 5000 * ms}}},
 		// A re-made copy whose catalog hold fails (rule 4; the correctness review's finding 3,
 		// 12+): before slotsync starts, a row written to another table and that table's catalog
 		// row changed, the drill's slots moved past the change (Plan.OlderOutside: the older

@@ -52,6 +52,9 @@ var mutantSample = []struct {
 	// catalog_xmin moves on before the standby's feedback covers it is never proven protected;
 	// made again once, then given up, it is NOT READY in the quiet window after (liveness).
 	{name: "catalog-hold-off", major: 15, plan: "catalog-moves-before-feedback"},
+	// Rule 4's "still valid" on 16+: the copies invalidated on the standby (rows_removed) while
+	// slotsync is paused, the standby's feedback off meanwhile and the catalogs vacuumed.
+	{name: "readiness:copy_invalidated", major: 17, plan: "hook-copies-invalidated"},
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
