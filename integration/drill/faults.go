@@ -42,8 +42,10 @@ const (
 	FaultSwitchover        Fault = "switchover_and_back"         // a switchover once the gate says READY, and a switch back (local pairs)
 )
 
-// Faults of written plans only (never drawn): the steps of a re-made copy whose catalog hold
-// fails (MatrixPlans, "hook-remade-copy-hold-lost").
+// Faults of written plans only (never drawn, MatrixPlans): the steps of a re-made copy whose
+// catalog hold fails ("hook-remade-copy-hold-lost"), of a busy primary before a quiet window
+// ("catalog-moves-before-feedback"), and of copies invalidated on the standby
+// ("hook-copies-invalidated").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
