@@ -293,7 +293,8 @@ func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 			add(
 				ReasonCatalogUnprotected,
 				"the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept "+
-					"those rows: a VACUUM may have removed them (the copy is made again)",
+					"those rows, or not since a gap in that feedback (a reload of the standby, a restart of the primary): a VACUUM may have removed them (the copy "+
+					"is made again)",
 				c.CatalogXmin,
 			)
 		}

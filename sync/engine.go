@@ -242,6 +242,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	case err != nil && primaryGone(err) && obs.Standby.Info.VersionNum != 0:
 		return e.judgeWithoutPrimary(ctx, rep, obs, err, apply)
 	case err != nil:
+		if why := feedbackStopped(err); why != "" && apply {
+			e.voidAllMarks(why)
+		}
 		return rep, err
 	case !obs.Standby.Info.InRecovery:
 		return e.asPrimary(ctx, rep, obs, apply)
@@ -262,6 +265,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err := e.checkJournalCluster(obs.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
+	e.noteHorizonGap(obs, apply)
 	method, err := e.chooseMethod(obs.Standby.Info, apply)
 	if err != nil {
 		return rep, err
@@ -372,6 +376,41 @@ func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot,
 		if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
 			e.journal = next
 		}
+	}
+}
+
+// noteHorizonGap voids the marks of rule 4 that this observation cannot show held since they
+// were made (horizonGap): in memory for check, which judges from them next; written at once by
+// the daemon, which logs it (a failed write keeps it in memory, for the next journal write).
+func (e *Engine) noteHorizonGap(obs Observation, apply bool) {
+	next, why := horizonGap(e.journal, obs)
+	if next == e.journal {
+		return
+	}
+	if !apply || why == "" {
+		e.journal = next
+		return
+	}
+	e.log.Warn("the standby's feedback is not known to have kept the copies' catalog rows since they were last seen kept: "+
+		"they are judged again (a copy no slot keeps them for is made again)", "why", why)
+	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
+		e.journal = next
+	}
+}
+
+// voidAllMarks voids every mark of rule 4 after a pass saw the standby's feedback stopped
+// (feedbackStopped), written at once (kept in memory if the write fails).
+func (e *Engine) voidAllMarks(why string) {
+	if e.journal == nil {
+		return
+	}
+	next, n := voidMarks(e.journal, func(string) bool { return true })
+	if n == 0 {
+		return
+	}
+	e.log.Warn("the standby's feedback stopped: no copy's catalog rows are known kept by it any more (they are judged again once it is back)", "why", why)
+	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
+		e.journal = next
 	}
 }
 

@@ -1,6 +1,8 @@
 package sync
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/slotsync/slotsync/internal/failpoint"
@@ -38,6 +40,83 @@ func horizonKept(j *Journal, obs Observation, made map[string]bool, installed fu
 	return markHorizon(j, obs, obs.Standby.Slots, made, func(name string, ent *Entry, cp topology.Slot) bool {
 		return installed(ent) && catalogKept(obs.Primary.Slots, obs.Standby.Info.PrimarySlotName, name, cp.CatalogXmin)
 	})
+}
+
+// horizonGap voids the marks of rule 4 (HorizonSeenAt) that this observation cannot show to
+// have held since they were made. A mark says the standby's physical slot has kept the copy's
+// catalog rows on the primary since then; the primary forgets that horizon when the standby's
+// feedback stops (hot_standby_feedback turned off, which takes a reload or a restart of the
+// standby) or when the primary restarts, and takes it back from none when the feedback resumes,
+// so a live horizon covering the copy does not prove the rows were kept in between (a VACUUM
+// then removes them, and on 11-15 nothing invalidates the copy). So every mark is void when the
+// primary restarted (or is another server) or the standby's configuration was reloaded since
+// the last pass; a mark is void too when the horizon no longer covers its copy. A restart of
+// the standby alone keeps the horizon (the physical slot keeps it while the standby is away,
+// and a standby that starts with the feedback off fails the next pass's prerequisites). It is
+// pure: it returns the journal, with the reload seen recorded, and why marks were voided ("":
+// none).
+func horizonGap(j *Journal, obs Observation) (*Journal, string) {
+	why := ""
+	switch reloaded := obs.Standby.Info.ReloadedAt; {
+	case j.PrimaryStartedAt != "" && obs.Primary.Info.StartedAt != "" && j.PrimaryStartedAt != obs.Primary.Info.StartedAt:
+		why = "the primary restarted since the last pass (or is another server)"
+	case reloaded.After(j.StandbyReloadedAt):
+		why = fmt.Sprintf("the standby's configuration was reloaded at %s, after the last pass (its hot_standby_feedback may have been off)",
+			reloaded.Format("15:04:05.000"))
+	}
+	horizon := obs.Physical.CatalogHorizon()
+	next, voided := voidMarks(j, func(name string) bool {
+		cp, ok := obs.Standby.Slots[name]
+		return why != "" || !ok || horizon == 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon)
+	})
+	if !obs.Standby.Info.ReloadedAt.Equal(j.StandbyReloadedAt) {
+		if next == j {
+			next = j.clone()
+		}
+		next.StandbyReloadedAt = obs.Standby.Info.ReloadedAt
+	}
+	switch {
+	case voided == 0:
+		return next, ""
+	case why == "":
+		why = "the standby's physical slot no longer covers their catalog_xmin"
+	}
+	return next, why
+}
+
+// feedbackStopped says why a pass that failed on the prerequisites shows the standby's
+// feedback stopped ("": it does not): hot_standby_feedback off, or its physical slot gone from
+// the primary. The primary has then forgotten the standby's horizon, and every mark of rule 4 is
+// void (horizonGap), even if the feedback resumes by a restart, which horizonGap does not see.
+func feedbackStopped(err error) string {
+	var pe *topology.PrereqError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	for _, p := range pe.Problems {
+		switch p.Check {
+		case "hot_standby_feedback", "primary_slot_name", "physical_slot":
+			return p.Issue
+		}
+	}
+	return ""
+}
+
+// voidMarks returns the journal with HorizonSeenAt cleared on the entries void says, and how
+// many were (the journal itself when none was).
+func voidMarks(j *Journal, void func(name string) bool) (*Journal, int) {
+	next, n := j, 0
+	for name, ent := range j.Slots {
+		if ent.HorizonSeenAt == 0 || !void(name) || failpoint.Mutant("horizon-gap") {
+			continue
+		}
+		if next == j {
+			next = j.clone()
+		}
+		next.Slots[name].HorizonSeenAt = 0
+		n++
+	}
+	return next, n
 }
 
 // markHorizon sets HorizonSeenAt, at the primary's WAL position, for each journal entry whose

@@ -63,6 +63,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				TwoPhasePending:     twoPhasePending(ent, ps),
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
+			sr.catalogByFeedback = hasCopy && (t.NeedsHorizon || t.OwnDecoding && lsncheck.XIDPrecedes(cp.CatalogXmin, ps.CatalogXmin))
 		}
 		out = append(out, sr)
 	}

@@ -2,6 +2,8 @@ package sync
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,4 +237,125 @@ func TestStatefileRemadeCopyHoldLost(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	})
+}
+
+// TestStatefileFeedbackGap (the fault explorer's finding 12, on a real pair): a READY
+// state-file copy behind its consumer, marked kept by the standby's feedback long ago. The
+// standby's hot_standby_feedback is turned off a while (slotsync not running), the consumer moves
+// past a catalog change, the catalogs are vacuumed, the feedback is turned on again: the primary
+// takes the standby's horizon from none, the same as before, and the gate beside the daemon said
+// READY on rows nothing kept (on 11-15 the copy then decodes nothing more after promotion: "could
+// not map filenode"). Now the reload voids the mark: NOT READY, then the daemon makes the copy
+// again and the promoted consumer gets every change it had not confirmed. 16+ answer it by the
+// copy's invalidation (copy_invalidated, the explorer's hook-copies-invalidated).
+func TestStatefileFeedbackGap(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.feedbackGap()
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
+			t.Fatalf("the gate beside the daemon after a gap in the standby's feedback: %v %s, want NOT READY %s",
+				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCatalogUnprotected)
+		}
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		want := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready {
+			t.Fatalf("the copy made again: %s", r.Verdict.Detail)
+		}
+		f.promoteExpect("cdc", want)
+	})
+}
+
+// TestStatefileFeedbackGapWithoutPrimary: the same gap in the standby's feedback, slotsync not
+// running, then the primary killed within the record's renewal: the gate without the primary,
+// from a record made before the reload, said READY; now the copy whose READY rested on the
+// feedback is NOT READY.
+func TestStatefileFeedbackGapWithoutPrimary(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter = time.Second
+		f.startEngine()
+		f.feedbackGap()
+		f.must(f.pair.Primary.Kill(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		f.must(err)
+		if r := reportOf(rep, "cdc"); rep.WithoutPrimary == nil || r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
+			t.Fatalf("the gate without the primary after a gap in the standby's feedback: %v %s (judged without the primary: %v), want NOT READY %s",
+				r.Verdict.Reasons, r.Verdict.Detail, rep.WithoutPrimary != nil, lsncheck.ReasonCatalogUnprotected)
+		}
+	})
+}
+
+// feedbackGap makes a READY state-file copy of "cdc" whose catalog rows only the standby's
+// feedback keeps, and then, with no pass of slotsync, a gap in that feedback: turned off, the
+// consumer moved past a catalog change, the catalogs vacuumed, the feedback on again.
+func (f *fixture) feedbackGap() {
+	f.t.Helper()
+	p := f.pair.Primary
+	f.readyCopy()
+	f.untilHorizonSeen("cdc")
+	for deadline := time.Now().Add(20 * time.Second); len(f.holds()) != 0; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the catalog hold outlived the feedback's coverage: %v", f.holds())
+		}
+		f.pass()
+	}
+	f.insert(2) // the copy stays at the consumer's position, before the catalog change
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	if r := f.pass()["cdc"]; !r.Verdict.Ready {
+		f.t.Fatalf("before the gap: %s", r.Verdict.Detail)
+	}
+	f.setFeedback(false)
+	f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN extra int"))
+	f.insert(2)
+	for range 2 {
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+	}
+	f.vacuumCatalogs()
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.setFeedback(true)
+}
+
+// setFeedback turns the standby's hot_standby_feedback on or off (ALTER SYSTEM and a reload)
+// and waits until the primary's physical slot for it holds a catalog horizon, or none.
+func (f *fixture) setFeedback(on bool) {
+	f.t.Helper()
+	f.must(f.pair.Standby.Exec(f.ctx, fmt.Sprintf("ALTER SYSTEM SET hot_standby_feedback = %v", on)))
+	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	f.must(integration.Poll(f.ctx, 20*time.Second, "the standby's feedback on the primary", func(ctx context.Context) (bool, error) {
+		var held bool
+		err := f.pair.Primary.QueryRow(ctx, "SELECT coalesce(bool_or(catalog_xmin IS NOT NULL), false) FROM pg_replication_slots WHERE slot_type = 'physical'",
+			nil, &held)
+		return held == on, err
+	}))
+}
+
+// vacuumCatalogs vacuums pg_attribute and pg_class in the fixture's database until pg_class
+// keeps no dead row (a VACUUM skips a page it cannot lock for cleanup at once).
+func (f *fixture) vacuumCatalogs() {
+	f.t.Helper()
+	f.must(f.pair.Primary.ExecDB(f.ctx, "app", "VACUUM pg_attribute"))
+	var dead int64
+	for range 10 {
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "VACUUM pg_class"))
+		f.must(f.pair.Primary.QueryRowDB(f.ctx, "app", "SELECT n_dead_tup FROM pg_stat_sys_tables WHERE relname = 'pg_class'", nil, &dead))
+		if dead == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.t.Fatalf("pg_class kept %d dead rows after ten VACUUMs", dead)
+}
+
+// reportOf is slot's report in rep (the zero report when it has none).
+func reportOf(rep Report, slot string) SlotReport {
+	for _, r := range rep.Slots {
+		if r.Name == slot {
+			return r
+		}
+	}
+	return SlotReport{}
 }

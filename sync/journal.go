@@ -30,8 +30,12 @@ type Journal struct {
 	Version  int    `json:"version"`
 	SystemID string `json:"system_identifier"`
 	// PrimaryStartedAt is the primary's pg_postmaster_start_time() at the last pass.
-	PrimaryStartedAt string            `json:"primary_started_at,omitempty"`
-	Slots            map[string]*Entry `json:"slots"`
+	PrimaryStartedAt string `json:"primary_started_at,omitempty"`
+	// StandbyReloadedAt is the standby's last configuration reload since its start, as the
+	// last pass saw it (topology.NodeInfo.ReloadedAt; zero: none). A later one voids the
+	// horizon_seen_at marks (horizonGap, rule 4).
+	StandbyReloadedAt time.Time         `json:"standby_reloaded_at,omitzero"`
+	Slots             map[string]*Entry `json:"slots"`
 	// Gate is the last judgement made with the primary reachable (rule 8).
 	Gate *GateRecord `json:"gate,omitempty"`
 	// OwnSlotsAt: when the node's own slots were last recorded while it was the primary (rule 9).

@@ -26,7 +26,7 @@ func TestJournalCloneKeepsEveryField(t *testing.T) {
 	ent := &Entry{Incarnation: "ab", Identity: lsncheck.Identity{Name: "s", Database: "d", Plugin: "p", TwoPhase: true}, FirstSeen: pos, Primary: pos,
 		WALVerified: true, HorizonSeenAt: 4, Timeline: 5, TwoPhaseFrom: 6, TwoPhasePending: []lsncheck.XID{7}, TwoPhaseSeen: true,
 		TwoPhaseSettledAt: 8, DecodeError: "e", ScratchAt: 9, OtherWriter: "w", Method: "sql", CreatedAt: now, UpdatedAt: now}
-	j := &Journal{Version: journalVersion, SystemID: "42", PrimaryStartedAt: "t", Slots: map[string]*Entry{"s": ent},
+	j := &Journal{Version: journalVersion, SystemID: "42", PrimaryStartedAt: "t", StandbyReloadedAt: now, Slots: map[string]*Entry{"s": ent},
 		Gate: &GateRecord{ObservedAt: now}, OwnSlotsAt: now, StandbyLostPrimaryAt: now}
 	for _, v := range []reflect.Value{reflect.ValueOf(*j), reflect.ValueOf(*ent)} {
 		for i := 0; i < v.NumField(); i++ {

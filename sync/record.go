@@ -38,6 +38,11 @@ type GateRecord struct {
 	// primary from well after it shows a primary that lived on unobserved: slots may have changed
 	// then that the record does not know (rule 8). Zero in records of older versions.
 	RenewBy time.Time `json:"renew_by,omitzero"`
+	// StandbyReloadedAt: the standby's last configuration reload since its start when the
+	// record was made (zero: none). A later one may have turned its hot_standby_feedback off
+	// while the primary lived: the copies whose READY rested on that feedback (CatalogByFeedback)
+	// are not READY from the record (rule 4, horizonGap).
+	StandbyReloadedAt time.Time `json:"standby_reloaded_at,omitzero"`
 }
 
 // GateSlot is one gated slot as last judged with the primary.
@@ -58,6 +63,10 @@ type GateSlot struct {
 	// CopyTwoPhase: the copy's two_phase when recorded (Identity is the primary slot's). Nil in
 	// records of older versions, whose Identity.TwoPhase was the copy's.
 	CopyTwoPhase *bool `json:"copy_two_phase,omitempty"`
+	// CatalogByFeedback: the copy's catalog rows were kept, as far as the record knows, only by
+	// the standby's feedback, seen holding them since horizon_seen_at (rule 4): a state-file
+	// copy, or a copy of the standby's own decoding behind the primary slot's catalog_xmin.
+	CatalogByFeedback bool `json:"catalog_by_feedback,omitempty"`
 }
 
 // WithoutPrimary says that a report was judged without the primary, from what and how old.
@@ -77,14 +86,16 @@ type WithoutPrimary struct {
 // newGateRecord builds the record from a pass judged with the primary.
 func newGateRecord(at time.Time, method topology.Method, synced bool, standby topology.NodeInfo, slots []SlotReport) *GateRecord {
 	r := &GateRecord{ObservedAt: at.UTC(), Method: string(method), SynchronizedStandby: synced, Slots: map[string]GateSlot{},
-		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd(), StandbyCutOff: standby.ReceiverStatus != "streaming"}
+		Timeline: standby.HistoryTimeline, StandbyWALEnd: standby.WALEnd(), StandbyCutOff: standby.ReceiverStatus != "streaming",
+		StandbyReloadedAt: standby.ReloadedAt}
 	for _, s := range slots {
 		if !s.Gate || s.Primary == nil {
 			continue
 		}
 		gs := GateSlot{Identity: lsncheck.Identity{Name: s.Name, Database: s.Database, Plugin: s.Plugin},
 			Ready: s.Verdict.Ready, Reasons: s.Verdict.Reasons, Detail: s.Verdict.Detail, Primary: *s.Primary,
-			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced}
+			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced,
+			CatalogByFeedback: s.catalogByFeedback}
 		if s.Copy != nil {
 			gs.Copy = *s.Copy
 			gs.Identity.TwoPhase = s.primaryTwoPhase
@@ -202,6 +213,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			notReady(lsncheck.ReasonIdentityMismatch, remade)
 		case cp.Invalidated:
 			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
+		case gs.CatalogByFeedback && standby.Info.ReloadedAt.After(rec.StandbyReloadedAt):
+			notReady(lsncheck.ReasonCatalogUnprotected, fmt.Sprintf("the standby's configuration was reloaded at %s, after the record: its hot_standby_feedback "+
+				"may have been off while the primary lived, and a VACUUM then may have removed the copy's catalog rows", standby.Info.ReloadedAt.Format("15:04:05.000")))
 		case !cp.WALAvailable():
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case cp.Temporary:
@@ -322,7 +336,8 @@ func (e *Engine) recordGate(obs Observation, method topology.Method, slots []Slo
 	// as long as this one took (a thousand slots, a standby restart): two of them for room.
 	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(obs.Taken), 0)))
 	old := e.journal.Gate
-	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
+	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.StandbyReloadedAt.Equal(old.StandbyReloadedAt) &&
+		rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
 		return
 	}
 	// This write also carries the reference positions advances left in memory (journal.go).

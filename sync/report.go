@@ -41,6 +41,9 @@ type SlotReport struct {
 
 	// For the gate record: the copy must stay server-synced (native), and its two_phase.
 	requireSynced, copyTwoPhase, primaryTwoPhase bool
+	// catalogByFeedback: the verdict rested on the standby's feedback keeping the copy's
+	// catalog rows (GateSlot.CatalogByFeedback).
+	catalogByFeedback bool
 }
 
 // Report is the outcome of one pass.

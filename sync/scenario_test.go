@@ -309,6 +309,9 @@ func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
 				}
 				h.obs.history[n] = l
 			}
+		case "reloaded":
+			// reloaded: the standby's configuration was reloaded now (pg_conf_load_time()).
+			info.ReloadedAt = h.now
 		case "primary-started":
 			h.obs.snap.Primary.Info.StartedAt = v
 		case "horizon":

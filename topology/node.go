@@ -50,6 +50,11 @@ type NodeInfo struct {
 	PrimaryConninfo string `json:"-"`
 	// StartedAt is pg_postmaster_start_time(): it changes when the server restarts.
 	StartedAt string
+	// ReloadedAt is pg_conf_load_time() when it is later than StartedAt: the server's
+	// configuration was reloaded since it started (zero: never). A session sees the moment it
+	// re-read the configuration itself, at its next statement, so a later reload always shows a
+	// later value, whichever session reads it.
+	ReloadedAt time.Time
 	// ReceiverStatus is pg_stat_wal_receiver.status on a standby ("" when no WAL receiver runs,
 	// "unknown" when this role may not see it: pg_read_all_stats).
 	ReceiverStatus string
@@ -187,16 +192,21 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER'),
 		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1),
-		` + setting("shared_preload_libraries")
+		` + setting("shared_preload_libraries") + `,
+		CASE WHEN pg_conf_load_time() > pg_postmaster_start_time() THEN pg_conf_load_time() END`
 	var silentMs, timeoutMs, commitMs int64
+	var reloadedAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
 		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
-		&n.PreloadLibraries)
+		&n.PreloadLibraries, &reloadedAt)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
+	}
+	if reloadedAt != nil {
+		n.ReloadedAt = reloadedAt.UTC()
 	}
 	n.ReceiverSilentFor, n.ReceiverTimeout = time.Duration(silentMs)*time.Millisecond, time.Duration(timeoutMs)*time.Millisecond
 	n.ReplayedCommitAge = -1
