@@ -38,6 +38,8 @@ var mutantPlans = map[string][]string{
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"catalog-moves-before-feedback", "hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
+	"horizon-gap":                          {"hook-copies-invalidated", "copies-vacuumed-then-kill"},
+	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
@@ -58,7 +60,7 @@ var reasonMutants = []lsncheck.Reason{
 var withoutMutants = []lsncheck.Reason{
 	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing,
 	lsncheck.ReasonTemporary, lsncheck.ReasonRecordOtherTimeline, lsncheck.ReasonRecordStandbyCutOff, lsncheck.ReasonConsumerAheadOfStandby,
-	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced, lsncheck.ReasonOtherSynchronizer,
+	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced, lsncheck.ReasonOtherSynchronizer, lsncheck.ReasonCatalogUnprotected,
 }
 
 // Mutants is the mutation matrix: each reason dropped with and without the primary, and the
@@ -86,6 +88,12 @@ func Mutants() []Mutant {
 			Why:  "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)",
 		},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
+		Mutant{
+			Name:   "horizon-gap",
+			Majors: []int{11, 12, 13, 14, 15},
+			Why: "a copy's horizon_seen_at outlives a gap in the standby's feedback (a reload of the standby, a restart of the primary): " +
+				"the explorer's finding 12",
+		},
 		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
 		Mutant{
 			Name:   "copy-traits-in-force",
@@ -223,6 +231,14 @@ func MatrixPlans() []Plan {
 			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 7000 * ms},
 			{At: 2200 * ms, Fault: FaultCatalogVacuum},
 			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 5000 * ms}}},
+		// The same gap in the standby's feedback, then a kill -9 within the record's renewal:
+		// the gate without the primary judges from a record made before the reload (rule 4's
+		// horizonGap without the primary, 11-15; 16+ answer it by the copies' invalidation).
+		{Name: "copies-vacuumed-then-kill", Live: 7000 * ms, Kill: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 4000 * ms},
+			{At: 2200 * ms, Fault: FaultCatalogVacuum},
+			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 3000 * ms}}},
 		// A re-made copy whose catalog hold fails (rule 4; the correctness review's finding 3,
 		// 12+): before slotsync starts, a row written to another table and that table's catalog
 		// row changed, the drill's slots moved past the change (Plan.OlderOutside: the older

@@ -48,6 +48,10 @@ var mutantSample = []struct {
 	// (hot_standby_feedback off and on): marked from the copy it replaced, it is READY, and the
 	// consumer resuming from it gets nothing more.
 	{name: "horizon-remade", major: 15, plan: "hook-remade-copy-hold-lost"},
+	// Rule 4, the explorer's finding 12: the standby's feedback off a while (a reload) with
+	// slotsync paused, the catalogs vacuumed past a copy behind its consumer, the feedback on
+	// again: a mark that outlives the gap makes that copy READY on rows nothing kept.
+	{name: "horizon-gap", major: 15, plan: "hook-copies-invalidated"},
 	// Rule 4's catalog hold, switched off: a copy made again while the primary slot's
 	// catalog_xmin moves on before the standby's feedback covers it is never proven protected;
 	// made again once, then given up, it is NOT READY in the quiet window after (liveness).
