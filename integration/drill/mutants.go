@@ -40,6 +40,7 @@ var mutantPlans = map[string][]string{
 	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
 	"horizon-gap":                          {"hook-copies-invalidated", "copies-vacuumed-then-kill"},
 	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
+	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
@@ -233,7 +234,8 @@ func MatrixPlans() []Plan {
 			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 5000 * ms}}},
 		// The same gap in the standby's feedback, then a kill -9 within the record's renewal:
 		// the gate without the primary judges from a record made before the reload (rule 4's
-		// horizonGap without the primary, 11-15; 16+ answer it by the copies' invalidation).
+		// horizonGap without the primary, 11-15; on 16+ the standby invalidates the copies
+		// after the record, rule 8's copy_invalidated).
 		{Name: "copies-vacuumed-then-kill", Live: 7000 * ms, Kill: true, Steps: []Step{
 			{At: 2000 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
 			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 4000 * ms},
