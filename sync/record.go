@@ -213,9 +213,6 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			notReady(lsncheck.ReasonIdentityMismatch, remade)
 		case cp.Invalidated:
 			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
-		case gs.CatalogByFeedback && standby.Info.ReloadedAt.After(rec.StandbyReloadedAt):
-			notReady(lsncheck.ReasonCatalogUnprotected, fmt.Sprintf("the standby's configuration was reloaded at %s, after the record: its hot_standby_feedback "+
-				"may have been off while the primary lived, and a VACUUM then may have removed the copy's catalog rows", standby.Info.ReloadedAt.Format("15:04:05.000")))
 		case !cp.WALAvailable():
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case cp.Temporary:
@@ -241,6 +238,9 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		case cp.ConfirmedFlush < gs.Copy.ConfirmedFlush:
 			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the copy went back from %s to %s since the last observation: it is another slot",
 				gs.Copy.ConfirmedFlush, cp.ConfirmedFlush))
+		case gs.CatalogByFeedback && standby.Info.ReloadedAt.After(rec.StandbyReloadedAt):
+			notReady(lsncheck.ReasonCatalogUnprotected, fmt.Sprintf("the standby's configuration was reloaded at %s, after the record: its hot_standby_feedback "+
+				"may have been off while the primary lived, and a VACUUM then may have removed the copy's catalog rows", standby.Info.ReloadedAt.Format("15:04:05.000")))
 		default:
 			v.Detail = "ready at the last observation with the primary, and the copy is still there, valid, with its WAL"
 			if gs.HeldBack {
