@@ -43,22 +43,17 @@ var mutantSample = []struct {
 	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
 	// said to come again, while the copies stand behind it (slotsync paused at the question).
 	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
-	// Rule 4, finding 3 of round 4 re-injected: a copy made again from an older slot, its
-	// catalog hold lost, the catalogs vacuumed, then the standby's horizon moved back over it
-	// (hot_standby_feedback off and on): marked from the copy it replaced, it is READY, and the
-	// consumer resuming from it gets nothing more.
-	{name: "horizon-remade", major: 15, plan: "hook-remade-copy-hold-lost"},
 	// Rule 4, the explorer's finding 12: the standby's feedback off a while (a reload) with
 	// slotsync paused, the catalogs vacuumed past a copy behind its consumer, the feedback on
 	// again: a mark that outlives the gap makes that copy READY on rows nothing kept.
 	{name: "horizon-gap", major: 15, plan: "hook-copies-invalidated"},
+	// The same gap, then the primary killed within the record's renewal: without the primary, a
+	// copy whose READY rested on the feedback, the standby reloaded after the record.
+	{name: "without:copy_catalog_unprotected", major: 15, plan: "copies-vacuumed-then-kill"},
 	// Rule 4's catalog hold, switched off: a copy made again while the primary slot's
 	// catalog_xmin moves on before the standby's feedback covers it is never proven protected;
 	// made again once, then given up, it is NOT READY in the quiet window after (liveness).
 	{name: "catalog-hold-off", major: 15, plan: "catalog-moves-before-feedback"},
-	// Rule 4's "still valid" on 16+: the copies invalidated on the standby (rows_removed) while
-	// slotsync is paused, the standby's feedback off meanwhile and the catalogs vacuumed.
-	{name: "readiness:copy_invalidated", major: 17, plan: "hook-copies-invalidated"},
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
