@@ -391,11 +391,8 @@ func (e *Engine) noteHorizonGap(obs Observation, apply bool) {
 		e.journal = next
 		return
 	}
-	e.log.Warn("the standby's feedback is not known to have kept the copies' catalog rows since they were last seen kept: "+
-		"they are judged again (a copy no slot keeps them for is made again)", "why", why)
-	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
-		e.journal = next
-	}
+	e.writeVoided(next, "the standby's feedback is not known to have kept the copies' catalog rows since they were last seen kept: "+
+		"they are judged again (a copy no slot keeps them for is made again)", why)
 }
 
 // voidAllMarks voids every mark of rule 4 after a pass saw the standby's feedback stopped
@@ -408,7 +405,13 @@ func (e *Engine) voidAllMarks(why string) {
 	if n == 0 {
 		return
 	}
-	e.log.Warn("the standby's feedback stopped: no copy's catalog rows are known kept by it any more (they are judged again once it is back)", "why", why)
+	e.writeVoided(next, "the standby's feedback stopped: no copy's catalog rows are known kept by it any more (they are judged again once it is back)", why)
+}
+
+// writeVoided logs why marks of rule 4 were voided and writes the journal at once; a failed
+// write keeps it in memory, for the next journal write.
+func (e *Engine) writeVoided(next *Journal, msg, why string) {
+	e.log.Warn(msg, "why", why)
 	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
 		e.journal = next
 	}
