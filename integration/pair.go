@@ -363,6 +363,37 @@ func (p *Pair) WaitReplayed(ctx context.Context, lsn pglogrepl.LSN) error {
 	})
 }
 
+// DropPhysicalSlot drops the standby's physical slot on the primary, as a cleanup that takes it
+// for an orphan would: it ends the walsender that holds it, and tries again while the slot is
+// still active, for at most 10 s. The standby's WAL receiver fails to start again until the
+// slot is made again (CreatePhysicalSlot); meanwhile the primary keeps no WAL and no horizon for
+// it.
+func (p *Pair) DropPhysicalSlot(ctx context.Context) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL",
+			PhysicalSlot)
+		if err == nil {
+			err = p.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", PhysicalSlot)
+		}
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// CreatePhysicalSlot makes the standby's physical slot on the primary again (after
+// DropPhysicalSlot), reserving WAL at once; the standby's WAL receiver takes it at its next try
+// (wal_retrieve_retry_interval) and its first report sets the slot's horizon from none.
+func (p *Pair) CreatePhysicalSlot(ctx context.Context) error {
+	return p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", PhysicalSlot)
+}
+
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	lsn, err := p.CurrentLSN(ctx)

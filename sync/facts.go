@@ -90,7 +90,7 @@ func horizonGap(j *Journal, obs Observation) (*Journal, string) {
 // void (horizonGap), even if the feedback resumes by a restart, which horizonGap does not see.
 func feedbackStopped(err error) string {
 	var pe *topology.PrereqError
-	if !errors.As(err, &pe) {
+	if !errors.As(err, &pe) || failpoint.Mutant("feedback-stopped") {
 		return ""
 	}
 	for _, p := range pe.Problems {

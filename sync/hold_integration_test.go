@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -267,6 +268,42 @@ func TestStatefileFeedbackGap(t *testing.T) {
 	})
 }
 
+// TestStatefilePhysicalSlotGap: the same loss by a gap in the standby's feedback with no reload:
+// the standby's physical slot dropped on the primary (a cleanup that took it for an orphan) while
+// slotsync runs, the consumer moved past a catalog change, the catalogs vacuumed, the slot made
+// again: the standby's first report gives it the copy's old horizon back, and the mark set before
+// the gap would say the copy's rows were kept. The pass that failed on the missing slot voided it
+// (feedbackStopped): NOT READY, then the copy made again, and the promoted consumer gets every
+// change it had not confirmed. With that voiding off (the mutant feedback-stopped) the gate says
+// READY here.
+func TestStatefilePhysicalSlotGap(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
+		p := f.pair.Primary
+		f.copyKeptByFeedback()
+		f.must(f.pair.DropPhysicalSlot(f.ctx))
+		var pe *topology.PrereqError
+		if _, err := f.eng.RunOnce(f.ctx); !errors.As(err, &pe) {
+			t.Fatalf("a pass with the standby's physical slot gone: %v, want it to fail on the prerequisites", err)
+		}
+		f.catalogsVacuumedPastCopy()
+		f.must(f.pair.CreatePhysicalSlot(f.ctx))
+		f.waitFeedbackHeld(true)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
+			t.Fatalf("the gate beside the daemon after the standby's physical slot was dropped and made again: %v %s, want NOT READY %s",
+				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCatalogUnprotected)
+		}
+		f.untilReady("cdc", func() { f.consume(p, "cdc") })
+		want := f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["cdc"]; !r.Verdict.Ready {
+			t.Fatalf("the copy made again: %s", r.Verdict.Detail)
+		}
+		f.promoteExpect("cdc", want)
+	})
+}
+
 // TestStatefileFeedbackGapWithoutPrimary: the same gap in the standby's feedback, slotsync not
 // running, then the primary killed within the record's renewal: the gate without the primary,
 // from a record made before the reload, said READY; now the copy whose READY rested on the
@@ -293,7 +330,17 @@ func TestStatefileFeedbackGapWithoutPrimary(t *testing.T) {
 // consumer moved past a catalog change, the catalogs vacuumed, the feedback on again.
 func (f *fixture) feedbackGap() {
 	f.t.Helper()
-	p := f.pair.Primary
+	f.copyKeptByFeedback()
+	f.setFeedback(false)
+	f.catalogsVacuumedPastCopy()
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	f.setFeedback(true)
+}
+
+// copyKeptByFeedback makes a READY state-file copy of "cdc" whose catalog rows only the
+// standby's feedback keeps (seen covering it, the hold gone), the consumer idle at the copy.
+func (f *fixture) copyKeptByFeedback() {
+	f.t.Helper()
 	f.readyCopy()
 	f.untilHorizonSeen("cdc")
 	for deadline := time.Now().Add(20 * time.Second); len(f.holds()) != 0; time.Sleep(200 * time.Millisecond) {
@@ -307,7 +354,13 @@ func (f *fixture) feedbackGap() {
 	if r := f.pass()["cdc"]; !r.Verdict.Ready {
 		f.t.Fatalf("before the gap: %s", r.Verdict.Detail)
 	}
-	f.setFeedback(false)
+}
+
+// catalogsVacuumedPastCopy changes t's catalog row, moves the consumer of "cdc" past the change
+// and vacuums the catalogs on the primary: the rows its copy needs go unless something keeps them.
+func (f *fixture) catalogsVacuumedPastCopy() {
+	f.t.Helper()
+	p := f.pair.Primary
 	f.must(p.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN extra int"))
 	f.insert(2)
 	for range 2 {
@@ -315,8 +368,6 @@ func (f *fixture) feedbackGap() {
 		f.consume(p, "cdc")
 	}
 	f.vacuumCatalogs()
-	f.must(f.pair.WaitCaughtUp(f.ctx))
-	f.setFeedback(true)
 }
 
 // setFeedback turns the standby's hot_standby_feedback on or off (ALTER SYSTEM and a reload)
@@ -325,11 +376,18 @@ func (f *fixture) setFeedback(on bool) {
 	f.t.Helper()
 	f.must(f.pair.Standby.Exec(f.ctx, fmt.Sprintf("ALTER SYSTEM SET hot_standby_feedback = %v", on)))
 	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	f.waitFeedbackHeld(on)
+}
+
+// waitFeedbackHeld waits until the primary's physical slot for the standby holds a catalog
+// horizon (held), or none.
+func (f *fixture) waitFeedbackHeld(want bool) {
+	f.t.Helper()
 	f.must(integration.Poll(f.ctx, 20*time.Second, "the standby's feedback on the primary", func(ctx context.Context) (bool, error) {
 		var held bool
 		err := f.pair.Primary.QueryRow(ctx, "SELECT coalesce(bool_or(catalog_xmin IS NOT NULL), false) FROM pg_replication_slots WHERE slot_type = 'physical'",
 			nil, &held)
-		return held == on, err
+		return held == want, err
 	}))
 }
 
