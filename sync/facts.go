@@ -1,7 +1,6 @@
 package sync
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -85,21 +84,15 @@ func horizonGap(j *Journal, obs Observation) (*Journal, string) {
 }
 
 // feedbackStopped says why a pass that failed on the prerequisites shows the standby's
-// feedback stopped ("": it does not): hot_standby_feedback off, or its physical slot gone from
-// the primary. The primary has then forgotten the standby's horizon, and every mark of rule 4 is
-// void (horizonGap), even if the feedback resumes by a restart, which horizonGap does not see.
+// feedback stopped ("": it does not; topology.FeedbackProblem): hot_standby_feedback off, or its
+// physical slot gone from the primary. The primary has then forgotten the standby's horizon, and
+// every mark of rule 4 is void (horizonGap), even if the feedback resumes by a restart or a slot
+// made again, which horizonGap does not see.
 func feedbackStopped(err error) string {
-	var pe *topology.PrereqError
-	if !errors.As(err, &pe) || failpoint.Mutant("feedback-stopped") {
+	if failpoint.Mutant("feedback-stopped") {
 		return ""
 	}
-	for _, p := range pe.Problems {
-		switch p.Check {
-		case "hot_standby_feedback", "primary_slot_name", "physical_slot":
-			return p.Issue
-		}
-	}
-	return ""
+	return topology.FeedbackProblem(err)
 }
 
 // voidMarks returns the journal with HorizonSeenAt cleared on the entries void says, and how

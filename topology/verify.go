@@ -147,6 +147,24 @@ func verify(primary, standby NodeInfo, phys PhysicalSlot, method Method, drive b
 	return nil
 }
 
+// FeedbackProblem is the issue of err's failed prerequisite that shows the standby's feedback to
+// the primary stopped: hot_standby_feedback off, no primary_slot_name, or its physical slot missing
+// on the primary ("" when err is no PrereqError or none of its problems is one of those). The
+// primary then keeps no catalog horizon for the standby.
+func FeedbackProblem(err error) string {
+	var pe *PrereqError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	for _, p := range pe.Problems {
+		switch p.Check {
+		case "hot_standby_feedback", "primary_slot_name", "physical_slot":
+			return p.Issue
+		}
+	}
+	return ""
+}
+
 // NotFollowingError says the standby does not stream from this primary right now (rule 7):
 // another timeline, or it streams while its slot on this primary is idle. It is a state to wait
 // out (a standby switching to a new primary after a failover), not a configuration to fix:
