@@ -328,6 +328,17 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.resetFeedback(ctx, s.For)
 	case FaultRunningXacts:
 		go wd.logRunningXacts(ctx, s.For)
+	case FaultPhysicalSlotGap:
+		if err := wd.pair.DropPhysicalSlot(ctx); err != nil {
+			return err
+		}
+		time.AfterFunc(s.For, func() {
+			if err := wd.pair.CreatePhysicalSlot(context.Background()); err != nil {
+				wd.log.Warn("the standby's physical slot made again", "error", err)
+			}
+		})
+	case FaultCopiesIdle:
+		return wd.copiesIdle(ctx)
 	case FaultFeedbackOff:
 		if err := wd.setFeedback(ctx, "off"); err != nil {
 			return err
@@ -339,6 +350,49 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		})
 	}
 	return nil
+}
+
+// copiesIdle: an operator sets the standby's idle_replication_slot_timeout (18+; doctor warns of
+// it) to 1 s, and the standby restarts with it (a restart, not a reload: a reload would void
+// every mark of rule 4 and hold the copies by copy_catalog_unprotected too); after 2.5 s a
+// restartpoint (a checkpoint on the primary, replayed, then one on the standby) invalidates every
+// copy idle that long, slotsync being paused, while the primary's slots, under no such setting,
+// stay valid; then the setting is reset by another restart, so that the promoted server keeps
+// the slots its consumers use (FaultCopiesIdle).
+func (wd *world) copiesIdle(ctx context.Context) error {
+	s := wd.pair.Standby
+	var has bool
+	if err := s.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_settings WHERE name = 'idle_replication_slot_timeout')", nil, &has); err != nil {
+		return err
+	}
+	if !has {
+		return skipped("no idle_replication_slot_timeout before 18")
+	}
+	if err := s.Exec(ctx, "ALTER SYSTEM SET idle_replication_slot_timeout = '1s'"); err != nil {
+		return err
+	}
+	if err := wd.restartStandby(ctx); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2500 * time.Millisecond):
+	}
+	err := wd.pair.Primary.Exec(ctx, "CHECKPOINT")
+	if err == nil {
+		err = wd.pair.WaitCaughtUp(ctx)
+	}
+	if err == nil {
+		err = s.Exec(ctx, "CHECKPOINT")
+	}
+	if e := s.Exec(ctx, "ALTER SYSTEM RESET idle_replication_slot_timeout"); err == nil {
+		err = e
+	}
+	if e := wd.restartStandby(ctx); err == nil {
+		err = e
+	}
+	return err
 }
 
 // endHolds: the primary ends the sessions that hold slotsync's catalog holds (a connection

@@ -44,8 +44,9 @@ const (
 
 // Faults of written plans only (never drawn, MatrixPlans): the steps of a re-made copy whose
 // catalog hold fails ("hook-remade-copy-hold-lost"), of a busy primary before a quiet window
-// ("catalog-moves-before-feedback"), and of copies invalidated on the standby
-// ("hook-copies-invalidated").
+// ("catalog-moves-before-feedback"), of copies invalidated on the standby
+// ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
+// made again ("hook-physical-slot-gap").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -62,6 +63,14 @@ const (
 	// hot_standby_feedback turned off on the standby for a while (the primary clears the
 	// standby's horizon), then on again
 	FaultFeedbackOff Fault = "standby_feedback_off"
+	// the standby's physical slot dropped on the primary (a cleanup that took it for an orphan)
+	// and made again after a while: no reload, and the standby's first report gives the new
+	// slot its horizon from none
+	FaultPhysicalSlotGap Fault = "physical_slot_dropped"
+	// the standby's idle_replication_slot_timeout set to 1 s (18+), a restartpoint once the
+	// copies were idle longer (slotsync paused before), the setting reset: the standby
+	// invalidates its idle copies (idle_timeout) while the primary's slots stay valid
+	FaultCopiesIdle Fault = "copies_idle_timeout"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

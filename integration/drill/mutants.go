@@ -24,7 +24,7 @@ var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
-	"readiness:copy_invalidated":           {"hook-copies-invalidated"},
+	"readiness:copy_invalidated":           {"hook-copies-invalidated", "hook-copies-idle-invalidated"},
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
@@ -38,7 +38,8 @@ var mutantPlans = map[string][]string{
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"catalog-moves-before-feedback", "hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
-	"horizon-gap":                          {"hook-copies-invalidated", "copies-vacuumed-then-kill"},
+	"horizon-gap":                          {"hook-copies-invalidated", "copies-vacuumed-then-kill", "hook-physical-slot-gap"},
+	"feedback-stopped":                     {"hook-physical-slot-gap"},
 	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
 	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
@@ -94,6 +95,12 @@ func Mutants() []Mutant {
 			Majors: []int{11, 12, 13, 14, 15},
 			Why: "a copy's horizon_seen_at outlives a gap in the standby's feedback (a reload of the standby, a restart of the primary): " +
 				"the explorer's finding 12",
+		},
+		Mutant{
+			Name:   "feedback-stopped",
+			Majors: []int{11, 12, 13, 14, 15},
+			Why: "a pass that fails on the standby's feedback stopped (its physical slot gone, hot_standby_feedback off) voids no mark " +
+				"of rule 4: a mark outlives a gap with no reload",
 		},
 		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
 		Mutant{
@@ -241,6 +248,27 @@ func MatrixPlans() []Plan {
 			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 4000 * ms},
 			{At: 2200 * ms, Fault: FaultCatalogVacuum},
 			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 3000 * ms}}},
+		// The standby's copies invalidated while the primary's slots keep everything (rule 8,
+		// "valid", 18+): a consumer away, slotsync paused, the standby's
+		// idle_replication_slot_timeout set to 1 s by a restart and a restartpoint
+		// (FaultCopiesIdle). The away
+		// consumer's copy stands where its primary slot does, so no other rule holds it; its
+		// consumer, back on the promoted server, finds the slot invalidated.
+		{Name: "hook-copies-idle-invalidated", Live: 10000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+			{At: 3000 * ms, Fault: FaultSidecarPause, For: HookBound + 20*time.Second},
+			{At: 3100 * ms, Fault: FaultCopiesIdle}}},
+		// The same gap in the standby's feedback with no reload: its physical slot dropped on
+		// the primary while slotsync runs (its passes fail on the missing slot), the catalogs
+		// vacuumed past the copies, slotsync paused, the slot made again: the standby's first
+		// report gives the new slot the copies' old horizon back, so the live coverage check
+		// passes; only the marks the failed passes voided stand between the gate and READY
+		// (rule 4's feedbackStopped, 11-15; 16+ invalidate the copies).
+		{Name: "hook-physical-slot-gap", Live: 12000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultPhysicalSlotGap, For: 5000 * ms},
+			{At: 2200 * ms, Fault: FaultCatalogVacuum},
+			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 4000 * ms},
+			{At: 5000 * ms, Fault: FaultSidecarPause, For: HookBound + 20*time.Second}}},
 		// A re-made copy whose catalog hold fails (rule 4; the correctness review's finding 3,
 		// 12+): before slotsync starts, a row written to another table and that table's catalog
 		// row changed, the drill's slots moved past the change (Plan.OlderOutside: the older

@@ -47,6 +47,10 @@ var mutantSample = []struct {
 	// slotsync paused, the catalogs vacuumed past a copy behind its consumer, the feedback on
 	// again: a mark that outlives the gap makes that copy READY on rows nothing kept.
 	{name: "horizon-gap", major: 15, plan: "hook-copies-invalidated"},
+	// The same gap with no reload: the standby's physical slot dropped while slotsync runs and
+	// made again with slotsync paused; the passes that failed on the missing slot must void the
+	// marks, since the slot's new horizon covers the copies again.
+	{name: "feedback-stopped", major: 15, plan: "hook-physical-slot-gap"},
 	// The same gap, then the primary killed within the record's renewal: without the primary, a
 	// copy whose READY rested on the feedback, the standby reloaded after the record.
 	{name: "without:copy_catalog_unprotected", major: 15, plan: "copies-vacuumed-then-kill"},
