@@ -220,10 +220,11 @@ type world struct {
 	recv *receiverLog
 	// frozen: slotsync is paused from the question with the primary to the promotion (Plan.Freeze).
 	frozen bool
-	// hook: the cutover was a hook's (Plan.Hook); walEnd: the standby's end of WAL at its
+	// hook: the cutover was a hook's (Plan.Hook); byServers: the answer with the primary binds
+	// by the servers' word (bindingByServers); walEnd: the standby's end of WAL at its
 	// promotion.
-	hook   bool
-	walEnd pglogrepl.LSN
+	hook, byServers bool
+	walEnd          pglogrepl.LSN
 	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
 	hookAnswers []string
 	// liveness: the gate not READY in a quiet window (world.quiet).

@@ -64,7 +64,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	wd.walEnd, wd.hook = walEnd, plan.Hook
 	it.Truths, it.Timeline = wd.truths, wd.recv.timeline(wd.liveStart)
 	if !binding && wd.bindingByServers(plan, walEnd) {
-		binding, it.BindingByServers = true, true
+		binding, it.BindingByServers, wd.byServers = true, true, true
 	}
 	durable := make([]map[int]int, len(wd.feeds))
 	consumers := make([]*consumer, len(wd.feeds))
@@ -369,11 +369,12 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					promised = promised || live
 				}
 			}
-			if wd.hook && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
-				// The writes went on after the answer: a consumer that went ahead of the
-				// standby after it did so on its own; the answer promised only that none was
-				// ahead when it was asked: as the servers said right before it, else as the
-				// consumer recorded.
+			if (wd.hook || wd.byServers) && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
+				// The writes went on after the answer (a hook's cutover, or a kill bound by the
+				// servers' word, whose last reading comes a moment before the kill): a consumer
+				// that went ahead of the standby after it did so on its own; the answer
+				// promised only that none was ahead when it was asked: as the servers said
+				// right before it, else as the consumer recorded.
 				promised = f.c.confirmedAt(a.answer.Asked) > wd.walEnd
 				if held, ok := heldAt(wd.truthOf(truthQuestion), f.c.slot); ok {
 					promised = held > wd.walEnd
@@ -449,7 +450,9 @@ const (
 // bindingByServers: an answer with the primary followed by a kill while the writes went on
 // still binds the gate when the servers said, right before the kill, that no consumer held
 // anything the standby lacked at its promotion, and no step of the plan acted from the
-// question on: whatever was lost then, the gate's READY had promised.
+// question on: whatever was lost then, the gate's READY had promised. A consumer ahead of the
+// standby it had promised against only as of the question (judgeAnswers): a transaction in
+// flight may commit between that reading and the kill.
 func (wd *world) bindingByServers(plan Plan, walEnd pglogrepl.LSN) bool {
 	if !plan.Kill || plan.Hook || wd.switched > 0 {
 		return false

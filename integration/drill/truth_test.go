@@ -74,3 +74,34 @@ func TestTimeline(t *testing.T) {
 		t.Fatalf("timeline:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestAheadAfterTheLastReading (the long run of round 14, seed 20301092 on 13): a READY with the
+// primary, bound by the servers' word (a kill while the writes went on, no consumer ahead at the
+// last reading), then a transaction in flight committed after that reading and before the kill:
+// the consumers confirmed it, the standby never got it. The answer promised only that no consumer
+// was ahead when it was asked, as for a hook's: that is no lie. A consumer ahead at the question
+// still is.
+func TestAheadAfterTheLastReading(t *testing.T) {
+	asked := time.Unix(100, 0)
+	for _, c := range []struct {
+		name     string
+		question pglogrepl.LSN // the slot's confirmed_flush right before the question
+		lie      bool
+	}{
+		{"went ahead after the answer", 900, false},
+		{"ahead at the question", 1100, true},
+	} {
+		a := newConsumer("a", "test_decoding")
+		a.history = []confirmation{{asked.Add(-time.Second), c.question}, {asked.Add(200 * time.Millisecond), 1200}}
+		wd := &world{feeds: []*feed{{c: a}}, walEnd: 1000, byServers: true, recv: &receiverLog{}, truths: []Truth{
+			{When: truthQuestion, At: asked.Add(-10 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: c.question, Sent: c.question}}},
+			{When: truthEnd, At: asked.Add(100 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: 1000, Sent: 1000}}},
+		}}
+		fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: "a", Ahead: []int{7, 8, 9}, AheadOfStandby: true}}}
+		with := GateAnswer{Asked: asked, Slots: map[string]Answer{"a": AnswerReady}}
+		j := wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
+		if j.Asked != askedWithPrimary || j.Lie != c.lie {
+			t.Errorf("%s: %s: lie %v (%s), want %v", c.name, j.Asked, j.Lie, j.Why, c.lie)
+		}
+	}
+}
