@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -164,6 +165,33 @@ func (n *Node) QueryRowDB(ctx context.Context, db, sql string, args []any, dest 
 		return fmt.Errorf("%s: %s: %w", n.Name, sql, err)
 	}
 	return nil
+}
+
+// VacuumCatalogs vacuums pg_attribute and pg_class in database db, and pg_class again until it
+// keeps no dead row, at most ten times (a VACUUM prunes no page it cannot lock for cleanup at
+// once: a session reading it); it returns the dead rows pg_class still keeps.
+func (n *Node) VacuumCatalogs(ctx context.Context, db string) (int64, error) {
+	if err := n.ExecDB(ctx, db, "VACUUM pg_attribute"); err != nil {
+		return 0, err
+	}
+	var dead int64
+	for range 10 {
+		if err := n.ExecDB(ctx, db, "VACUUM pg_class"); err != nil {
+			return 0, err
+		}
+		if err := n.QueryRowDB(ctx, db, "SELECT n_dead_tup FROM pg_stat_sys_tables WHERE relname = 'pg_class'", nil, &dead); err != nil {
+			return 0, err
+		}
+		if dead == 0 {
+			return 0, nil
+		}
+		select {
+		case <-ctx.Done():
+			return dead, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return dead, nil
 }
 
 // InRecovery reports pg_is_in_recovery().

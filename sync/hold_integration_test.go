@@ -391,21 +391,15 @@ func (f *fixture) waitFeedbackHeld(want bool) {
 	}))
 }
 
-// vacuumCatalogs vacuums pg_attribute and pg_class in the fixture's database until pg_class
-// keeps no dead row (a VACUUM skips a page it cannot lock for cleanup at once).
+// vacuumCatalogs vacuums the catalogs of the fixture's database until pg_class keeps no dead row
+// (integration.Node.VacuumCatalogs).
 func (f *fixture) vacuumCatalogs() {
 	f.t.Helper()
-	f.must(f.pair.Primary.ExecDB(f.ctx, "app", "VACUUM pg_attribute"))
-	var dead int64
-	for range 10 {
-		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "VACUUM pg_class"))
-		f.must(f.pair.Primary.QueryRowDB(f.ctx, "app", "SELECT n_dead_tup FROM pg_stat_sys_tables WHERE relname = 'pg_class'", nil, &dead))
-		if dead == 0 {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	dead, err := f.pair.Primary.VacuumCatalogs(f.ctx, "app")
+	f.must(err)
+	if dead != 0 {
+		f.t.Fatalf("pg_class kept %d dead rows after ten VACUUMs", dead)
 	}
-	f.t.Fatalf("pg_class kept %d dead rows after ten VACUUMs", dead)
 }
 
 // reportOf is slot's report in rep (the zero report when it has none).

@@ -466,29 +466,15 @@ func (wd *world) pruneCatalog(ctx context.Context, within time.Duration) error {
 			break
 		}
 	}
-	if err := p.ExecDB(ctx, db, "VACUUM pg_attribute"); err != nil {
-		return err
-	}
 	if holding != "" {
-		return errors.Join(p.ExecDB(ctx, db, "VACUUM pg_class"),
+		return errors.Join(p.ExecDB(ctx, db, "VACUUM pg_attribute"), p.ExecDB(ctx, db, "VACUUM pg_class"),
 			skipped("the catalog_xmin of "+holding+" had not passed the last catalog change: the catalogs were vacuumed, its dead rows kept"))
 	}
-	// A VACUUM prunes no page it cannot lock for cleanup at once (a session reading it): it is
-	// run again until pg_class keeps no dead row.
-	var dead int64
-	for range 10 {
-		if err := p.ExecDB(ctx, db, "VACUUM pg_class"); err != nil {
-			return err
-		}
-		if err := p.QueryRowDB(ctx, db, "SELECT n_dead_tup FROM pg_stat_sys_tables WHERE relname = 'pg_class'", nil, &dead); err != nil {
-			return err
-		}
-		if dead == 0 {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
+	dead, err := p.VacuumCatalogs(ctx, db)
+	if err == nil && dead != 0 {
+		err = skipped(fmt.Sprintf("pg_class kept %d dead rows after ten VACUUMs", dead))
 	}
-	return skipped(fmt.Sprintf("pg_class kept %d dead rows after ten VACUUMs", dead))
+	return err
 }
 
 // catalogTable is the table whose catalog row changes behind the older slots (Plan.OlderOutside):

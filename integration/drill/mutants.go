@@ -251,9 +251,11 @@ func MatrixPlans() []Plan {
 		// The standby's copies invalidated while the primary's slots keep everything (rule 8,
 		// "valid", 18+): a consumer away, slotsync paused, the standby's
 		// idle_replication_slot_timeout set to 1 s by a restart and a restartpoint
-		// (FaultCopiesIdle). The away
-		// consumer's copy stands where its primary slot does, so no other rule holds it; its
-		// consumer, back on the promoted server, finds the slot invalidated.
+		// (FaultCopiesIdle); the away consumer, back on the promoted server, finds its slot
+		// invalidated. Rule 4 holds these copies too (copy_catalog_unprotected): an invalidated
+		// copy leaves the standby's feedback, and an own-decoding copy trails the primary slot's
+		// catalog_xmin (docs/RELIABILITY.md, round 14), so readiness:copy_invalidated is not
+		// killed here.
 		{Name: "hook-copies-idle-invalidated", Live: 10000 * ms, Hook: true, Kill: true, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 3000 * ms, Fault: FaultSidecarPause, For: HookBound + 20*time.Second},
