@@ -252,19 +252,8 @@ func TestStatefileRemadeCopyHoldLost(t *testing.T) {
 func TestStatefileFeedbackGap(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		p := f.pair.Primary
 		f.feedbackGap()
-		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
-			t.Fatalf("the gate beside the daemon after a gap in the standby's feedback: %v %s, want NOT READY %s",
-				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCatalogUnprotected)
-		}
-		f.untilReady("cdc", func() { f.consume(p, "cdc") })
-		want := f.insert(3)
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		if r := f.pass()["cdc"]; !r.Verdict.Ready {
-			t.Fatalf("the copy made again: %s", r.Verdict.Detail)
-		}
-		f.promoteExpect("cdc", want)
+		f.unprotectedThenMadeAgain("after a gap in the standby's feedback")
 	})
 }
 
@@ -279,7 +268,6 @@ func TestStatefileFeedbackGap(t *testing.T) {
 func TestStatefilePhysicalSlotGap(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
-		p := f.pair.Primary
 		f.copyKeptByFeedback()
 		f.must(f.pair.DropPhysicalSlot(f.ctx))
 		var pe *topology.PrereqError
@@ -290,18 +278,25 @@ func TestStatefilePhysicalSlotGap(t *testing.T) {
 		f.must(f.pair.CreatePhysicalSlot(f.ctx))
 		f.waitFeedbackHeld(true)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
-			t.Fatalf("the gate beside the daemon after the standby's physical slot was dropped and made again: %v %s, want NOT READY %s",
-				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCatalogUnprotected)
-		}
-		f.untilReady("cdc", func() { f.consume(p, "cdc") })
-		want := f.insert(3)
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		if r := f.pass()["cdc"]; !r.Verdict.Ready {
-			t.Fatalf("the copy made again: %s", r.Verdict.Detail)
-		}
-		f.promoteExpect("cdc", want)
+		f.unprotectedThenMadeAgain("after the standby's physical slot was dropped and made again")
 	})
+}
+
+// unprotectedThenMadeAgain checks that the gate beside the daemon (what: after which gap) says
+// NOT READY copy_catalog_unprotected for "cdc", that the daemon makes the copy again until it is
+// READY, and that the promoted consumer then gets every change it had not confirmed.
+func (f *fixture) unprotectedThenMadeAgain(what string) {
+	f.t.Helper()
+	if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
+		f.t.Fatalf("the gate beside the daemon %s: %v %s, want NOT READY %s", what, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCatalogUnprotected)
+	}
+	f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+	want := f.insert(3)
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	if r := f.pass()["cdc"]; !r.Verdict.Ready {
+		f.t.Fatalf("the copy made again: %s", r.Verdict.Detail)
+	}
+	f.promoteExpect("cdc", want)
 }
 
 // TestStatefileFeedbackGapWithoutPrimary: the same gap in the standby's feedback, slotsync not
