@@ -394,6 +394,19 @@ func (p *Pair) CreatePhysicalSlot(ctx context.Context) error {
 	return p.Primary.Exec(ctx, "SELECT pg_create_physical_replication_slot($1, true)", PhysicalSlot)
 }
 
+// SetStandbyFeedback turns the standby's hot_standby_feedback off, or on again (its
+// configuration file's value: on), by ALTER SYSTEM and a reload.
+func (p *Pair) SetStandbyFeedback(ctx context.Context, on bool) error {
+	sql := "ALTER SYSTEM SET hot_standby_feedback = off"
+	if on {
+		sql = "ALTER SYSTEM RESET hot_standby_feedback"
+	}
+	if err := p.Standby.Exec(ctx, sql); err != nil {
+		return err
+	}
+	return p.Standby.Exec(ctx, "SELECT pg_reload_conf()")
+}
+
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	lsn, err := p.CurrentLSN(ctx)

@@ -3,7 +3,6 @@ package sync
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -369,8 +368,7 @@ func (f *fixture) catalogsVacuumedPastCopy() {
 // and waits until the primary's physical slot for it holds a catalog horizon, or none.
 func (f *fixture) setFeedback(on bool) {
 	f.t.Helper()
-	f.must(f.pair.Standby.Exec(f.ctx, fmt.Sprintf("ALTER SYSTEM SET hot_standby_feedback = %v", on)))
-	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	f.must(f.pair.SetStandbyFeedback(f.ctx, on))
 	f.waitFeedbackHeld(on)
 }
 

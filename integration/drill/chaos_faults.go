@@ -340,11 +340,11 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 	case FaultCopiesIdle:
 		return wd.copiesIdle(ctx)
 	case FaultFeedbackOff:
-		if err := wd.setFeedback(ctx, "off"); err != nil {
+		if err := wd.pair.SetStandbyFeedback(ctx, false); err != nil {
 			return err
 		}
 		time.AfterFunc(s.For, func() {
-			if err := wd.setFeedback(context.Background(), "on"); err != nil {
+			if err := wd.pair.SetStandbyFeedback(context.Background(), true); err != nil {
 				wd.log.Warn("hot_standby_feedback back on", "error", err)
 			}
 		})
@@ -414,26 +414,13 @@ func (wd *world) endHolds(ctx context.Context) error {
 // physical slot's, and takes the next report's as it comes, older than before or not
 // (walsender.c, PhysicalReplicationSlotNewXmin).
 func (wd *world) resetFeedback(ctx context.Context, d time.Duration) error {
-	for _, to := range []string{"off", "on"} {
-		if err := wd.setFeedback(ctx, to); err != nil {
+	for _, on := range []bool{false, true} {
+		if err := wd.pair.SetStandbyFeedback(ctx, on); err != nil {
 			return err
 		}
 		time.Sleep(d / 2)
 	}
 	return nil
-}
-
-// setFeedback turns the standby's hot_standby_feedback off, or on again (its configuration
-// file's value), and reloads its configuration.
-func (wd *world) setFeedback(ctx context.Context, to string) error {
-	sql := "ALTER SYSTEM SET hot_standby_feedback = off"
-	if to == "on" {
-		sql = "ALTER SYSTEM RESET hot_standby_feedback"
-	}
-	if err := wd.pair.Standby.Exec(ctx, sql); err != nil {
-		return err
-	}
-	return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
 }
 
 // logRunningXacts runs a CHECKPOINT on the primary every 100 ms for d (FaultRunningXacts).
