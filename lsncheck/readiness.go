@@ -197,8 +197,8 @@ func Readiness(in ReadinessInput) Verdict {
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
-		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved), the WAL from the copy's "+
-			"restart_lsn %s", c.RestartLSN)
+		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved, or beyond the "+
+			"standby's max_slot_wal_keep_size, which a standby's wal_status shows only once promoted), the WAL from the copy's restart_lsn %s", c.RestartLSN)
 	}
 	if in.TwoPhaseAtUnsynced {
 		add(

@@ -390,6 +390,56 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 	})
 }
 
+// TestCopyBeyondWALLimit (rule 4, the copy's WAL kept): the standby's max_slot_wal_keep_size no
+// longer covers the WAL from a READY copy's restart_lsn, its consumer idle, and no restartpoint
+// has come yet. The standby's wal_status still says "reserved"; promoted, the copy is
+// "unreserved", and the promotion's checkpoint invalidates it: a consumer not back by then cannot
+// resume. Before, the gate said READY there, with the primary and without it. Now NOT READY
+// copy_wal_missing from both, READY again once the consumer confirmed on and the copy followed;
+// and a promotion on the NOT READY, its checkpoint done, leaves the consumer no slot to resume.
+func TestCopyBeyondWALLimit(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{StandbyConf: []string{"max_slot_wal_keep_size = 1MB"}})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter = time.Second
+		f.startEngine()
+		f.readyCopy()
+		f.insert(2)
+		f.walPastTheLimit()
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
+			t.Fatalf("the gate with the primary, the copy's WAL beyond the standby's limit: %v %s, want NOT READY %s",
+				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
+		}
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+		f.insert(2)
+		f.walPastTheLimit() // no pass since the READY one: the record says READY
+		f.must(f.pair.Primary.Kill(f.ctx))
+		f.notReadyWithoutPrimary("the copy's WAL beyond the standby's limit", lsncheck.ReasonCopyWALMissing)
+		f.must(f.pair.Promote(f.ctx))
+		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // the promotion's own, done before the consumer is back
+		conn, err := f.pair.Standby.Connect(f.ctx, "app")
+		f.must(err)
+		defer conn.Close(context.Background())
+		var n int
+		err = conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n)
+		if err == nil {
+			t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
+		}
+		t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
+	})
+}
+
+// walPastTheLimit writes three WAL segments on the primary and waits for the standby to have
+// them, with no restartpoint: a copy left behind is beyond a 1 MB max_slot_wal_keep_size.
+func (f *fixture) walPastTheLimit() {
+	f.t.Helper()
+	for i := 0; i < 3; i++ {
+		f.insert(1)
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_switch_wal()"))
+	}
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+}
+
 // TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's
 // last checkpoint are in memory only, so a crash and restart of the primary (no failover) takes
 // its slot's confirmed_flush back behind the copy. That is the same slot: the copy is kept (not

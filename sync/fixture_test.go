@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -351,6 +352,18 @@ func (f *fixture) passReport() Report {
 		}
 	}
 	return rep
+}
+
+// notReadyWithoutPrimary fails the test unless the daemon's gate, asked now, judges "cdc" without
+// the primary and NOT READY with the reason want.
+func (f *fixture) notReadyWithoutPrimary(what string, want lsncheck.Reason) {
+	f.t.Helper()
+	rep, err := f.eng.Inspect(f.ctx)
+	f.must(err)
+	if r := reportOf(rep, "cdc"); rep.WithoutPrimary == nil || r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, want) {
+		f.t.Fatalf("the gate without the primary, %s: %v %s (judged without the primary: %v), want NOT READY %s",
+			what, r.Verdict.Reasons, r.Verdict.Detail, rep.WithoutPrimary != nil, want)
+	}
 }
 
 // inspectAsCheck judges the pair as check does beside the daemon: a read-only engine on the

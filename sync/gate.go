@@ -40,8 +40,10 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			t := copyTraits(e.traits, ent) // by the rules of the method that made the copy
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
-				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated, CopyWALAvailable: cp.WALAvailable(),
+				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
+				// Kept past the next checkpoint, as the promoted standby will count it.
+				CopyWALAvailable:  cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN),
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).

@@ -310,12 +310,7 @@ func TestStatefileFeedbackGapWithoutPrimary(t *testing.T) {
 		f.startEngine()
 		f.feedbackGap()
 		f.must(f.pair.Primary.Kill(f.ctx))
-		rep, err := f.eng.Inspect(f.ctx)
-		f.must(err)
-		if r := reportOf(rep, "cdc"); rep.WithoutPrimary == nil || r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCatalogUnprotected) {
-			t.Fatalf("the gate without the primary after a gap in the standby's feedback: %v %s (judged without the primary: %v), want NOT READY %s",
-				r.Verdict.Reasons, r.Verdict.Detail, rep.WithoutPrimary != nil, lsncheck.ReasonCatalogUnprotected)
-		}
+		f.notReadyWithoutPrimary("after a gap in the standby's feedback", lsncheck.ReasonCatalogUnprotected)
 	})
 }
 

@@ -76,6 +76,11 @@ type NodeInfo struct {
 	// PreloadLibraries is shared_preload_libraries ("" when empty, or when the role may not read
 	// it: superuser or pg_read_all_settings).
 	PreloadLibraries string
+	// MaxSlotWALKeepMB is max_slot_wal_keep_size in MB (-1: no limit, and before 13, which has
+	// none); WALKeepMB is wal_keep_size in MB (13+; 0 before); WALSegmentBytes is
+	// wal_segment_size.
+	MaxSlotWALKeepMB, WALKeepMB int64
+	WALSegmentBytes             uint64
 }
 
 // otherSynchronizers are the libraries that, loaded on a standby, copy the primary's logical
@@ -133,6 +138,23 @@ func (n NodeInfo) WALEnd() lsncheck.LSN {
 		return n.ReceiveLSN
 	}
 	return n.ReplayLSN
+}
+
+// KeepsSlotWAL reports whether this node keeps, for a slot, the WAL from restart on past its
+// next checkpoint, as it would once it writes WAL itself (a standby promoted): a checkpoint removes
+// the segments more than max_slot_wal_keep_size (or wal_keep_size, if larger) behind the end of
+// WAL, and invalidates the slots that need them (KeepLogSeg and
+// InvalidateObsoleteReplicationSlots, xlog.c and slot.c). A standby's wal_status does not show
+// this: it says "reserved" until a restartpoint invalidates the slot, and "unreserved" only once
+// promoted, when the promotion's checkpoint is already on its way. It is pure.
+func (n NodeInfo) KeepsSlotWAL(restart lsncheck.LSN) bool {
+	segMB := int64(n.WALSegmentBytes >> 20)
+	if n.MaxSlotWALKeepMB < 0 || segMB == 0 || restart == 0 {
+		return true
+	}
+	keep := max(n.MaxSlotWALKeepMB/segMB, n.WALKeepMB/segMB)
+	end, seg := uint64(n.WALEnd())/n.WALSegmentBytes, uint64(restart)/n.WALSegmentBytes
+	return end <= seg || end-seg <= uint64(keep)
 }
 
 // setting reads a GUC through pg_settings, which hides (rather than errors on) settings the
@@ -193,7 +215,11 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER'),
 		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1),
 		` + setting("shared_preload_libraries") + `,
-		CASE WHEN pg_conf_load_time() > pg_postmaster_start_time() THEN pg_conf_load_time() END`
+		CASE WHEN pg_conf_load_time() > pg_postmaster_start_time() THEN pg_conf_load_time() END,
+		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size'), -1),
+		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_keep_size'), 0),
+		coalesce((SELECT setting::bigint * CASE unit WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
+			FROM pg_settings WHERE name = 'wal_segment_size'), 0)`
 	var silentMs, timeoutMs, commitMs int64
 	var reloadedAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
@@ -201,7 +227,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
 		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
-		&n.PreloadLibraries, &reloadedAt)
+		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

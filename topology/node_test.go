@@ -3,6 +3,8 @@ package topology
 import (
 	"testing"
 	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 // TestStreamsLive: a receiver that has heard nothing from its primary for wal_receiver_timeout
@@ -25,6 +27,40 @@ func TestStreamsLive(t *testing.T) {
 		n := NodeInfo{InRecovery: true, ReceiverStatus: c.status, ReceiverSilentFor: c.silent, ReceiverTimeout: c.timeout}
 		if got := n.StreamsLive(); got != c.want {
 			t.Errorf("%+v: StreamsLive %v, want %v", c, got, c.want)
+		}
+	}
+}
+
+// TestKeepsSlotWAL: a copy's WAL counts as kept only within what a checkpoint of the promoted
+// standby keeps for slots (KeepLogSeg, xlog.c): max_slot_wal_keep_size, or wal_keep_size if
+// larger, in whole segments behind the end of WAL.
+func TestKeepsSlotWAL(t *testing.T) {
+	const seg = 16 << 20
+	lsn := func(segment, offset uint64) lsncheck.LSN { return lsncheck.LSN(segment*seg + offset) }
+	cases := []struct {
+		name         string
+		limit, keep  int64
+		restart, end lsncheck.LSN
+		segmentBytes uint64
+		want         bool
+	}{
+		{"no limit", -1, 0, lsn(1, 0), lsn(900, 0), seg, true},
+		{"a limit under one segment, same segment", 1, 0, lsn(3, 10), lsn(3, 900), seg, true},
+		{"a limit under one segment, one behind", 1, 0, lsn(2, 900), lsn(3, 10), seg, false},
+		{"two segments kept, two behind", 32, 0, lsn(1, 0), lsn(3, 1), seg, true},
+		{"two segments kept, three behind", 32, 0, lsn(1, 0), lsn(4, 1), seg, false},
+		{"wal_keep_size larger keeps it", 16, 64, lsn(1, 0), lsn(5, 0), seg, true},
+		{"wal_keep_size larger, past it too", 16, 64, lsn(1, 0), lsn(6, 0), seg, false},
+		{"a limit not a whole segment rounds down", 31, 0, lsn(1, 0), lsn(3, 0), seg, false},
+		{"1 GB segments", 1024, 0, lsncheck.LSN(1 << 30), lsncheck.LSN(2<<30 + 5), 1 << 30, true},
+		{"restart ahead of the end", 1, 0, lsn(5, 0), lsn(4, 0), seg, true},
+		{"no restart_lsn", 1, 0, 0, lsn(4, 0), seg, true},
+		{"segment size unknown", 1, 0, lsn(1, 0), lsn(4, 0), 0, true},
+	}
+	for _, c := range cases {
+		n := NodeInfo{InRecovery: true, ReplayLSN: c.end, MaxSlotWALKeepMB: c.limit, WALKeepMB: c.keep, WALSegmentBytes: c.segmentBytes}
+		if got := n.KeepsSlotWAL(c.restart); got != c.want {
+			t.Errorf("%s: KeepsSlotWAL = %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -238,6 +238,9 @@ func TestReadRealPair(t *testing.T) {
 			!strings.Contains(si.PrimaryConninfo, "host=127.0.0.1") || pi.CurrentLSN == 0 || si.ReplayLSN == 0 {
 			t.Fatalf("standby settings: %+v", si)
 		}
+		if si.WALSegmentBytes != 16<<20 || si.MaxSlotWALKeepMB != -1 || si.WALKeepMB != 0 || !si.KeepsSlotWAL(1) {
+			t.Fatalf("the standby's WAL settings (defaults: 16 MB segments, no slot limit, no wal_keep_size): %+v", si)
+		}
 		ph, err := ReadPhysicalSlot(ctx, pc, si.PrimarySlotName)
 		if err != nil || !ph.Exists || !ph.Active {
 			t.Fatalf("physical slot: %+v %v", ph, err)
