@@ -42,8 +42,9 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
-				// Kept past the next checkpoint, as the promoted standby will count it.
-				CopyWALAvailable:  cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN),
+				// Kept past the next checkpoint, as the promoted standby will count it, its WAL
+				// reaching what the primary has written.
+				CopyWALAvailable:  cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd())),
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).

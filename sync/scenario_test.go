@@ -318,6 +318,10 @@ func (h *harness) setNode(t *testing.T, d *datadriven.TestData) {
 			var x uint32
 			fmt.Sscan(v, &x)
 			h.obs.snap.Physical.Xmin = lsncheck.XID(x)
+		case "slot-wal-limit":
+			// slot-wal-limit=<MB>: the standby's max_slot_wal_keep_size, its segments 16 MB.
+			fmt.Sscan(v, &info.MaxSlotWALKeepMB)
+			info.WALSegmentBytes = 16 << 20
 		default:
 			t.Fatalf("%s: unknown key %q", d.Pos, a.Key)
 		}

@@ -140,21 +140,22 @@ func (n NodeInfo) WALEnd() lsncheck.LSN {
 	return n.ReplayLSN
 }
 
-// KeepsSlotWAL reports whether this node keeps, for a slot, the WAL from restart on past its
-// next checkpoint, as it would once it writes WAL itself (a standby promoted): a checkpoint removes
-// the segments more than max_slot_wal_keep_size (or wal_keep_size, if larger) behind the end of
-// WAL, and invalidates the slots that need them (KeepLogSeg and
-// InvalidateObsoleteReplicationSlots, xlog.c and slot.c). A standby's wal_status does not show
-// this: it says "reserved" until a restartpoint invalidates the slot, and "unreserved" only once
-// promoted, when the promotion's checkpoint is already on its way. It is pure.
-func (n NodeInfo) KeepsSlotWAL(restart lsncheck.LSN) bool {
+// KeepsSlotWAL reports whether this node, its WAL reaching end, keeps for a slot the WAL from
+// restart on past its next checkpoint, as it would once it writes WAL itself (a standby
+// promoted): a checkpoint removes the segments more than max_slot_wal_keep_size (or
+// wal_keep_size, if larger) behind the end of WAL, and invalidates the slots that need them
+// (KeepLogSeg and InvalidateObsoleteReplicationSlots, xlog.c and slot.c). A standby's wal_status
+// does not show this: it says "reserved" until a restartpoint invalidates the slot, and
+// "unreserved" only once promoted, when the promotion's checkpoint is already on its way. It is
+// pure.
+func (n NodeInfo) KeepsSlotWAL(restart, end lsncheck.LSN) bool {
 	segMB := int64(n.WALSegmentBytes >> 20)
 	if n.MaxSlotWALKeepMB < 0 || segMB == 0 || restart == 0 {
 		return true
 	}
 	keep := max(n.MaxSlotWALKeepMB/segMB, n.WALKeepMB/segMB)
-	end, seg := uint64(n.WALEnd())/n.WALSegmentBytes, uint64(restart)/n.WALSegmentBytes
-	return end <= seg || end-seg <= uint64(keep)
+	last, seg := uint64(end)/n.WALSegmentBytes, uint64(restart)/n.WALSegmentBytes
+	return last <= seg || last-seg <= uint64(keep)
 }
 
 // setting reads a GUC through pg_settings, which hides (rather than errors on) settings the

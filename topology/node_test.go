@@ -58,8 +58,8 @@ func TestKeepsSlotWAL(t *testing.T) {
 		{"segment size unknown", 1, 0, lsn(1, 0), lsn(4, 0), 0, true},
 	}
 	for _, c := range cases {
-		n := NodeInfo{InRecovery: true, ReplayLSN: c.end, MaxSlotWALKeepMB: c.limit, WALKeepMB: c.keep, WALSegmentBytes: c.segmentBytes}
-		if got := n.KeepsSlotWAL(c.restart); got != c.want {
+		n := NodeInfo{InRecovery: true, MaxSlotWALKeepMB: c.limit, WALKeepMB: c.keep, WALSegmentBytes: c.segmentBytes}
+		if got := n.KeepsSlotWAL(c.restart, c.end); got != c.want {
 			t.Errorf("%s: KeepsSlotWAL = %v, want %v", c.name, got, c.want)
 		}
 	}

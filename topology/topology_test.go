@@ -238,7 +238,7 @@ func TestReadRealPair(t *testing.T) {
 			!strings.Contains(si.PrimaryConninfo, "host=127.0.0.1") || pi.CurrentLSN == 0 || si.ReplayLSN == 0 {
 			t.Fatalf("standby settings: %+v", si)
 		}
-		if si.WALSegmentBytes != 16<<20 || si.MaxSlotWALKeepMB != -1 || si.WALKeepMB != 0 || !si.KeepsSlotWAL(1) {
+		if si.WALSegmentBytes != 16<<20 || si.MaxSlotWALKeepMB != -1 || si.WALKeepMB != 0 || !si.KeepsSlotWAL(1, si.WALEnd()) {
 			t.Fatalf("the standby's WAL settings (defaults: 16 MB segments, no slot limit, no wal_keep_size): %+v", si)
 		}
 		ph, err := ReadPhysicalSlot(ctx, pc, si.PrimarySlotName)
