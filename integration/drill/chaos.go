@@ -348,6 +348,9 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.primaryDSN = primary
 	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), filepath.Join(dir, "state"), opts.Method)
+	if plan.ServerSync {
+		wd.gateArgs = slices.DeleteFunc(wd.gateArgs, func(a string) bool { return a == "--native-drive" })
+	}
 	if plan.OlderOutside {
 		wd.gateArgs = append(wd.gateArgs, "--ignore-slots", behind("*"))
 	}
@@ -466,6 +469,14 @@ func (wd *world) arrange(ctx context.Context, plan Plan, opts ChaosOptions) erro
 	if opts.Method == "native" {
 		for _, s := range slots {
 			if err := wd.setFailover(ctx, s.name); err != nil {
+				return err
+			}
+		}
+		if plan.ServerSync && wd.pair.Major >= 17 {
+			if err := wd.pair.Standby.Exec(ctx, "ALTER SYSTEM SET sync_replication_slots = on"); err != nil {
+				return err
+			}
+			if err := wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 				return err
 			}
 		}

@@ -339,6 +339,17 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		})
 	case FaultCopiesIdle:
 		return wd.copiesIdle(ctx)
+	case FaultSlotWALLimit:
+		if err := wd.pair.Standby.Exec(ctx, "ALTER SYSTEM SET max_slot_wal_keep_size = '1MB'"); err != nil {
+			return err
+		}
+		return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
+	case FaultWALSwitched:
+		for range 3 {
+			if err := wd.pair.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
+				return err
+			}
+		}
 	case FaultFeedbackOff:
 		if err := wd.pair.SetStandbyFeedback(ctx, false); err != nil {
 			return err
@@ -542,7 +553,8 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away bool) err
 	}
 	f := wd.feeds[wd.feedOf(slot)]
 	return wd.whileIdle(ctx, slot, away, func() error {
-		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", slot); err != nil {
+		// Dropped already (FaultSlotDropped): copied again only.
+		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
 		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {

@@ -80,6 +80,11 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err := commitPrepared(ctx, wd.pair.Standby); err != nil {
 		return fmt.Errorf("after the promotion: %w", err)
 	}
+	if plan.PromotionCheckpoint {
+		if err := wd.pair.Standby.Exec(ctx, "CHECKPOINT"); err != nil {
+			return fmt.Errorf("the promotion's checkpoint: %w", err)
+		}
+	}
 	sideStopped = true
 	wd.side.signal(syscall.SIGCONT) // paused by the plan (Freeze, FaultSidecarPause) or not
 

@@ -46,7 +46,8 @@ const (
 // catalog hold fails ("hook-remade-copy-hold-lost"), of a busy primary before a quiet window
 // ("catalog-moves-before-feedback"), of copies invalidated on the standby
 // ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
-// made again ("hook-physical-slot-gap").
+// made again ("hook-physical-slot-gap"), of a copy's WAL beyond the standby's limit
+// ("hook-copy-wal-beyond-limit").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -71,6 +72,12 @@ const (
 	// copies were idle longer (slotsync paused before), the setting reset: the standby
 	// invalidates its idle copies (idle_timeout) while the primary's slots stay valid
 	FaultCopiesIdle Fault = "copies_idle_timeout"
+	// the standby's max_slot_wal_keep_size set to 1 MB (a reload), as a configuration applied
+	// to every node sets it
+	FaultSlotWALLimit Fault = "standby_slot_wal_limited"
+	// three WAL segments switched on the primary (pg_switch_wal): a copy left behind them is
+	// beyond a 1 MB max_slot_wal_keep_size, though no restartpoint has invalidated it yet
+	FaultWALSwitched Fault = "wal_segments_switched"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
@@ -166,6 +173,14 @@ type Plan struct {
 	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
 	// of theirs holds the standby's catalog horizon back; written plans only.
 	OlderOutside bool `json:"older_slots_outside,omitempty"`
+	// ServerSync: with the native method, the standby's own slot sync worker copies the failover
+	// slots (sync_replication_slots = on, 17+) and slotsync does not drive it (no
+	// --native-drive); written plans only.
+	ServerSync bool `json:"server_sync,omitempty"`
+	// PromotionCheckpoint: the checkpoint the promotion asks for is done before the consumers
+	// resume (a CHECKPOINT on the promoted standby), as it is before a consumer away for
+	// minutes returns; written plans only.
+	PromotionCheckpoint bool `json:"promotion_checkpoint,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.

@@ -25,6 +25,10 @@ var mutantPlans = map[string][]string{
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
 	"readiness:copy_invalidated":           {"hook-copies-invalidated", "hook-copies-idle-invalidated"},
+	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
+	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
+	"readiness:temporary":                  {"hook-synced-copy-temporary"},
+	"without:temporary":                    {"hook-synced-copy-temporary"},
 	"readiness:copy_confirmed_flush_ahead": {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"readiness:copy_restart_lsn_ahead":     {"hook-slot-behind"},
 	"readiness:copy_catalog_xmin_ahead":    {"hook-slot-behind"},
@@ -160,6 +164,26 @@ func MatrixPlans() []Plan {
 		{Name: "hook-exact-copy-for-away-consumer", Live: 10000 * ms, Hook: true, Kill: true, ExactCopyAfter: 3 * time.Second, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true},
 			{At: 9800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// The standby's max_slot_wal_keep_size set to 1 MB, a consumer away, slotsync paused,
+		// then three WAL segments switched: both copies are behind them, beyond the limit, with
+		// no restartpoint yet (the standby's wal_status still "reserved"); the promotion's
+		// checkpoint, done before the consumers resume, invalidates them (rule 4, its WAL).
+		withPromotionCheckpoint(hookPlan("hook-copy-wal-beyond-limit", []Step{
+			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
+			Step{Fault: FaultWALSwitched})),
+		// The same, asked as a kill follows at once (no hook): the gate without the primary
+		// judges from a record made before the segments were switched, with no commit since.
+		{Name: "copy-wal-beyond-limit-then-kill", Live: 3000 * ms, Kill: true, PromotionCheckpoint: true, Steps: []Step{
+			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+			{At: 2800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}, {At: 3000 * ms, Fault: FaultWALSwitched}}},
+		// Failover slots and the server's own sync worker (native, 17+): a slot dropped (the
+		// server's sync drops its copy), then copied again from one made before any write, its consumer
+		// away, slotsync running. Its catalog_xmin precedes what the standby can keep, so the
+		// server makes the new copy temporary and waits for the primary slot to catch up, which
+		// an away consumer never lets it do; a temporary slot is dropped at promotion (rule 4).
+		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Steps: []Step{
+			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
+			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
@@ -313,5 +337,11 @@ func hookPlan(name string, before []Step, last ...Step) Plan {
 		s.At = live
 		p.Steps = append(p.Steps, s)
 	}
+	return p
+}
+
+// withPromotionCheckpoint is p with the promotion's checkpoint done before the consumers resume.
+func withPromotionCheckpoint(p Plan) Plan {
+	p.PromotionCheckpoint = true
 	return p
 }

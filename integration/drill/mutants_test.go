@@ -67,6 +67,13 @@ var mutantSample = []struct {
 	// unknown; READY would lose 15 changes on each slot (18: killed 3 of 3 runs, the gate as
 	// built right 3 of 3 with the long run's; on 17 the mutant's one run lost nothing).
 	{name: "readiness:copy_positions_unknown", major: 18, seed: 20306044},
+	// Rule 4's WAL, round 15's fix: the standby's max_slot_wal_keep_size no longer covers the
+	// copies (slotsync paused, WAL segments switched), no restartpoint yet, so the standby's
+	// wal_status still says "reserved"; the promotion's checkpoint invalidates them.
+	{name: "readiness:copy_wal_missing", major: 16, plan: "hook-copy-wal-beyond-limit"},
+	// The same without the primary: a kill right after the segments were switched, the record
+	// made before them with no commit since.
+	{name: "without:copy_wal_missing", major: 18, plan: "copy-wal-beyond-limit-then-kill"},
 }
 
 // samplePlan is the plan a sample entry names.
