@@ -46,6 +46,7 @@ var doctorChecks = []struct {
 	{"method", "pair", "error", ""},
 	{"ha_manager", "standby", "warning", ""},
 	{"idle_replication_slot_timeout", "standby", "warning", ""},
+	{"max_slot_wal_keep_size", "standby", "warning", ""},
 	{"selection", "primary", "error", ""},
 	{"other_synchronizer", "standby", "error", ""},
 	{"read_all_stats", "standby", "error", ""},
@@ -125,16 +126,7 @@ func Doctor(in DoctorInput) []Check {
 		probs = append(probs, Problem{Check: "checkpoint", Node: "primary",
 			Issue: "the role may not run CHECKPOINT before reading slot state", Fix: fix})
 	}
-
-	if t := standby.IdleSlotTimeout; t != "" && t != "0" {
-		probs = append(probs, Problem{Check: "idle_replication_slot_timeout", Node: "standby",
-			Issue: fmt.Sprintf(
-				"idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot",
-				t,
-			),
-			Fix: "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then " +
-				"SELECT pg_reload_conf()"})
-	}
+	probs = append(probs, copyLimitProblems(primary, standby)...)
 	if !standby.CanReadAllStats {
 		probs = append(probs, Problem{Check: "read_all_stats", Node: "standby",
 			Issue: "the role may not see the standby's WAL receiver: without the primary (every unplanned failover) the gate cannot tell whether a primary is alive, " +
@@ -170,6 +162,32 @@ func Doctor(in DoctorInput) []Check {
 		out = append(out, c)
 	}
 	return out
+}
+
+// copyLimitProblems are the standby's settings that invalidate copies the primary's slots keep:
+// idle_replication_slot_timeout, and a max_slot_wal_keep_size below the primary's.
+func copyLimitProblems(primary, standby NodeInfo) []Problem {
+	var probs []Problem
+	if t := standby.IdleSlotTimeout; t != "" && t != "0" {
+		probs = append(probs, Problem{Check: "idle_replication_slot_timeout", Node: "standby",
+			Issue: fmt.Sprintf(
+				"idle_replication_slot_timeout is %s min: a copy whose consumer stays idle that long is invalidated on the standby, and a promotion then loses its slot",
+				t,
+			),
+			Fix: "ALTER SYSTEM SET idle_replication_slot_timeout = 0 on the standby (and keep it off on the primary too, or above your longest consumer pause); then " +
+				"SELECT pg_reload_conf()"})
+	}
+	if limit := standby.MaxSlotWALKeepMB; limit >= 0 && (primary.MaxSlotWALKeepMB < 0 || primary.MaxSlotWALKeepMB > limit) {
+		onPrimary, value := "no limit", "-1"
+		if primary.MaxSlotWALKeepMB >= 0 {
+			onPrimary, value = fmt.Sprintf("%d MB", primary.MaxSlotWALKeepMB), fmt.Sprintf("'%dMB'", primary.MaxSlotWALKeepMB)
+		}
+		probs = append(probs, Problem{Check: "max_slot_wal_keep_size", Node: "standby",
+			Issue: fmt.Sprintf("max_slot_wal_keep_size is %d MB on the standby (the primary: %s): a copy whose consumer is further behind is NOT READY "+
+				"(copy_wal_missing) and is invalidated at the standby's next restartpoint, while the primary still keeps its slot's WAL", limit, onPrimary),
+			Fix: fmt.Sprintf("ALTER SYSTEM SET max_slot_wal_keep_size = %s on the standby (the primary's); then SELECT pg_reload_conf()", value)})
+	}
+	return probs
 }
 
 // SelectionProblem is the problem of a selection (--slots, --databases, --plugins,

@@ -336,10 +336,12 @@ func TestDoctor(t *testing.T) {
 	if c := failed["hot_standby_feedback"]; c.Severity != "error" || !strings.Contains(c.Fix, "hot_standby_feedback = on") {
 		t.Errorf("hot_standby_feedback: %+v", c)
 	}
-	// Warnings: PostgreSQL 18 invalidating idle copies; Patroni dropping them.
+	// Warnings: PostgreSQL 18 invalidating idle copies; a slot WAL limit on the standby only; Patroni
+	// dropping copies.
 	p, s, ph = healthy()
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
 	s.IdleSlotTimeout, s.ManagedByPatroni = "30", true
+	s.MaxSlotWALKeepMB, p.MaxSlotWALKeepMB = 1024, -1 // a limit on the standby only
 	warned := map[string]Check{}
 	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3}) {
 		if !c.OK {
@@ -352,8 +354,12 @@ func TestDoctor(t *testing.T) {
 	if c := warned["ha_manager"]; c.Severity != "warning" || !strings.Contains(c.Fix, "ignore_slots") {
 		t.Errorf("ha_manager: %+v", c)
 	}
-	if len(warned) != 2 {
-		t.Errorf("want 2 warnings, got %+v", warned)
+	if c := warned["max_slot_wal_keep_size"]; c.Severity != "warning" || !strings.Contains(c.Fix, "max_slot_wal_keep_size = -1") ||
+		!strings.Contains(c.Problem, "1024 MB on the standby (the primary: no limit)") {
+		t.Errorf("max_slot_wal_keep_size: %+v", c)
+	}
+	if len(warned) != 3 {
+		t.Errorf("want 3 warnings, got %+v", warned)
 	}
 }
 
