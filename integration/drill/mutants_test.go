@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -268,5 +269,36 @@ func TestMutantPlansAreWritten(t *testing.T) {
 		if !mutants[m] {
 			t.Errorf("mutantPlans names %s, which is no mutant", m)
 		}
+	}
+}
+
+// TestMutantTableComplete: docs/RELIABILITY.md's table of where each mutant stands names every
+// mutant of the matrix, and no mutant that is not one.
+func TestMutantTableComplete(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "RELIABILITY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(doc), "### Where each mutant stands")
+	if !ok {
+		t.Fatal(`docs/RELIABILITY.md has no section "Where each mutant stands"`)
+	}
+	table, _, _ = strings.Cut(table, "\n### ")
+	named := map[string]bool{}
+	for _, line := range strings.Split(table, "\n") {
+		if first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |"); ok && strings.HasPrefix(line, "| `") {
+			for _, m := range regexp.MustCompile("`([a-z_:0-9-]+)`").FindAllStringSubmatch(first, -1) {
+				named[m[1]] = true
+			}
+		}
+	}
+	for _, m := range Mutants() {
+		if !named[m.Name] {
+			t.Errorf("docs/RELIABILITY.md, \"Where each mutant stands\": no row for %s", m.Name)
+		}
+		delete(named, m.Name)
+	}
+	for n := range named {
+		t.Errorf("docs/RELIABILITY.md, \"Where each mutant stands\": %s is no mutant", n)
 	}
 }
