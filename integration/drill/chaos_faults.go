@@ -344,6 +344,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 			return err
 		}
 		return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
+	case FaultRestartpoint:
+		return wd.restartpoint(ctx)
 	case FaultWALSwitched:
 		for range 3 {
 			if err := wd.pair.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
@@ -390,13 +392,7 @@ func (wd *world) copiesIdle(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(2500 * time.Millisecond):
 	}
-	err := wd.pair.Primary.Exec(ctx, "CHECKPOINT")
-	if err == nil {
-		err = wd.pair.WaitCaughtUp(ctx)
-	}
-	if err == nil {
-		err = s.Exec(ctx, "CHECKPOINT")
-	}
+	err := wd.restartpoint(ctx)
 	if e := s.Exec(ctx, "ALTER SYSTEM RESET idle_replication_slot_timeout"); err == nil {
 		err = e
 	}
@@ -404,6 +400,18 @@ func (wd *world) copiesIdle(ctx context.Context) error {
 		err = e
 	}
 	return err
+}
+
+// restartpoint makes the standby run a restartpoint: a checkpoint on the primary, replayed, then
+// one on the standby (FaultRestartpoint).
+func (wd *world) restartpoint(ctx context.Context) error {
+	if err := wd.pair.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
+		return err
+	}
+	if err := wd.pair.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	return wd.pair.Standby.Exec(ctx, "CHECKPOINT")
 }
 
 // endHolds: the primary ends the sessions that hold slotsync's catalog holds (a connection

@@ -47,7 +47,7 @@ const (
 // ("catalog-moves-before-feedback"), of copies invalidated on the standby
 // ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
 // made again ("hook-physical-slot-gap"), of a copy's WAL beyond the standby's limit
-// ("hook-copy-wal-beyond-limit").
+// ("hook-copy-wal-beyond-limit", "hook-copies-wal-removed").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -78,6 +78,10 @@ const (
 	// three WAL segments switched on the primary (pg_switch_wal): a copy left behind them is
 	// beyond a 1 MB max_slot_wal_keep_size, though no restartpoint has invalidated it yet
 	FaultWALSwitched Fault = "wal_segments_switched"
+	// a checkpoint on the primary, replayed, then one on the standby: a restartpoint, which
+	// removes the WAL no slot of the standby keeps and invalidates the copies beyond its
+	// max_slot_wal_keep_size
+	FaultRestartpoint Fault = "standby_restartpoint"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

@@ -24,7 +24,7 @@ var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
-	"readiness:copy_invalidated":           {"hook-copies-invalidated", "hook-copies-idle-invalidated"},
+	"readiness:copy_invalidated":           {"hook-copies-wal-removed", "hook-copies-invalidated", "hook-copies-idle-invalidated"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
 	"readiness:temporary":                  {"hook-synced-copy-temporary"},
@@ -171,6 +171,12 @@ func MatrixPlans() []Plan {
 		withPromotionCheckpoint(hookPlan("hook-copy-wal-beyond-limit", []Step{
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
 			Step{Fault: FaultWALSwitched})),
+		// The same, then a restartpoint of the standby: it invalidates both copies (WAL removed)
+		// while the primary's slots keep their WAL; on 13-15 an invalidated slot still holds the
+		// standby's catalog horizon, so no other rule stands beside copy_invalidated there.
+		hookPlan("hook-copies-wal-removed", []Step{
+			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
+			Step{Fault: FaultWALSwitched}, Step{Fault: FaultRestartpoint}),
 		// The same, asked as a kill follows at once (no hook): the gate without the primary
 		// judges from a record made before the segments were switched, with no commit since.
 		{Name: "copy-wal-beyond-limit-then-kill", Live: 3000 * ms, Kill: true, PromotionCheckpoint: true, Steps: []Step{
