@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	stdsync "sync"
 	"syscall"
@@ -344,6 +346,12 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 			return err
 		}
 		return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
+	case FaultJournalLost:
+		wd.side.signal(syscall.SIGSTOP)
+		if err := os.Remove(filepath.Join(wd.dir, "state", "journal.json")); err != nil {
+			return err
+		}
+		wd.side.kill() // the supervisor starts it again, with no journal
 	case FaultRestartpoint:
 		return wd.restartpoint(ctx)
 	case FaultWALSwitched:

@@ -47,7 +47,8 @@ const (
 // ("catalog-moves-before-feedback"), of copies invalidated on the standby
 // ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
 // made again ("hook-physical-slot-gap"), of a copy's WAL beyond the standby's limit
-// ("hook-copy-wal-beyond-limit", "hook-copies-wal-removed").
+// ("hook-copy-wal-beyond-limit", "hook-copies-wal-removed"), of a journal lost
+// ("hook-journal-lost").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -82,6 +83,10 @@ const (
 	// removes the WAL no slot of the standby keeps and invalidates the copies beyond its
 	// max_slot_wal_keep_size
 	FaultRestartpoint Fault = "standby_restartpoint"
+	// slotsync's journal lost (its state directory's journal.json removed while slotsync is
+	// stopped, then slotsync killed -9 and started again by its supervisor): its copies are no
+	// longer known as its own
+	FaultJournalLost Fault = "journal_lost"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

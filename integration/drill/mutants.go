@@ -26,6 +26,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
 	"readiness:copy_invalidated":           {"hook-copies-wal-removed", "hook-copies-invalidated", "hook-copies-idle-invalidated"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
+	"readiness:copy_not_ours":              {"hook-journal-lost"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
 	"readiness:temporary":                  {"hook-synced-copy-temporary"},
 	"without:temporary":                    {"hook-synced-copy-temporary"},
@@ -177,6 +178,10 @@ func MatrixPlans() []Plan {
 		hookPlan("hook-copies-wal-removed", []Step{
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
 			Step{Fault: FaultWALSwitched}, Step{Fault: FaultRestartpoint}),
+		// slotsync's journal lost while it is paused, the consumers confirming on: the copies
+		// slotsync made are no longer known as its own (copy_not_ours) and stand where they
+		// were; slotsync runs on without --adopt-copies.
+		hookPlan("hook-journal-lost", nil, Step{Fault: FaultJournalLost}),
 		// The same, asked as a kill follows at once (no hook): the gate without the primary
 		// judges from a record made before the segments were switched, with no commit since.
 		{Name: "copy-wal-beyond-limit-then-kill", Live: 3000 * ms, Kill: true, PromotionCheckpoint: true, Steps: []Step{
