@@ -96,6 +96,9 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
+		if wd.method == "native" {
+			return skipped("the server's synced copies cannot be dropped on the standby (\"being synchronized from the primary server\")")
+		}
 		on, err := wd.standbyOf(s)
 		if err != nil {
 			return err
