@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	stdsync "sync"
 	"syscall"
 	"time"
@@ -24,9 +25,12 @@ type sidecar struct {
 	cmd      *exec.Cmd
 	armed    []string // environment of the first process only (a failpoint)
 	stopping bool
-	crashes  int      // ended by SIGKILL: by the drill or at a failpoint
-	ownExits []string // ended by itself: how, with its last words
-	done     chan struct{}
+	crashes  int // ended by SIGKILL: by the drill or at a failpoint
+	// crashedStopping: the armed failpoint crashed it while it was stopping (its step came at
+	// the shutdown's last journal save): the drill's crash, not slotsync's failure to stop.
+	crashedStopping bool
+	ownExits        []string // ended by itself: how, with its last words
+	done            chan struct{}
 }
 
 func newSidecar(bin string, args, armed []string, logPath string) (*sidecar, error) {
@@ -72,9 +76,13 @@ func (s *sidecar) ended(err error, tail string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var exit *exec.ExitError
+	killed := errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
 	switch {
+	case s.stopping && killed && strings.HasPrefix(lastLine(tail), "failpoint "):
+		s.crashes++
+		s.crashedStopping = true
 	case s.stopping:
-	case errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL:
+	case killed:
 		s.crashes++
 	default:
 		s.ownExits = append(s.ownExits, fmt.Sprintf("%v: %s", err, lastLine(tail)))
@@ -126,7 +134,10 @@ func (s *sidecar) stop(timeout time.Duration) error {
 		<-s.done
 		return fmt.Errorf("slotsync did not stop within %s of SIGTERM", timeout)
 	}
-	if cmd != nil && cmd.ProcessState != nil && !cmd.ProcessState.Success() {
+	s.mu.Lock()
+	crashed := s.crashedStopping
+	s.mu.Unlock()
+	if cmd != nil && cmd.ProcessState != nil && !cmd.ProcessState.Success() && !crashed {
 		return fmt.Errorf("slotsync stopped with %s", cmd.ProcessState)
 	}
 	return nil
