@@ -26,11 +26,12 @@ type sidecar struct {
 	armed    []string // environment of the first process only (a failpoint)
 	stopping bool
 	crashes  int // ended by SIGKILL: by the drill or at a failpoint
-	// crashedStopping: the armed failpoint crashed it while it was stopping (its step came at
-	// the shutdown's last journal save): the drill's crash, not slotsync's failure to stop.
-	crashedStopping bool
-	ownExits        []string // ended by itself: how, with its last words
-	done            chan struct{}
+	// lastCrashed: the last process ended by a crash the drill caused (kill -9, or the armed
+	// failpoint, whose step may come at the shutdown's last journal save): when stop finds it
+	// so, that is the drill's crash, not slotsync's failure to stop.
+	lastCrashed bool
+	ownExits    []string // ended by itself: how, with its last words
+	done        chan struct{}
 }
 
 func newSidecar(bin string, args, armed []string, logPath string) (*sidecar, error) {
@@ -77,13 +78,11 @@ func (s *sidecar) ended(err error, tail string) {
 	defer s.mu.Unlock()
 	var exit *exec.ExitError
 	killed := errors.As(err, &exit) && exit.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+	s.lastCrashed = killed && (!s.stopping || strings.HasPrefix(lastLine(tail), "failpoint "))
 	switch {
-	case s.stopping && killed && strings.HasPrefix(lastLine(tail), "failpoint "):
+	case s.lastCrashed:
 		s.crashes++
-		s.crashedStopping = true
 	case s.stopping:
-	case killed:
-		s.crashes++
 	default:
 		s.ownExits = append(s.ownExits, fmt.Sprintf("%v: %s", err, lastLine(tail)))
 	}
@@ -135,7 +134,7 @@ func (s *sidecar) stop(timeout time.Duration) error {
 		return fmt.Errorf("slotsync did not stop within %s of SIGTERM", timeout)
 	}
 	s.mu.Lock()
-	crashed := s.crashedStopping
+	crashed := s.lastCrashed
 	s.mu.Unlock()
 	if cmd != nil && cmd.ProcessState != nil && !cmd.ProcessState.Success() && !crashed {
 		return fmt.Errorf("slotsync stopped with %s", cmd.ProcessState)
