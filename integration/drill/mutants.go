@@ -24,7 +24,7 @@ var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
-	"readiness:copy_invalidated":           {"hook-copies-wal-removed", "hook-copies-invalidated", "hook-copies-idle-invalidated"},
+	"readiness:copy_invalidated":           {"hook-copies-idle-invalidated", "hook-copies-invalidated", "hook-copies-wal-removed"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
 	"readiness:copy_not_ours":              {"hook-journal-lost"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
@@ -173,8 +173,9 @@ func MatrixPlans() []Plan {
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
 			Step{Fault: FaultWALSwitched})),
 		// The same, then a restartpoint of the standby: it invalidates both copies (WAL removed)
-		// while the primary's slots keep their WAL; on 13-15 an invalidated slot still holds the
-		// standby's catalog horizon, so no other rule stands beside copy_invalidated there.
+		// while the primary's slots keep their WAL. copy_positions_unknown stands beside
+		// copy_invalidated there: PostgreSQL clears the restart_lsn of a slot it invalidates for
+		// removed WAL.
 		hookPlan("hook-copies-wal-removed", []Step{
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true}},
 			Step{Fault: FaultWALSwitched}, Step{Fault: FaultRestartpoint}),
@@ -188,10 +189,11 @@ func MatrixPlans() []Plan {
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 2800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}, {At: 3000 * ms, Fault: FaultWALSwitched}}},
 		// Failover slots and the server's own sync worker (native, 17+): a slot dropped (the
-		// server's sync drops its copy), then copied again from one made before any write, its consumer
-		// away, slotsync running. Its catalog_xmin precedes what the standby can keep, so the
-		// server makes the new copy temporary and waits for the primary slot to catch up, which
-		// an away consumer never lets it do; a temporary slot is dropped at promotion (rule 4).
+		// server's sync drops its copy), then copied again from one made before any write, its
+		// consumer away, slotsync running. Its catalog_xmin precedes what the standby can keep,
+		// so the server makes the new copy temporary and waits for the primary slot to catch up,
+		// which an away consumer never lets it do; a temporary slot is dropped at promotion
+		// (rule 4).
 		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
 			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
