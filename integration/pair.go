@@ -407,6 +407,19 @@ func (p *Pair) SetStandbyFeedback(ctx context.Context, on bool) error {
 	return p.Standby.Exec(ctx, "SELECT pg_reload_conf()")
 }
 
+// Restartpoint makes the standby run a restartpoint: a checkpoint on the primary, replayed, then
+// one on the standby. It removes the WAL segments no slot of the standby keeps, and invalidates
+// the slots beyond its max_slot_wal_keep_size.
+func (p *Pair) Restartpoint(ctx context.Context) error {
+	if err := p.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
+		return err
+	}
+	if err := p.WaitCaughtUp(ctx); err != nil {
+		return err
+	}
+	return p.Standby.Exec(ctx, "CHECKPOINT")
+}
+
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	lsn, err := p.CurrentLSN(ctx)

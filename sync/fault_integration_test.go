@@ -405,14 +405,14 @@ func TestCopyBeyondWALLimit(t *testing.T) {
 		f.startEngine()
 		f.readyCopy()
 		f.insert(2)
-		f.walPastTheLimit()
+		f.switchSegments(3) // no restartpoint: the copy is beyond a 1 MB limit, still "reserved"
 		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
 			t.Fatalf("the gate with the primary, the copy's WAL beyond the standby's limit: %v %s, want NOT READY %s",
 				r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
 		}
 		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
 		f.insert(2)
-		f.walPastTheLimit() // no pass since the READY one: the record says READY
+		f.switchSegments(3) // no pass since the READY one: the record says READY
 		f.must(f.pair.Primary.Kill(f.ctx))
 		f.notReadyWithoutPrimary("the copy's WAL beyond the standby's limit", lsncheck.ReasonCopyWALMissing)
 		f.must(f.pair.Promote(f.ctx))
@@ -427,17 +427,6 @@ func TestCopyBeyondWALLimit(t *testing.T) {
 		}
 		t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
 	})
-}
-
-// walPastTheLimit writes three WAL segments on the primary and waits for the standby to have
-// them, with no restartpoint: a copy left behind is beyond a 1 MB max_slot_wal_keep_size.
-func (f *fixture) walPastTheLimit() {
-	f.t.Helper()
-	for i := 0; i < 3; i++ {
-		f.insert(1)
-		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_switch_wal()"))
-	}
-	f.must(f.pair.WaitCaughtUp(f.ctx))
 }
 
 // TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's

@@ -304,14 +304,21 @@ func (f *fixture) promoteExpect(slot string, want []int) {
 // restartpoint: the segments no slot of the standby's needs are gone there.
 func (f *fixture) leaveWALBehind(segments int) []int {
 	f.t.Helper()
+	rows := f.switchSegments(segments)
+	f.must(f.pair.Restartpoint(f.ctx)) // it recycles the old segments
+	return rows
+}
+
+// switchSegments writes a row and switches the primary's WAL segment, segments times, and waits
+// for the standby to have them (no restartpoint); it returns the rows written.
+func (f *fixture) switchSegments(segments int) []int {
+	f.t.Helper()
 	var rows []int
 	for i := 0; i < segments; i++ {
 		rows = append(rows, f.insert(1)...)
 		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_switch_wal()"))
 	}
-	f.must(f.pair.Primary.Exec(f.ctx, "CHECKPOINT"))
 	f.must(f.pair.WaitCaughtUp(f.ctx))
-	f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT")) // a restartpoint recycles the old segments
 	return rows
 }
 

@@ -192,6 +192,7 @@ func newChaosPair(ctx context.Context, opts ChaosOptions, log hclog.Logger) (*in
 // world is one iteration's pair, consumers, writer and sidecar.
 type world struct {
 	pair     *integration.Pair
+	stateDir string // the sidecar's and the gate's --state-dir
 	proxy    *integration.Proxy
 	side     *sidecar
 	feeds    []*feed
@@ -347,7 +348,8 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.primaryDSN = primary
-	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), filepath.Join(dir, "state"), opts.Method)
+	wd.stateDir = filepath.Join(dir, "state")
+	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), wd.stateDir, opts.Method)
 	if plan.ServerSync {
 		wd.gateArgs = slices.DeleteFunc(wd.gateArgs, func(a string) bool { return a == "--native-drive" })
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
+	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/sync/method"
 )
 
@@ -351,12 +352,12 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.pair.Standby.Exec(ctx, "SELECT pg_reload_conf()")
 	case FaultJournalLost:
 		wd.side.signal(syscall.SIGSTOP)
-		if err := os.Remove(filepath.Join(wd.dir, "state", "journal.json")); err != nil {
+		if err := os.Remove(filepath.Join(wd.stateDir, slotsync.JournalFile)); err != nil {
 			return err
 		}
 		wd.side.kill() // the supervisor starts it again, with no journal
 	case FaultRestartpoint:
-		return wd.restartpoint(ctx)
+		return wd.pair.Restartpoint(ctx)
 	case FaultWALSwitched:
 		for range 3 {
 			if err := wd.pair.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
@@ -403,7 +404,7 @@ func (wd *world) copiesIdle(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(2500 * time.Millisecond):
 	}
-	err := wd.restartpoint(ctx)
+	err := wd.pair.Restartpoint(ctx)
 	if e := s.Exec(ctx, "ALTER SYSTEM RESET idle_replication_slot_timeout"); err == nil {
 		err = e
 	}
@@ -411,18 +412,6 @@ func (wd *world) copiesIdle(ctx context.Context) error {
 		err = e
 	}
 	return err
-}
-
-// restartpoint makes the standby run a restartpoint: a checkpoint on the primary, replayed, then
-// one on the standby (FaultRestartpoint).
-func (wd *world) restartpoint(ctx context.Context) error {
-	if err := wd.pair.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
-		return err
-	}
-	if err := wd.pair.WaitCaughtUp(ctx); err != nil {
-		return err
-	}
-	return wd.pair.Standby.Exec(ctx, "CHECKPOINT")
 }
 
 // endHolds: the primary ends the sessions that hold slotsync's catalog holds (a connection

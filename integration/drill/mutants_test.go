@@ -284,10 +284,10 @@ func TestMutantTableComplete(t *testing.T) {
 		t.Fatal(`docs/RELIABILITY.md has no section "Where each mutant stands"`)
 	}
 	table, _, _ = strings.Cut(table, "\n### ")
-	named := map[string]bool{}
+	named, quoted := map[string]bool{}, regexp.MustCompile("`([a-z_:0-9-]+)`")
 	for _, line := range strings.Split(table, "\n") {
 		if first, _, ok := strings.Cut(strings.TrimPrefix(line, "| "), " |"); ok && strings.HasPrefix(line, "| `") {
-			for _, m := range regexp.MustCompile("`([a-z_:0-9-]+)`").FindAllStringSubmatch(first, -1) {
+			for _, m := range quoted.FindAllStringSubmatch(first, -1) {
 				named[m[1]] = true
 			}
 		}
