@@ -64,6 +64,8 @@ type simObserver struct {
 	upstream UpstreamFacts
 	now      func() time.Time
 	history  map[int]lsncheck.LSN
+	// runningXacts: how many running-xacts records the engine asked for.
+	runningXacts int
 	// confirmAtSync: confirmations made just before the next slot sync.
 	confirmAtSync []confirmAt
 }
@@ -133,6 +135,12 @@ func (o *simObserver) Watch(context.Context, []string) (WatchSample, error) {
 }
 func (o *simObserver) History(context.Context, int) (map[int]lsncheck.LSN, error) {
 	return o.history, nil
+}
+
+// LogRunningXacts: the simulated primary logs nothing; it says where its WAL ends.
+func (o *simObserver) LogRunningXacts(context.Context) (lsncheck.LSN, error) {
+	o.runningXacts++
+	return o.snap.Primary.Info.CurrentLSN, nil
 }
 
 // SyncSlots is the server's slot sync: the primary's failover slots copied as they are now.

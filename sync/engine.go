@@ -54,6 +54,9 @@ type Engine struct {
 	// pg_sync_replication_slots() before it reads the nodes, so that the copies it judges are
 	// read before the primary slots they are judged against (rule 4).
 	driving bool
+	// nudge: the running-xacts records asked of the primary for the server's slot sync
+	// (nudge.go).
+	nudge nudgeState
 	// lock makes this engine the state directory's only writer.
 	lock  *stateLock
 	now   func() time.Time
@@ -276,6 +279,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		return rep, err
 	}
 	e.driving = apply && drive
+	if e.driving {
+		e.nudgeServerSync(ctx, obs)
+	}
 	rep.Warnings = obs.Warnings
 	if apply && e.cfg.Native.ManageStandbySlots && rep.Major >= 17 {
 		e.manageStandbySlots(ctx, true, StandbySlotsInput{Setting: obs.Primary.Info.SynchronizedStandbySlots, Listed: obs.SyncedStandbySlots,

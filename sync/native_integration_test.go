@@ -229,6 +229,44 @@ func TestNativeDrive(t *testing.T) {
 	})
 }
 
+// TestNativeDriveAsksForRunningXacts (the fault explorer's liveness finding, 17, seed 20317043):
+// the server persists a new failover slot's copy only once the primary slot's catalog_xmin has
+// passed what the standby can keep, which takes a running-xacts record its consumer confirms
+// past; the primary logs one on its own every 15 s at most, and pg_sync_replication_slots()
+// drops the temporary copy it could not persist. With --native-drive slotsync asks the primary
+// for that record while a copy waits: each new slot, its primary written to after it was made
+// and its consumer confirming, has its persistent copy within seconds (the test asks for no
+// record itself), then is READY once the standby's feedback covers it (rule 4).
+func TestNativeDriveAsksForRunningXacts(t *testing.T) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
+		f.eng.Close()
+		f.cfg.Native.Drive = true
+		f.startEngine()
+		p := f.pair.Primary
+		for _, slot := range []string{"cdc", "cdc2"} {
+			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot($1, 'test_decoding', false, false, true)", slot))
+			f.insert(3) // xids the standby sees pass the new slot's catalog_xmin
+			start := time.Now()
+			for {
+				f.consume(p, slot)
+				f.must(f.pair.WaitCaughtUp(f.ctx))
+				r := f.pass()[slot]
+				if cp, ok := f.slotOn(f.pair.Standby, slot); ok && !cp.Temporary && cp.Synced {
+					t.Logf("%s copied %.1f s after it was made", slot, time.Since(start).Seconds())
+					break
+				}
+				if time.Since(start) > 4*time.Second {
+					t.Fatalf("%s has no persistent copy 4 s after it was made (the primary logs a running-xacts record every 15 s on its own): %+v",
+						slot, r.Verdict)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			f.untilReady(slot, func() { f.consume(p, slot) })
+		}
+	})
+}
+
 // TestNativeDriveWhileConsumerConfirms (rule 4, --native-drive; found reading the fault
 // explorer's seed 20298040 on 18): while a consumer confirms, the server's slot sync, run by
 // slotsync, copies the primary slot past what the pass had read of it a moment before; judged

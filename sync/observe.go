@@ -131,6 +131,9 @@ type nodeReader interface {
 type nodeControl interface {
 	// SyncSlots runs pg_sync_replication_slots() on the standby (17+).
 	SyncSlots(ctx context.Context) error
+	// LogRunningXacts asks the primary for a running-xacts record (pg_log_standby_snapshot(),
+	// 16+) and returns where it is.
+	LogRunningXacts(ctx context.Context) (lsncheck.LSN, error)
 	// SetStandbySlots sets synchronized_standby_slots (ALTER SYSTEM, then a reload) on the
 	// primary, or on the local node when it is the primary (onPrimary false).
 	SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error
@@ -356,6 +359,23 @@ func (o *pgObserver) SyncSlots(ctx context.Context) error {
 	}
 	_, err = sconn.Exec(ctx, "SELECT pg_sync_replication_slots()")
 	return err
+}
+
+func (o *pgObserver) LogRunningXacts(ctx context.Context) (lsncheck.LSN, error) {
+	pconn, err := o.primaryConn(ctx)
+	if err != nil {
+		return 0, err
+	}
+	// Not sqlslot.LogRunningXacts, which takes an xid to flush the record at once: the server's
+	// sync compares the primary slot's catalog_xmin, taken from this record, with the standby's
+	// oldest safe xid, and an xid taken after the record would put that one past it again. The
+	// WAL writer flushes the record within wal_writer_delay.
+	var at lsncheck.LSN
+	err = pconn.QueryRow(ctx, "SELECT pg_log_standby_snapshot()").Scan(&at)
+	if err != nil && !refused(err) {
+		o.reset(&o.pconn)
+	}
+	return at, err
 }
 
 func (o *pgObserver) SetStandbySlots(ctx context.Context, onPrimary bool, names []string) error {
