@@ -226,6 +226,8 @@ type world struct {
 	// promotion.
 	hook, byServers bool
 	walEnd          pglogrepl.LSN
+	// exact: the gate is asked with --exact (Plan.GateExact).
+	exact bool
 	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
 	hookAnswers []string
 	// liveness: the gate not READY in a quiet window (world.quiet).
@@ -341,7 +343,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
 		liveEnds: make(chan struct{}),
-		recv:     &receiverLog{}}
+		recv:     &receiverLog{}, exact: plan.GateExact}
 	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) || plan.ExactCopyAfter > 0 {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
@@ -538,7 +540,11 @@ func (wd *world) close() {
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
 func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	asked := time.Now()
-	cmd := exec.CommandContext(ctx, wd.bin, append([]string{"check", "--json"}, wd.gateArgs...)...)
+	args := append([]string{"check", "--json"}, wd.gateArgs...)
+	if wd.exact {
+		args = append(args, "--exact")
+	}
+	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
 	exit := 0
 	var ee *exec.ExitError
@@ -547,7 +553,7 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	} else if err != nil {
 		return GateAnswer{}, fmt.Errorf("gate: %w", err)
 	}
-	return parseCheck(out, exit, asked)
+	return parseCheck(out, exit, asked, wd.exact)
 }
 
 // askWithoutPrimary asks the gate after the primary went away, again while it cannot yet tell

@@ -364,6 +364,15 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 				return err
 			}
 		}
+	case FaultReplayPaused:
+		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+			return err
+		}
+		time.AfterFunc(s.For, func() {
+			if err := wd.pair.Standby.Exec(context.Background(), "SELECT pg_wal_replay_resume()"); err != nil {
+				wd.log.Warn("the standby's replay resumed", "error", err)
+			}
+		})
 	case FaultFeedbackOff:
 		if err := wd.pair.SetStandbyFeedback(ctx, false); err != nil {
 			return err

@@ -74,16 +74,8 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		it.Failover.Slots = append(it.Failover.Slots, SlotVerdict{Slot: f.c.slot, Plugin: f.c.plugin, Confirmed: confirmed.String(),
 			Durable: countIDs(d), AheadOfStandby: confirmed > walEnd})
 	}
-	if err := wd.pair.Promote(ctx); err != nil {
-		return fmt.Errorf("promote: %w", err)
-	}
-	if err := commitPrepared(ctx, wd.pair.Standby); err != nil {
-		return fmt.Errorf("after the promotion: %w", err)
-	}
-	if plan.PromotionCheckpoint {
-		if err := wd.pair.Standby.Exec(ctx, "CHECKPOINT"); err != nil {
-			return fmt.Errorf("the promotion's checkpoint: %w", err)
-		}
+	if err := wd.promote(ctx, plan); err != nil {
+		return err
 	}
 	sideStopped = true
 	wd.side.signal(syscall.SIGCONT) // paused by the plan (Freeze, FaultSidecarPause) or not
@@ -112,6 +104,29 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		it.Method = without.Method
 	}
 	it.Judged = wd.judgeAnswers(it.Failover, with, without, binding)
+	return nil
+}
+
+// promote promotes the standby as the plan's failover does: its replay resumed first if the plan
+// paused it (an HA manager resumes a paused standby it promotes), the transactions left
+// prepared committed, and the promotion's checkpoint done at once if the plan says so.
+func (wd *world) promote(ctx context.Context, plan Plan) error {
+	if plan.Has(FaultReplayPaused) {
+		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
+			return fmt.Errorf("resume the standby's replay: %w", err)
+		}
+	}
+	if err := wd.pair.Promote(ctx); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	if err := commitPrepared(ctx, wd.pair.Standby); err != nil {
+		return fmt.Errorf("after the promotion: %w", err)
+	}
+	if plan.PromotionCheckpoint {
+		if err := wd.pair.Standby.Exec(ctx, "CHECKPOINT"); err != nil {
+			return fmt.Errorf("the promotion's checkpoint: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -100,7 +100,7 @@ func TestParseCheck(t *testing.T) {
 		{"name":"w","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/300"}},
 		{"name":"e","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/500"}}],
 		"redelivery":[{"slot":"w","from":"0/300","to":"0/500","bytes":512,"at_least":true}]}`)
-	a, err := parseCheck(out, 1, time.Now())
+	a, err := parseCheck(out, 1, time.Now(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,17 +121,22 @@ func TestParseCheck(t *testing.T) {
 	if a.WindowFrom["w"] != 0x300 || a.WindowFrom["e"] != 0x500 || len(a.WindowFrom) != 2 {
 		t.Fatalf("windows: %+v", a.WindowFrom)
 	}
-	if e, err := parseCheck([]byte(`{"ready":false,"exit_code":3,"error":"bad flag"}`), 3, time.Now()); err != nil || e.For("a") != AnswerError {
+	// Asked with --exact, a READY promises that nothing comes again: the printed window is not
+	// the promise (a gate that dropped copy_behind_consumer would still print w's).
+	if x, err := parseCheck(out, 1, time.Now(), true); err != nil || x.WindowFrom["w"] != 0x500 || x.WindowFrom["e"] != 0x500 || !x.Exact {
+		t.Fatalf("exact windows: %+v %v", x.WindowFrom, err)
+	}
+	if e, err := parseCheck([]byte(`{"ready":false,"exit_code":3,"error":"bad flag"}`), 3, time.Now(), false); err != nil || e.For("a") != AnswerError {
 		t.Fatalf("an error is not a NOT READY: %+v %v", e, err)
 	}
-	tell, err := parseCheck([]byte(`{"ready":false,"exit_code":2,"cannot_tell":true,"primary_alive":true,"error":"x"}`), 2, time.Now())
+	tell, err := parseCheck([]byte(`{"ready":false,"exit_code":2,"cannot_tell":true,"primary_alive":true,"error":"x"}`), 2, time.Now(), false)
 	if err != nil || tell.For("a") != AnswerCannotTell {
 		t.Fatalf("cannot tell: %+v %v", tell, err)
 	}
 	if (GateAnswer{}).For("a") != AnswerNotAsked {
 		t.Fatal("an answer never asked")
 	}
-	if _, err := parseCheck([]byte("PANIC"), 2, time.Now()); err == nil {
+	if _, err := parseCheck([]byte("PANIC"), 2, time.Now(), false); err == nil {
 		t.Fatal("text accepted as JSON")
 	}
 }

@@ -48,7 +48,7 @@ const (
 // ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
 // made again ("hook-physical-slot-gap"), of a copy's WAL beyond the standby's limit
 // ("hook-copy-wal-beyond-limit", "hook-copies-wal-removed"), of a journal lost
-// ("hook-journal-lost").
+// ("hook-journal-lost"), of copies behind their consumers ("exact-copies-behind-then-kill").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -87,6 +87,10 @@ const (
 	// stopped, then slotsync killed -9 and started again by its supervisor): its copies are no
 	// longer known as its own
 	FaultJournalLost Fault = "journal_lost"
+	// the standby's replay paused (pg_wal_replay_pause()) for a while, then resumed: it goes on
+	// receiving WAL, its consumers confirm beyond what it replayed, and no copy can be moved past
+	// its replay
+	FaultReplayPaused Fault = "standby_replay_paused"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
@@ -190,6 +194,10 @@ type Plan struct {
 	// resume (a CHECKPOINT on the promoted standby), as it is before a consumer away for
 	// minutes returns; written plans only.
 	PromotionCheckpoint bool `json:"promotion_checkpoint,omitempty"`
+	// GateExact: the gate is asked with --exact, as before a planned switchover: a READY then
+	// promises that nothing the consumers confirmed when the gate observed comes again (every
+	// copy exactly at its consumer's position); written plans only.
+	GateExact bool `json:"gate_exact,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -311,6 +319,9 @@ func (p Plan) String() string {
 	}
 	if p.OlderOutside {
 		b.WriteString("; the older slots outside slotsync's selection")
+	}
+	if p.GateExact {
+		b.WriteString("; the gate asked with --exact")
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")

@@ -50,6 +50,8 @@ var mutantPlans = map[string][]string{
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
+	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
+	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -183,6 +185,18 @@ func MatrixPlans() []Plan {
 		// slotsync made are no longer known as its own (copy_not_ours) and stand where they
 		// were; slotsync runs on without --adopt-copies.
 		hookPlan("hook-journal-lost", nil, Step{Fault: FaultJournalLost}),
+		// The gate asked with --exact, as before a planned switchover, while the consumers go on
+		// confirming and slotsync is paused (hookPlan): every copy stands behind its consumer, so
+		// a READY would let the consumer resuming from its slot receive again what it had
+		// confirmed (copy_behind_consumer).
+		exactPlan(hookPlan("hook-exact-copies-behind", nil)),
+		// The same asked once the primary is killed: the standby's replay paused, the consumers
+		// confirm past it and no copy can follow; the live phase outlasts the record's rhythm
+		// (GateRecordInterval, 5 s), so slotsync's last record shows the consumers well past
+		// their copies; the writes pause a second before the kill, and the standby has replayed
+		// nothing since, so the gate judges from that record; replay resumes at the promotion.
+		exactPlan(Plan{Name: "exact-copies-behind-then-kill", Live: 7000 * ms, Kill: true, Quiesce: 1000 * ms, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultReplayPaused, For: time.Minute}}}),
 		// The same, asked as a kill follows at once (no hook): the gate without the primary
 		// judges from a record made before the segments were switched, with no commit since.
 		{Name: "copy-wal-beyond-limit-then-kill", Live: 3000 * ms, Kill: true, PromotionCheckpoint: true, Steps: []Step{
@@ -337,6 +351,12 @@ func MatrixPlans() []Plan {
 // hookPlan is a plan of the hook's timing (Plan.Hook): three seconds of writes with the steps
 // before, slotsync paused for longer than the hook asks at most, then the last steps, the end of
 // the live phase, each right after the one before.
+// exactPlan is p with the gate asked with --exact (Plan.GateExact).
+func exactPlan(p Plan) Plan {
+	p.GateExact = true
+	return p
+}
+
 func hookPlan(name string, before []Step, last ...Step) Plan {
 	live := 3000 * time.Millisecond
 	p := Plan{

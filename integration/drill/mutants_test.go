@@ -75,6 +75,10 @@ var mutantSample = []struct {
 	// The same without the primary: a kill right after the segments were switched, the record
 	// made before them with no commit since.
 	{name: "without:copy_wal_missing", major: 18, plan: "copy-wal-beyond-limit-then-kill"},
+	// The gate asked with --exact (round 16), slotsync paused while the consumers confirm: every
+	// copy behind its consumer; READY lets the consumer resuming from its slot receive again
+	// what it had confirmed when the gate observed.
+	{name: "readiness:copy_behind_consumer", major: 17, plan: "hook-exact-copies-behind"},
 }
 
 // samplePlan is the plan a sample entry names.

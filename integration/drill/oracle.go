@@ -53,10 +53,14 @@ type GateAnswer struct {
 	// copy's confirmed_flush): a consumer that resumes from the slot's position may get again
 	// what committed after it, never what committed before.
 	WindowFrom map[string]uint64 `json:"window_from,omitempty"`
+	// Exact: the gate was asked with --exact; a READY slot's window then begins where its
+	// consumer stood when the gate observed, whatever window the answer printed.
+	Exact bool `json:"exact,omitempty"`
 }
 
-// parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type.
-func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
+// parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type;
+// exact: it was asked with --exact.
+func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, error) {
 	var raw slotsync.Answer
 	if err := json.Unmarshal(out, &raw); err != nil {
 		return GateAnswer{}, fmt.Errorf("check --json (exit %d): %w: %.300s", exit, err, out)
@@ -69,6 +73,7 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 		Error:      raw.Error,
 		Slots:      map[string]Answer{},
 		Reasons:    map[string][]string{},
+		Exact:      exact,
 	}
 	if raw.Report == nil {
 		return a, nil
@@ -98,8 +103,10 @@ func parseCheck(out []byte, exit int, asked time.Time) (GateAnswer, error) {
 			a.HeldBack[s.Name] = true
 		}
 	}
-	for _, w := range raw.Redelivery { // the windows the answer printed
-		a.window(w.Slot, uint64(w.From))
+	for _, w := range raw.Redelivery { // the windows the answer printed (none promised with --exact)
+		if !exact {
+			a.window(w.Slot, uint64(w.From))
+		}
 	}
 	return a, nil
 }
