@@ -92,7 +92,7 @@ func Doctor(in DoctorInput) []Check {
 		}
 	}
 	probs = append(probs, Warnings(primary, standby, in.Physical)...)
-	if method == MethodSQL && standby.Major() >= 16 && !primary.CanLogStandbySnapshot {
+	if (method == MethodSQL || method == MethodNative && in.Drive) && standby.Major() >= 16 && !primary.CanLogStandbySnapshot {
 		probs = append(probs, Problem{Check: "standby_snapshot", Node: "primary",
 			Issue: "the role may not call pg_log_standby_snapshot(): each new copy waits up to 15 s for the primary's next running-xacts record",
 			Fix:   "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>"})

@@ -336,6 +336,19 @@ func TestDoctor(t *testing.T) {
 	if c := failed["hot_standby_feedback"]; c.Severity != "error" || !strings.Contains(c.Fix, "hot_standby_feedback = on") {
 		t.Errorf("hot_standby_feedback: %+v", c)
 	}
+	// The native method asks the primary for running-xacts records only when it drives the
+	// server's slot sync (--native-drive).
+	pn, sn := p, s
+	pn.VersionNum, sn.VersionNum = 170002, 170002
+	for _, drive := range []bool{false, true} {
+		warned := false
+		for _, c := range Doctor(DoctorInput{Primary: pn, Standby: sn, Physical: ph, Method: MethodNative, Drive: drive, PrimarySlots: 3, StandbySlots: 1}) {
+			warned = warned || c.Name == "standby_snapshot" && !c.OK
+		}
+		if warned != drive {
+			t.Errorf("native, --native-drive %v: standby_snapshot warned %v", drive, warned)
+		}
+	}
 	// Warnings: PostgreSQL 18 invalidating idle copies; a slot WAL limit on the standby only; Patroni
 	// dropping copies.
 	p, s, ph = healthy()
