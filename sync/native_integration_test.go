@@ -229,6 +229,16 @@ func TestNativeDrive(t *testing.T) {
 	})
 }
 
+// newDrivingFixture is a native fixture whose engine drives the server's slot sync
+// (--native-drive), the standby's sync_replication_slots off.
+func newDrivingFixture(t *testing.T, major int) *fixture {
+	f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
+	f.eng.Close()
+	f.cfg.Native.Drive = true
+	f.startEngine()
+	return f
+}
+
 // TestNativeDriveAsksForRunningXacts (the fault explorer's liveness finding, 17, seed 20317043):
 // the server persists a new failover slot's copy only once the primary slot's catalog_xmin has
 // passed what the standby can keep, which takes a running-xacts record its consumer confirms
@@ -239,10 +249,7 @@ func TestNativeDrive(t *testing.T) {
 // record itself), then is READY once the standby's feedback covers it (rule 4).
 func TestNativeDriveAsksForRunningXacts(t *testing.T) {
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
-		f.eng.Close()
-		f.cfg.Native.Drive = true
-		f.startEngine()
+		f := newDrivingFixture(t, major)
 		p := f.pair.Primary
 		for _, slot := range []string{"cdc", "cdc2"} {
 			f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot($1, 'test_decoding', false, false, true)", slot))
@@ -275,10 +282,7 @@ func TestNativeDriveAsksForRunningXacts(t *testing.T) {
 // confirming (only WAL the standby has) throughout, most passes are READY.
 func TestNativeDriveWhileConsumerConfirms(t *testing.T) {
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodNative, integration.Options{})
-		f.eng.Close()
-		f.cfg.Native.Drive = true
-		f.startEngine()
+		f := newDrivingFixture(t, major)
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
 		f.insert(2)
