@@ -364,6 +364,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 				return err
 			}
 		}
+	case FaultWritesPaused:
+		wd.w.pausedUntil.Store(time.Now().Add(s.For).UnixNano())
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	stdsync "sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -444,6 +445,8 @@ type writer struct {
 	// open: ids handed out whose transaction has not ended yet. A slot made meanwhile may or may
 	// not decode them, depending on whether they commit before it.
 	open map[int]bool
+	// pausedUntil: the writes wait until then (unix nanoseconds; FaultWritesPaused).
+	pausedUntil atomic.Int64
 }
 
 // ids hands out n ids for one transaction; ended says when it is over.
@@ -505,6 +508,9 @@ func (w *writer) run(ctx context.Context, n *integration.Node) error {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().UnixNano() < w.pausedUntil.Load() {
+			continue
 		}
 		if err := w.exec(ctx, conn, "drill"); err != nil {
 			if ctx.Err() != nil {

@@ -91,6 +91,9 @@ const (
 	// receiving WAL, its consumers confirm beyond what it replayed, and no copy can be moved past
 	// its replay
 	FaultReplayPaused Fault = "standby_replay_paused"
+	// the drill's writes paused for a while, the consumers and slotsync going on: a quiet
+	// primary, on which the server's sync persists new copies
+	FaultWritesPaused Fault = "writes_paused"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

@@ -51,6 +51,8 @@ var mutantPlans = map[string][]string{
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
+	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
+	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
 	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
 }
 
@@ -211,6 +213,32 @@ func MatrixPlans() []Plan {
 		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
 			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
+		// A two_phase copy made again while a transaction is prepared (sql method, 16+): the
+		// slot's two_phase on first (a transaction prepared, then resolved); the copy dropped on
+		// the standby while a long transaction A is open, so slotsync's new copy waits for A
+		// (its first running-xacts record), then for B, open when A ends; a transaction P begun
+		// after A ended is prepared (the consumer gets it as PREPARE) before B ends, and stays
+		// prepared across the cutover. The new copy's two_phase_at comes after P's PREPARE:
+		// decoded from it, the COMMIT PREPARED the new primary makes brings P again, whole
+		// (rule 4, two_phase).
+		{Name: "hook-copy-made-while-prepared", Live: 6500 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 300 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: 200 * ms},
+			{At: 1000 * ms, Fault: FaultLongTransaction, For: 2000 * ms},
+			{At: 1300 * ms, Fault: FaultCopyDropped, Slot: twoPhaseSlot},
+			{At: 2500 * ms, Fault: FaultLongTransaction, For: 2500 * ms},
+			{At: 3800 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute},
+			{At: 6300 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// Failover slots on 17 (native): a transaction prepared, then its consumer turns two_phase
+		// on (the slot's two_phase_at after the PREPARE, which the consumer never gets as such);
+		// the cutover comes before the COMMIT PREPARED, which the new primary makes. PostgreSQL
+		// 17's sync does not carry two_phase_at: decoded from the copy, that commit may be taken
+		// for one whose PREPARE was sent (rule 4, two_phase). The writes pause first, so that
+		// the server persists the copies: under writes, or while a transaction is prepared, it
+		// keeps a new copy temporary (its primary slot's catalog_xmin behind the standby's next
+		// xid).
+		{Name: "hook-two-phase-on-while-prepared", Live: 12000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 200 * ms, Fault: FaultWritesPaused, For: 4000 * ms},
+			{At: 3500 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute}}},
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
