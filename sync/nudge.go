@@ -2,10 +2,7 @@ package sync
 
 import (
 	"context"
-	"errors"
 	"slices"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/topology"
@@ -60,7 +57,7 @@ func (e *Engine) nudgeServerSync(ctx context.Context, obs Observation) {
 	case err == nil:
 		e.nudge.after = at
 		e.log.Debug("asked the primary for a running-xacts record: the server's slot sync waits for one", "slots", waits, "record", at)
-	case refused(err):
+	case topology.PermissionDenied(err):
 		e.nudge.refused = true
 		e.log.Warn("cannot ask the primary for a running-xacts record; a new failover slot's copy waits for the primary's own "+
 			"(up to 15 s, none while it has no writes)",
@@ -68,10 +65,4 @@ func (e *Engine) nudgeServerSync(ctx context.Context, obs Observation) {
 	default:
 		e.log.Warn("asking the primary for a running-xacts record failed", "slots", waits, "error", err)
 	}
-}
-
-// refused reports a privilege error (42501), as opposed to a connection that failed or closed.
-func refused(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }

@@ -372,7 +372,7 @@ func (o *pgObserver) LogRunningXacts(ctx context.Context) (lsncheck.LSN, error) 
 	// WAL writer flushes the record within wal_writer_delay.
 	var at lsncheck.LSN
 	err = pconn.QueryRow(ctx, "SELECT pg_log_standby_snapshot()").Scan(&at)
-	if err != nil && !refused(err) {
+	if err != nil && !topology.PermissionDenied(err) {
 		o.reset(&o.pconn)
 	}
 	return at, err

@@ -25,6 +25,13 @@ func SlotMissing(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42704"
 }
 
+// PermissionDenied reports "permission denied" (42501): the role lacks a privilege, as opposed
+// to a connection that failed or closed.
+func PermissionDenied(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
 // WALRemoved reports "requested WAL segment … has already been removed" (58P01).
 func WALRemoved(err error) bool {
 	var pgErr *pgconn.PgError

@@ -5,7 +5,6 @@ package sqlslot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	stdsync "sync"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
@@ -243,7 +241,7 @@ func (n *nudger) run(ctx context.Context) {
 		if err := LogRunningXacts(ctx, pc); err != nil {
 			switch {
 			case ctx.Err() != nil:
-			case refused(err):
+			case topology.PermissionDenied(err):
 				n.log.Warn("cannot ask the primary for a running-xacts record; a new copy may wait up to 15 s for one",
 					"error", err, "fix", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO <slotsync role>")
 			default:
@@ -261,12 +259,6 @@ func (n *nudger) run(ctx context.Context) {
 			delay = min(2*delay, time.Second)
 		}
 	}
-}
-
-// refused reports a privilege error (42501), as opposed to a connection that failed or closed.
-func refused(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
 // LogRunningXacts asks the primary for a running-xacts record (pg_log_standby_snapshot, 16+)
