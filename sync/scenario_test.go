@@ -117,6 +117,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 			h.obs.confirmAtSync = append(h.obs.confirmAtSync, confirmAt{a.Key, l})
 		}
 		return ""
+	case "server-sync-waits", "server-sync-copies":
+		// The server's slot sync makes no copy (waits: for a running-xacts record its consumer
+		// has confirmed past), or copies the failover slots again.
+		h.obs.syncWaits = d.Cmd == "server-sync-waits"
+		return ""
+	case "running-xacts":
+		return fmt.Sprintf("asked of the primary: %d", h.obs.runningXacts)
 	case "primary", "standby":
 		h.setSlot(t, d)
 		return ""
