@@ -191,13 +191,13 @@ func MatrixPlans() []Plan {
 		// confirming and slotsync is paused (hookPlan): every copy stands behind its consumer, so
 		// a READY would let the consumer resuming from its slot receive again what it had
 		// confirmed (copy_behind_consumer).
-		exactPlan(hookPlan("hook-exact-copies-behind", nil)),
+		withGateExact(hookPlan("hook-exact-copies-behind", nil)),
 		// The same asked once the primary is killed: the standby's replay paused, the consumers
 		// confirm past it and no copy can follow; the live phase outlasts the record's rhythm
 		// (GateRecordInterval, 5 s), so slotsync's last record shows the consumers well past
 		// their copies; the writes pause a second before the kill, and the standby has replayed
 		// nothing since, so the gate judges from that record; replay resumes at the promotion.
-		exactPlan(Plan{Name: "exact-copies-behind-then-kill", Live: 7000 * ms, Kill: true, Quiesce: 1000 * ms, Steps: []Step{
+		withGateExact(Plan{Name: "exact-copies-behind-then-kill", Live: 7000 * ms, Kill: true, Quiesce: 1000 * ms, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultReplayPaused, For: time.Minute}}}),
 		// The same, asked as a kill follows at once (no hook): the gate without the primary
 		// judges from a record made before the segments were switched, with no commit since.
@@ -379,12 +379,6 @@ func MatrixPlans() []Plan {
 // hookPlan is a plan of the hook's timing (Plan.Hook): three seconds of writes with the steps
 // before, slotsync paused for longer than the hook asks at most, then the last steps, the end of
 // the live phase, each right after the one before.
-// exactPlan is p with the gate asked with --exact (Plan.GateExact).
-func exactPlan(p Plan) Plan {
-	p.GateExact = true
-	return p
-}
-
 func hookPlan(name string, before []Step, last ...Step) Plan {
 	live := 3000 * time.Millisecond
 	p := Plan{
@@ -404,5 +398,11 @@ func hookPlan(name string, before []Step, last ...Step) Plan {
 // withPromotionCheckpoint is p with the promotion's checkpoint done before the consumers resume.
 func withPromotionCheckpoint(p Plan) Plan {
 	p.PromotionCheckpoint = true
+	return p
+}
+
+// withGateExact is p with the gate asked with --exact (Plan.GateExact).
+func withGateExact(p Plan) Plan {
+	p.GateExact = true
 	return p
 }

@@ -53,13 +53,11 @@ type GateAnswer struct {
 	// copy's confirmed_flush): a consumer that resumes from the slot's position may get again
 	// what committed after it, never what committed before.
 	WindowFrom map[string]uint64 `json:"window_from,omitempty"`
-	// Exact: the gate was asked with --exact; a READY slot's window then begins where its
-	// consumer stood when the gate observed, whatever window the answer printed.
-	Exact bool `json:"exact,omitempty"`
 }
 
 // parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type;
-// exact: it was asked with --exact.
+// exact: it was asked with --exact, so a READY slot's window begins where its consumer stood when
+// the gate observed, whatever window the answer printed.
 func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, error) {
 	var raw slotsync.Answer
 	if err := json.Unmarshal(out, &raw); err != nil {
@@ -73,7 +71,6 @@ func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, 
 		Error:      raw.Error,
 		Slots:      map[string]Answer{},
 		Reasons:    map[string][]string{},
-		Exact:      exact,
 	}
 	if raw.Report == nil {
 		return a, nil
@@ -103,8 +100,8 @@ func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, 
 			a.HeldBack[s.Name] = true
 		}
 	}
-	for _, w := range raw.Redelivery { // the windows the answer printed (none promised with --exact)
-		if !exact {
+	if !exact { // the windows the answer printed; with --exact a READY promises none
+		for _, w := range raw.Redelivery {
 			a.window(w.Slot, uint64(w.From))
 		}
 	}
