@@ -140,6 +140,9 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 // chaosIteration runs one plan on a new pair. An error means the pair could not be made.
 func chaosIteration(ctx context.Context, opts ChaosOptions, n int, plan Plan) (ChaosIteration, error) {
 	it := ChaosIteration{Number: n, Seed: plan.Seed, Plan: plan.String(), Faults: plan.Faults(), Drawn: plan}
+	if plan.Method != "" {
+		opts.Method = plan.Method
+	}
 	log := opts.Logger.With("iteration", n)
 	log.Info("plan", "plan", it.Plan)
 	pair, err := newChaosPair(ctx, opts, log)

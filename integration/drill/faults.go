@@ -189,8 +189,8 @@ type Plan struct {
 	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
 	// of theirs holds the standby's catalog horizon back; written plans only.
 	OlderOutside bool `json:"older_slots_outside,omitempty"`
-	// ServerSync: with the native method, the standby's own slot sync worker copies the failover
-	// slots (sync_replication_slots = on, 17+) and slotsync does not drive it (no
+	// ServerSync: with the native method (Method), the standby's own slot sync worker copies
+	// the failover slots (sync_replication_slots = on, 17+) and slotsync does not drive it (no
 	// --native-drive); written plans only.
 	ServerSync bool `json:"server_sync,omitempty"`
 	// PromotionCheckpoint: the checkpoint the promotion asks for is done before the consumers
@@ -201,6 +201,9 @@ type Plan struct {
 	// promises that nothing the consumers confirmed when the gate observed comes again (every
 	// copy exactly at its consumer's position); written plans only.
 	GateExact bool `json:"gate_exact,omitempty"`
+	// Method: slotsync's --method for this plan, in place of the run's (ChaosOptions.Method),
+	// for a plan written for one method (the native method's own sync); written plans only.
+	Method string `json:"method,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -325,6 +328,9 @@ func (p Plan) String() string {
 	}
 	if p.GateExact {
 		b.WriteString("; the gate asked with --exact")
+	}
+	if p.Method != "" {
+		fmt.Fprintf(&b, "; slotsync --method %s", p.Method)
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")

@@ -210,7 +210,7 @@ func MatrixPlans() []Plan {
 		// so the server makes the new copy temporary and waits for the primary slot to catch up,
 		// which an away consumer never lets it do; a temporary slot is dropped at promotion
 		// (rule 4).
-		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Steps: []Step{
+		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Method: "native", Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
 			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 		// A two_phase copy made again while a transaction is prepared (sql method, 16+): the
@@ -229,14 +229,16 @@ func MatrixPlans() []Plan {
 			{At: 3800 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute},
 			{At: 6300 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 		// Failover slots on 17 (native): a transaction prepared, then its consumer turns two_phase
-		// on (the slot's two_phase_at after the PREPARE, which the consumer never gets as such);
-		// the cutover comes before the COMMIT PREPARED, which the new primary makes. PostgreSQL
-		// 17's sync does not carry two_phase_at: decoded from the copy, that commit may be taken
-		// for one whose PREPARE was sent (rule 4, two_phase). The writes pause first, so that
+		// on, having confirmed past the PREPARE it was not sent (the slot's two_phase_at after
+		// it: the primary sends the transaction whole at COMMIT PREPARED); the cutover comes
+		// before that commit, which the new primary makes. PostgreSQL 17's sync does not carry
+		// two_phase_at: decoded from the copy, the commit is taken for one whose PREPARE was
+		// sent, and the transaction never reaches the consumer (rule 4, two_phase). The writes
+		// pause first, so that
 		// the server persists the copies: under writes, or while a transaction is prepared, it
 		// keeps a new copy temporary (its primary slot's catalog_xmin behind the standby's next
 		// xid).
-		{Name: "hook-two-phase-on-while-prepared", Live: 12000 * ms, Hook: true, Kill: true, Steps: []Step{
+		{Name: "hook-two-phase-on-while-prepared", Live: 12000 * ms, Hook: true, Kill: true, Method: "native", Steps: []Step{
 			{At: 200 * ms, Fault: FaultWritesPaused, For: 4000 * ms},
 			{At: 3500 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute}}},
 		// A slot copied again from one made before any write, its consumer away: it will start

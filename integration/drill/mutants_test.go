@@ -79,6 +79,10 @@ var mutantSample = []struct {
 	// copy behind its consumer; READY lets the consumer resuming from its slot receive again
 	// what it had confirmed when the gate observed.
 	{name: "readiness:copy_behind_consumer", major: 17, plan: "hook-exact-copies-behind"},
+	// Rule 4's two_phase on 17, whose sync does not carry two_phase_at (the plan runs the native
+	// method): a consumer turned two_phase on after confirming past a PREPARE it was not sent;
+	// promoted before the COMMIT PREPARED, the copy never sends the transaction.
+	{name: "readiness:two_phase_at_not_synced", major: 17, plan: "hook-two-phase-on-while-prepared"},
 }
 
 // samplePlan is the plan a sample entry names.
