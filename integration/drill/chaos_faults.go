@@ -366,6 +366,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		}
 	case FaultWritesPaused:
 		wd.w.pausedUntil.Store(time.Now().Add(s.For).UnixNano())
+	case FaultSnapshotsRemoved:
+		return wd.removeSnapshots()
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
@@ -385,6 +387,27 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 			}
 		})
 	}
+	return nil
+}
+
+// removeSnapshots removes the standby's serialized decoding snapshots (FaultSnapshotsRemoved).
+func (wd *world) removeSnapshots() error {
+	if wd.pair.Dir == "" {
+		return skipped("the standby's files are reached on a local pair only")
+	}
+	files, err := filepath.Glob(filepath.Join(wd.pair.Standby.DataDir, "pg_logical", "snapshots", "*.snap"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return skipped("no decoding snapshot on the standby")
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
+	}
+	wd.log.Info("the standby's decoding snapshots removed", "files", len(files))
 	return nil
 }
 

@@ -48,7 +48,8 @@ const (
 // ("hook-copies-invalidated", "hook-copies-idle-invalidated"), and of the standby's physical slot
 // made again ("hook-physical-slot-gap"), of a copy's WAL beyond the standby's limit
 // ("hook-copy-wal-beyond-limit", "hook-copies-wal-removed"), of a journal lost
-// ("hook-journal-lost"), of copies behind their consumers ("exact-copies-behind-then-kill").
+// ("hook-journal-lost"), of copies behind their consumers ("exact-copies-behind-then-kill"), of a
+// copy's decoding snapshot removed ("hook-copy-snapshot-removed").
 const (
 	FaultHoldLost          Fault = "catalog_hold_lost"   // the sessions of slotsync's catalog holds on the primary terminated (their temporary slots go)
 	FaultOlderSlotsDropped Fault = "older_slots_dropped" // the older slots FaultSlotBehind copies from dropped on the primary
@@ -94,6 +95,10 @@ const (
 	// the drill's writes paused for a while, the consumers and slotsync going on: a quiet
 	// primary, on which the server's sync persists new copies
 	FaultWritesPaused Fault = "writes_paused"
+	// the standby's serialized decoding snapshots (pg_logical/snapshots) removed by someone else,
+	// as a cleanup that takes them for disposable would: decoding from a copy's restart_lsn then
+	// builds its snapshot again from running-xacts records (local pairs)
+	FaultSnapshotsRemoved Fault = "standby_snapshots_removed"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

@@ -52,6 +52,7 @@ var mutantPlans = map[string][]string{
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
+	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
 	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
 	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
 }
@@ -134,7 +135,7 @@ func Mutants() []Mutant {
 // seeds; drill --plan replays them).
 func MatrixPlans() []Plan {
 	ms := time.Millisecond
-	return []Plan{
+	plans := []Plan{
 		// A slot made again just before a clean stop, the writes going on: its copy is missing,
 		// being made, or ahead of its consumer when the gate is asked.
 		{Name: "fresh-slot-at-cutover", Live: 3000 * ms, Freeze: true, Steps: []Step{{At: 2950 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
@@ -213,34 +214,6 @@ func MatrixPlans() []Plan {
 		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Method: "native", Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
 			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
-		// A two_phase copy made again while a transaction is prepared (sql method, 16+): the
-		// slot's two_phase on first (a transaction prepared, then resolved); the copy dropped on
-		// the standby while a long transaction A is open, so slotsync's new copy waits for A
-		// (its first running-xacts record), then for B, open when A ends; a transaction P begun
-		// after A ended is prepared (the consumer gets it as PREPARE) before B ends, and stays
-		// prepared across the cutover. The new copy's two_phase_at comes after P's PREPARE:
-		// decoded from it, the COMMIT PREPARED the new primary makes brings P again, whole
-		// (rule 4, two_phase).
-		{Name: "hook-copy-made-while-prepared", Live: 6500 * ms, Hook: true, Kill: true, Steps: []Step{
-			{At: 300 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: 200 * ms},
-			{At: 1000 * ms, Fault: FaultLongTransaction, For: 2000 * ms},
-			{At: 1300 * ms, Fault: FaultCopyDropped, Slot: twoPhaseSlot},
-			{At: 2500 * ms, Fault: FaultLongTransaction, For: 2500 * ms},
-			{At: 3800 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute},
-			{At: 6300 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
-		// Failover slots on 17 (native): a transaction prepared, then its consumer turns two_phase
-		// on, having confirmed past the PREPARE it was not sent (the slot's two_phase_at after
-		// it: the primary sends the transaction whole at COMMIT PREPARED); the cutover comes
-		// before that commit, which the new primary makes. PostgreSQL 17's sync does not carry
-		// two_phase_at: decoded from the copy, the commit is taken for one whose PREPARE was
-		// sent, and the transaction never reaches the consumer (rule 4, two_phase). The writes
-		// pause first, so that
-		// the server persists the copies: under writes, or while a transaction is prepared, it
-		// keeps a new copy temporary (its primary slot's catalog_xmin behind the standby's next
-		// xid).
-		{Name: "hook-two-phase-on-while-prepared", Live: 12000 * ms, Hook: true, Kill: true, Method: "native", Steps: []Step{
-			{At: 200 * ms, Fault: FaultWritesPaused, For: 4000 * ms},
-			{At: 3500 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute}}},
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
@@ -375,6 +348,61 @@ func MatrixPlans() []Plan {
 			{At: 8300 * ms, Fault: FaultConsumerBack, Slot: "drill_test_decoding"},
 			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
 			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
+	}
+	return append(plans, decodingPlans()...)
+}
+
+// decodingPlans are the written plans about what decoding from a copy needs beyond its positions
+// (rule 4): a prepared transaction's two_phase_at, the decoding snapshot at its restart_lsn.
+func decodingPlans() []Plan {
+	ms := time.Millisecond
+	return []Plan{
+		// A two_phase copy made again while a transaction is prepared (sql method, 16+): the
+		// slot's two_phase on first (a transaction prepared, then resolved); the copy dropped on
+		// the standby while a long transaction A is open, so slotsync's new copy waits for A
+		// (its first running-xacts record), then for B, open when A ends; a transaction P begun
+		// after A ended is prepared (the consumer gets it as PREPARE) before B ends, and stays
+		// prepared across the cutover. The new copy's two_phase_at comes after P's PREPARE:
+		// decoded from it, the COMMIT PREPARED the new primary makes brings P again, whole
+		// (rule 4, two_phase).
+		{Name: "hook-copy-made-while-prepared", Live: 6500 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 300 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: 200 * ms},
+			{At: 1000 * ms, Fault: FaultLongTransaction, For: 2000 * ms},
+			{At: 1300 * ms, Fault: FaultCopyDropped, Slot: twoPhaseSlot},
+			{At: 2500 * ms, Fault: FaultLongTransaction, For: 2500 * ms},
+			{At: 3800 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute},
+			{At: 6300 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// State-file copies (13-15) and their decoding snapshots: a long transaction L1 open
+		// across running-xacts records, then L2 begun after them and L1 ended, more records: the
+		// slots' restart_lsn (the copies' too) stays at the last snapshot serialized before L2,
+		// one that lists L1 running. The pgoutput consumer away, slotsync paused, the standby's
+		// snapshots removed, L2 commits after what the copies were given. Decoding from a copy
+		// with no snapshot there builds one from the records, consistent only once every
+		// transaction it saw running (L2) has ended: what commits before that, past the copy's
+		// confirmed_flush, is skipped (rule 4). The copy's catalog_xmin, taken by the standby's
+		// fast-forward advance from the oldest running xid, then stands ahead of the primary's
+		// (which L2's older base snapshot holds back), and its own order is no longer proven
+		// without the snapshot: copy_catalog_xmin_ahead holds the mutant too (both off: killed).
+		{Name: "hook-copy-snapshot-removed", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultLongTransaction, For: 1500 * ms},
+			{At: 1300 * ms, Fault: FaultRunningXacts, For: 400 * ms},
+			{At: 2000 * ms, Fault: FaultLongTransaction, For: 4000 * ms},
+			{At: 3000 * ms, Fault: FaultRunningXacts, For: 400 * ms},
+			{At: 3700 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+			{At: 4000 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second},
+			{At: 4300 * ms, Fault: FaultSnapshotsRemoved}}},
+		// Failover slots on 17 (native): a transaction prepared, then its consumer turns two_phase
+		// on, having confirmed past the PREPARE it was not sent (the slot's two_phase_at after
+		// it: the primary sends the transaction whole at COMMIT PREPARED); the cutover comes
+		// before that commit, which the new primary makes. PostgreSQL 17's sync does not carry
+		// two_phase_at: decoded from the copy, the commit is taken for one whose PREPARE was
+		// sent, and the transaction never reaches the consumer (rule 4, two_phase). The writes
+		// pause first, so that the server persists the copies: under writes, or while a
+		// transaction is prepared, it keeps a new copy temporary (its primary slot's catalog_xmin
+		// behind the standby's next xid).
+		{Name: "hook-two-phase-on-while-prepared", Live: 12000 * ms, Hook: true, Kill: true, Method: "native", Steps: []Step{
+			{At: 200 * ms, Fault: FaultWritesPaused, For: 4000 * ms},
+			{At: 3500 * ms, Fault: FaultTwoPhase, Slot: twoPhaseSlot, For: time.Minute}}},
 	}
 }
 
