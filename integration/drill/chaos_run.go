@@ -413,8 +413,8 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					early++
 				}
 			}
-			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Reasons: a.answer.Reasons[f.c.slot], Binding: a.binding,
-				ExitCode: a.answer.Exit, Error: a.answer.Error,
+			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Binding: a.binding,
+				Reasons: a.answer.Reasons[f.c.slot], Detail: a.answer.Details[f.c.slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
 				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.fromSlot, WindowFrom: window}.Assess())

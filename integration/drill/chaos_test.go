@@ -95,7 +95,7 @@ func TestAssess(t *testing.T) {
 
 func TestParseCheck(t *testing.T) {
 	out := []byte(`{"ready":false,"exit_code":1,"method":"sql","without_primary":{"observed_at":"2026-12-01T10:00:00Z","synchronized_standby":true},
-		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false}},{"name":"c","gate":false,"verdict":{"ready":true}},
+		"slots":[{"name":"a","gate":true,"verdict":{"ready":true}},{"name":"b","gate":true,"verdict":{"ready":false,"reasons":["copy_catalog_xmin_ahead"],"detail":"the copy's catalog_xmin 772 is 41 transactions newer than the primary's 731"}},{"name":"c","gate":false,"verdict":{"ready":true}},
 		{"name":"f","gate":true,"held_back":true,"verdict":{"ready":true}},
 		{"name":"w","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/300"}},
 		{"name":"e","gate":true,"verdict":{"ready":true},"primary":{"restart_lsn":"0/100","confirmed_flush":"0/500"},"copy":{"restart_lsn":"0/100","confirmed_flush":"0/500"}}],
@@ -106,6 +106,10 @@ func TestParseCheck(t *testing.T) {
 	}
 	if a.For("a") != AnswerReady || a.For("b") != AnswerNotReady || a.For("c") != AnswerNotReady || a.For("d") != AnswerNotReady {
 		t.Fatalf("answers: %+v", a)
+	}
+	// A NOT READY keeps the gate's words, with the numbers behind its reasons; a READY has none.
+	if a.Reasons["b"][0] != "copy_catalog_xmin_ahead" || !strings.Contains(a.Details["b"], "772") || len(a.Details) != 1 {
+		t.Fatalf("reasons and details: %+v %+v", a.Reasons, a.Details)
 	}
 	if !a.WithoutPrimary || !a.SynchronizedStandby || a.ObservedAt.IsZero() || a.Method != "sql" {
 		t.Fatalf("without the primary: %+v", a)

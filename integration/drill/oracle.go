@@ -40,8 +40,10 @@ type GateAnswer struct {
 	Error      string            `json:"error,omitempty"`
 	Method     string            `json:"method,omitempty"`
 	Slots      map[string]Answer `json:"slots"`
-	// Reasons: why each slot is NOT READY (the gate's reason codes).
+	// Reasons: why each slot is NOT READY (the gate's reason codes); Details: the gate's words
+	// for them, with the positions and xids behind each.
 	Reasons map[string][]string `json:"reasons,omitempty"`
+	Details map[string]string   `json:"details,omitempty"`
 	// Without the primary: when the judged record was observed, whether the primary's
 	// synchronized_standby_slots listed the standby, and the slots for which the answer promised
 	// that no consumer could be ahead of the standby (failover slots then: held_back).
@@ -71,6 +73,7 @@ func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, 
 		Error:      raw.Error,
 		Slots:      map[string]Answer{},
 		Reasons:    map[string][]string{},
+		Details:    map[string]string{},
 	}
 	if raw.Report == nil {
 		return a, nil
@@ -86,6 +89,9 @@ func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, 
 		a.Slots[s.Name] = AnswerNotReady
 		for _, r := range s.Verdict.Reasons {
 			a.Reasons[s.Name] = append(a.Reasons[s.Name], string(r))
+		}
+		if !s.Verdict.Ready && s.Verdict.Detail != "" {
+			a.Details[s.Name] = s.Verdict.Detail
 		}
 		if s.Verdict.Ready {
 			a.Slots[s.Name] = AnswerReady
@@ -178,8 +184,9 @@ type Judged struct {
 	Slot   string `json:"slot"`
 	Asked  string `json:"asked"` // "with the primary" or "without the primary"
 	Answer Answer `json:"answer"`
-	// Reasons: why the gate said NOT READY (its reason codes).
+	// Reasons: why the gate said NOT READY (its reason codes); Detail: its words for them.
 	Reasons []string `json:"reasons,omitempty"`
+	Detail  string   `json:"detail,omitempty"`
 	// ExitCode and Error: the gate's exit code, and its error when it could not answer.
 	ExitCode int    `json:"exit_code"`
 	Error    string `json:"error,omitempty"`
