@@ -229,8 +229,10 @@ type world struct {
 	// promotion.
 	hook, byServers bool
 	walEnd          pglogrepl.LSN
-	// exact: the gate is asked with --exact (Plan.GateExact).
-	exact bool
+	// exact: the gate is asked with --exact (Plan.GateExact); native: how the native method
+	// runs (Plan.ServerSync, Plan.KeepStale).
+	exact  bool
+	native nativeOpts
 	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
 	hookAnswers []string
 	// liveness: the gate not READY in a quiet window (world.quiet).
@@ -354,10 +356,8 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	primary := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres sslmode=disable connect_timeout=2", proxy.Port(), integration.Superuser)
 	wd.primaryDSN = primary
 	wd.stateDir = filepath.Join(dir, "state")
-	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), wd.stateDir, opts.Method)
-	if plan.ServerSync {
-		wd.gateArgs = slices.DeleteFunc(wd.gateArgs, func(a string) bool { return a == "--native-drive" })
-	}
+	wd.native = nativeOpts{serverSync: plan.ServerSync, keepStale: plan.KeepStale}
+	wd.gateArgs = gateArgs(primary, pair.Standby.DSN("postgres"), wd.stateDir, opts.Method, wd.native)
 	if plan.OlderOutside {
 		wd.gateArgs = append(wd.gateArgs, "--ignore-slots", behind("*"))
 	}
@@ -420,22 +420,34 @@ func reachedFailpoint(fp string, statefile bool) string {
 }
 
 // gateArgs are the flags `slotsync check` (and `run`, beside them) takes for one standby.
-func gateArgs(primary, standby, stateDir, method string) []string {
+func gateArgs(primary, standby, stateDir, method string, native nativeOpts) []string {
 	return append([]string{"--primary", primary, "--standby", standby, "--state-dir", stateDir, "--primary-connect-timeout", "2s"},
-		methodArgs(method)...)
+		methodArgs(method, native)...)
 }
+
+// nativeOpts: how a plan runs the native method: serverSync, the server's own worker syncs and
+// slotsync does not drive it (Plan.ServerSync); keepStale, the same-name slots a demotion left
+// on the standby are not dropped (Plan.KeepStale).
+type nativeOpts struct{ serverSync, keepStale bool }
 
 // methodArgs are the flags of slotsync's method, for `run` and `check` alike: with native, the
 // server's slot sync driven by slotsync (pg_sync_replication_slots(), no sync_replication_slots
-// needed) and same-name slots a demotion left on the standby dropped.
-func methodArgs(method string) []string {
-	switch method {
-	case "":
+// needed) and same-name slots a demotion left on the standby dropped, unless the plan says not.
+func methodArgs(method string, native nativeOpts) []string {
+	args := []string{"--method", method}
+	switch {
+	case method == "":
 		return nil
-	case "native":
-		return []string{"--method", method, "--native-drive", "--drop-stale"}
+	case method != "native":
+		return args
 	}
-	return []string{"--method", method}
+	if !native.serverSync {
+		args = append(args, "--native-drive")
+	}
+	if !native.keepStale {
+		args = append(args, "--drop-stale")
+	}
+	return args
 }
 
 // statefileMethod: slotsync runs the state-file method on this pair (auto picks it up to 15).
@@ -522,7 +534,8 @@ func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOpti
 		return "", fmt.Errorf("second standby: %w", err)
 	}
 	wd.secondNode = n
-	args, err := sidecarArgs(wd.pair, opts.Method, 0, gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method))
+	gate := gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method, wd.native)
+	args, err := sidecarArgs(wd.pair, opts.Method, 0, gate)
 	if err != nil {
 		return "", err
 	}

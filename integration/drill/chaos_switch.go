@@ -22,7 +22,7 @@ func (wd *world) switchoverAndBack(ctx context.Context) error {
 		return skipped("a switchover needs a local pair")
 	}
 	if wd.otherArgs == nil {
-		wd.otherArgs = gateArgs(wd.pair.Standby.DSN("postgres"), wd.pair.Primary.DSN("postgres"), filepath.Join(wd.dir, "other-state"), wd.method)
+		wd.otherArgs = gateArgs(wd.pair.Standby.DSN("postgres"), wd.pair.Primary.DSN("postgres"), filepath.Join(wd.dir, "other-state"), wd.method, wd.native)
 	}
 	if done, err := wd.switchTo(ctx); err != nil || !done {
 		return err
@@ -86,7 +86,7 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 		wd.switchProblems = append(wd.switchProblems, err.Error())
 	}
 	wd.startWrites(ctx, newPrimary)
-	if err := wd.pair.Rejoin(ctx, false); err != nil {
+	if err := wd.pair.Rejoin(ctx, wd.native.keepStale); err != nil {
 		// Rebuilt, but its start failed: the slotsync beside it may have been restarting it
 		// (the state-file method) at that moment. Fine if it comes up as a standby.
 		if wd.pair.Primary != newPrimary || wd.standbyUp(ctx) != nil {

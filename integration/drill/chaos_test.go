@@ -203,17 +203,19 @@ func TestChaos(t *testing.T) {
 	pgtest.ForEachMajor(t, majors, func(t *testing.T, major int) {
 		bin := failpointSlotsync(t)
 		var logs bytes.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*3*time.Minute)
+		var plans []Plan
+		if want := os.Getenv("SLOTSYNC_CHAOS_PLANS"); want != "" {
+			plans = matrixPlans(t, want) // the plans written for the rules (mutants.go)
+		}
+		// Three minutes an iteration: the drawn ones, or each written plan (a sweep of them all
+		// was cut at the sixth's bound before).
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(max(n, len(plans)))*3*time.Minute)
 		defer cancel()
 		state := t.TempDir()
 		if dir := os.Getenv("SLOTSYNC_CHAOS_STATE_DIR"); dir != "" {
 			state = filepath.Join(dir, fmt.Sprint(major)) // kept: slotsync's logs and journals, to read after a failure
 		}
 		report := os.Getenv("SLOTSYNC_CHAOS_REPORT")
-		var plans []Plan
-		if want := os.Getenv("SLOTSYNC_CHAOS_PLANS"); want != "" {
-			plans = matrixPlans(t, want) // the plans written for the rules (mutants.go)
-		}
 		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Plans: plans, Slotsync: bin, Arm: crashAt, StateDir: state,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
@@ -524,6 +526,27 @@ func TestReachedFailpoint(t *testing.T) {
 			if sf && other || !sf && own {
 				t.Errorf("%s on the state-file method %v: armed %s, a step it never reaches", step, sf, got)
 			}
+		}
+	}
+}
+
+// TestMethodArgs: the native method's flags drive the server's sync unless the plan leaves it
+// to the server's own worker (Plan.ServerSync), and drop stale same-name slots unless it keeps
+// them (Plan.KeepStale); a plan naming no method passes none.
+func TestMethodArgs(t *testing.T) {
+	for _, c := range []struct {
+		method string
+		native nativeOpts
+		want   string
+	}{
+		{"", nativeOpts{}, ""},
+		{"sql", nativeOpts{keepStale: true}, "--method sql"},
+		{"native", nativeOpts{}, "--method native --native-drive --drop-stale"},
+		{"native", nativeOpts{serverSync: true}, "--method native --drop-stale"},
+		{"native", nativeOpts{keepStale: true}, "--method native --native-drive"},
+	} {
+		if got := strings.Join(methodArgs(c.method, c.native), " "); got != c.want {
+			t.Errorf("%q (%+v): %q, want %q", c.method, c.native, got, c.want)
 		}
 	}
 }

@@ -209,6 +209,10 @@ type Plan struct {
 	// Method: slotsync's --method for this plan, in place of the run's (ChaosOptions.Method),
 	// for a plan written for one method (the native method's own sync); written plans only.
 	Method string `json:"method,omitempty"`
+	// KeepStale: with the native method, a switchover rejoins the old primary with its slots,
+	// as after pg_rewind, and slotsync runs without --drop-stale: those same-name slots, which
+	// the server's sync will not take over, stay as they were; written plans only.
+	KeepStale bool `json:"keep_stale,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -336,6 +340,9 @@ func (p Plan) String() string {
 	}
 	if p.Method != "" {
 		fmt.Fprintf(&b, "; slotsync --method %s", p.Method)
+	}
+	if p.KeepStale {
+		b.WriteString(" without --drop-stale")
 	}
 	if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")

@@ -53,6 +53,8 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
 	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
+	"readiness:not_synced":                 {"switchover-stale-copies"},
+	"without:not_synced":                   {"switchover-stale-copies"},
 	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
 	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
 }
@@ -205,15 +207,6 @@ func MatrixPlans() []Plan {
 		{Name: "copy-wal-beyond-limit-then-kill", Live: 3000 * ms, Kill: true, PromotionCheckpoint: true, Steps: []Step{
 			{At: 500 * ms, Fault: FaultSlotWALLimit}, {At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 2800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}, {At: 3000 * ms, Fault: FaultWALSwitched}}},
-		// Failover slots and the server's own sync worker (native, 17+): a slot dropped (the
-		// server's sync drops its copy), then copied again from one made before any write, its
-		// consumer away, slotsync running. Its catalog_xmin precedes what the standby can keep,
-		// so the server makes the new copy temporary and waits for the primary slot to catch up,
-		// which an away consumer never lets it do; a temporary slot is dropped at promotion
-		// (rule 4).
-		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Method: "native", Steps: []Step{
-			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
-			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from one made before any write, its consumer away: it will start
 		// over, far behind the copy (rule 2).
 		hookPlan("hook-slot-behind", nil, Step{Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}),
@@ -349,7 +342,32 @@ func MatrixPlans() []Plan {
 			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
 			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
 	}
-	return append(plans, decodingPlans()...)
+	return append(append(plans, decodingPlans()...), nativePlans()...)
+}
+
+// nativePlans are the written plans of the native method (17+), which each names.
+func nativePlans() []Plan {
+	ms := time.Millisecond
+	return []Plan{
+		// Failover slots and the server's own sync worker (native, 17+): a slot dropped (the
+		// server's sync drops its copy), then copied again from one made before any write, its
+		// consumer away, slotsync running. Its catalog_xmin precedes what the standby can keep,
+		// so the server makes the new copy temporary and waits for the primary slot to catch up,
+		// which an away consumer never lets it do; a temporary slot is dropped at promotion
+		// (rule 4).
+		{Name: "hook-synced-copy-temporary", Live: 6000 * ms, Hook: true, Kill: true, ServerSync: true, Method: "native", Steps: []Step{
+			{At: 1500 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
+			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
+		// A switchover and back with slotsync left to keep the same-name slots a demotion
+		// leaves on the old primary (no --drop-stale): the server's sync refuses to take them
+		// over, so they stay where the demotion left them while the consumers move on, behind
+		// them; the gate beside that node says not_synced, and the switch back waits for READY.
+		// The writes pause first, so that the server persists the first copies (under writes
+		// it keeps them temporary, and the first switch would wait for them).
+		{Name: "switchover-stale-copies", Live: 6000 * ms, Method: "native", KeepStale: true, Steps: []Step{
+			{At: 200 * ms, Fault: FaultWritesPaused, For: 4000 * ms},
+			{At: 3500 * ms, Fault: FaultSwitchover}}},
+	}
 }
 
 // decodingPlans are the written plans about what decoding from a copy needs beyond its positions
