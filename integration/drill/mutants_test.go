@@ -62,12 +62,6 @@ var mutantSample = []struct {
 	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
 	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
 	{name: "without:identity_mismatch", major: 17, seed: 20261709},
-	// Rule 4's "positions known", found by round 14's long run: slotsync crashes before it drops
-	// a copy to make it again (a slot's two_phase turned on while a transaction is prepared),
-	// then is paused and killed; at a clean stop the copies are being made, their positions
-	// unknown; READY would lose 15 changes on each slot (18: killed 3 of 3 runs, the gate as
-	// built right 3 of 3 with the long run's; on 17 the mutant's one run lost nothing).
-	{name: "readiness:copy_positions_unknown", major: 18, seed: 20306044},
 	// Rule 4's WAL, round 15's fix: the standby's max_slot_wal_keep_size no longer covers the
 	// copies (slotsync paused, WAL segments switched), no restartpoint yet, so the standby's
 	// wal_status still says "reserved"; the promotion's checkpoint invalidates them.
