@@ -679,22 +679,18 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 }
 
 // untilConfirmedPastPrepare waits, up to 5 s, until feed i's consumer has confirmed the WAL
-// flushed with the PREPARE: a consumer without two_phase is not sent the PREPARE, and confirms
+// written with the PREPARE: a consumer without two_phase is not sent the PREPARE, and confirms
 // past it on the next keepalive, as pg_recvlogical and subscriptions do. Turned on after that,
 // the slot's two_phase_at follows the PREPARE, and the COMMIT PREPARED brings the transaction
 // whole; turned on before, the reconnection is sent the PREPARE itself. The fault means the
 // first: which of the two a run got was the keepalive's race with the reconnection.
 func (wd *world) untilConfirmedPastPrepare(ctx context.Context, i int) {
-	var text string
-	if err := wd.pair.Primary.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn()::text", nil, &text); err != nil {
-		return
-	}
-	flushed, err := pglogrepl.ParseLSN(text)
+	written, err := wd.pair.CurrentLSN(ctx)
 	if err != nil {
 		return
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if wd.feeds[i].c.confirmedAt(time.Now()) >= flushed {
+		if wd.feeds[i].c.confirmedAt(time.Now()) >= written {
 			return
 		}
 		sleepUntil(ctx, time.Now().Add(50*time.Millisecond))
