@@ -88,10 +88,11 @@ type ReadinessInput struct {
 	RequireHorizon bool
 	StandbyHorizon XID
 	WALVerified    bool
-	// RequireSnapshot (state-file method, rule 4): the standby must decode consistently from the
-	// copy's restart_lsn. CopySnapshot: it has the serialized snapshot there, or the primary had
-	// none there either (its own decoding rebuilds one from the same WAL). CopySnapshotUnknown:
-	// the role may not look.
+	// RequireSnapshot (rule 4): the standby must decode consistently from the copy's restart_lsn
+	// (state-file copies; copies of the standby's own decoding that slotsync made).
+	// CopySnapshot: it has the serialized snapshot there, or decoding from there rebuilds the
+	// same one from scratch (a state-file copy where the primary had none either; an own copy
+	// still at the restart_lsn it was made at). CopySnapshotUnknown: the role may not look.
 	RequireSnapshot     bool
 	CopySnapshot        bool
 	CopySnapshotUnknown bool
@@ -303,8 +304,8 @@ func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 		if in.CopySnapshotUnknown {
 			add(
 				ReasonCopySnapshotUnknown,
-				"cannot tell whether the standby has the decoding snapshot at the copy's restart_lsn %s (GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO the "+
-					"slotsync role, on the primary)",
+				"cannot tell whether the standby has the decoding snapshot at the copy's restart_lsn %s (GRANT pg_monitor, on 15+, or EXECUTE ON FUNCTION "+
+					"pg_stat_file(text, boolean) TO the slotsync role, on the primary)",
 				c.RestartLSN,
 			)
 		} else {

@@ -102,9 +102,9 @@ func (e *Engine) apply(ctx context.Context, sess method.Session, a Action) resul
 	}
 	switch a.Kind {
 	case KindCreate:
-		return fail(sess.Create(ctx, a.Primary))
+		return made(sess, a.Slot, sess.Create(ctx, a.Primary))
 	case KindRecreate:
-		return fail(sess.Replace(ctx, a.Primary, a.CopyDatabase))
+		return made(sess, a.Slot, sess.Replace(ctx, a.Primary, a.CopyDatabase))
 	case KindAdvance:
 		end, err := sess.Advance(ctx, a.Slot, a.Primary.Database, a.Target)
 		return result{Outcome: method.Outcome{Err: err}, end: end}
@@ -116,6 +116,15 @@ func (e *Engine) apply(ctx context.Context, sess method.Session, a Action) resul
 		}
 	}
 	return result{}
+}
+
+// made is the result of making a copy of slot: where it was made, when its session says (rule 4).
+func made(sess method.Session, slot string, err error) result {
+	r := result{Outcome: method.Outcome{Err: err}}
+	if sr, ok := sess.(method.ScratchReporter); ok && err == nil {
+		r.ScratchAt = sr.ScratchAt(slot)
+	}
+	return r
 }
 
 func (e *Engine) anyChanged(actions []Action, results []result) bool {

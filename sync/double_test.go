@@ -195,11 +195,22 @@ func (m *simMethod) sorted() string {
 }
 
 var (
-	_ method.Method      = (*simMethod)(nil)
-	_ method.Session     = (*simMethod)(nil)
-	_ method.Flusher     = (*simMethod)(nil)
-	_ method.ExactCopier = (*simMethod)(nil)
+	_ method.Method          = (*simMethod)(nil)
+	_ method.Session         = (*simMethod)(nil)
+	_ method.Flusher         = (*simMethod)(nil)
+	_ method.ExactCopier     = (*simMethod)(nil)
+	_ method.ScratchReporter = (*simMethod)(nil)
 )
+
+// ScratchAt is where the standby's own decoding made the copy of slot (its restart_lsn then).
+func (m *simMethod) ScratchAt(slot string) lsncheck.LSN {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.traits.BatchesCreates || m.obs == nil {
+		return 0
+	}
+	return m.obs.snap.Standby.Slots[slot].RestartLSN
+}
 
 func (m *simMethod) Traits() method.Traits   { return m.traits }
 func (m *simMethod) Session() method.Session { return m }
@@ -267,7 +278,10 @@ func (m *simMethod) Advance(_ context.Context, name, _ string, target lsncheck.L
 	cp := m.obs.snap.Standby.Slots[name]
 	ps := m.obs.snap.Primary.Slots[name]
 	cp.ConfirmedFlush = max(cp.ConfirmedFlush, target)
-	cp.RestartLSN = max(cp.RestartLSN, min(ps.RestartLSN, target))
+	if restart := max(cp.RestartLSN, min(ps.RestartLSN, target)); restart != cp.RestartLSN {
+		// Decoding moves restart_lsn only onto a snapshot it serialized (snapbuild.c).
+		cp.RestartLSN, cp.Snapshot = restart, topology.SnapshotPresent
+	}
 	if !lsncheck.XIDPrecedes(ps.CatalogXmin, cp.CatalogXmin) {
 		cp.CatalogXmin = ps.CatalogXmin
 	}

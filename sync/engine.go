@@ -153,7 +153,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	link := cfg.primaryLink(primary)
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
-		ownStandbySlots: cfg.Native.ManageStandbySlots, stateFiles: mayJudgeStateFiles(cfg, j)}, j)
+		ownStandbySlots: cfg.Native.ManageStandbySlots}, j)
 	e.lock = lock
 	// A statement on the standby outlives --slot-timeout (the client's bound) only when the
 	// client's cancel cannot reach it: then the server's own bound ends it a little later.

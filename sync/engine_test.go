@@ -359,27 +359,6 @@ func TestWakeRunsAPassNow(t *testing.T) {
 	}
 }
 
-// TestMayJudgeStateFiles: on 17+ the observer looks for decoding snapshots only when state-file
-// copies may be judged there: the method asked for, or the journal's record of the daemon's.
-func TestMayJudgeStateFiles(t *testing.T) {
-	sf := string(topology.MethodStatefile)
-	for _, c := range []struct {
-		method topology.Method
-		j      Journal
-		want   bool
-	}{
-		{topology.MethodSQL, Journal{}, false},
-		{topology.MethodAuto, Journal{Slots: map[string]*Entry{"cdc": {Method: "sql"}}}, false},
-		{topology.MethodStatefile, Journal{}, true},
-		{topology.MethodAuto, Journal{Gate: &GateRecord{Method: sf}}, true},
-		{topology.MethodAuto, Journal{Slots: map[string]*Entry{"cdc": {Method: sf}}}, true},
-	} {
-		if got := mayJudgeStateFiles(Config{Method: c.method}, &c.j); got != c.want {
-			t.Errorf("method %s, journal %+v: %v, want %v", c.method, c.j, got, c.want)
-		}
-	}
-}
-
 // TestCopyTraits: each copy answers to the rules of the method its journal entry names (an exact
 // copy beside the sql method's own is judged as a state-file copy); an entry of a primary's own
 // slots, or none, to the method in force's; whether the server syncs is the method in force's.
@@ -403,8 +382,5 @@ func TestCopyTraits(t *testing.T) {
 		if got := copyTraits(c.inForce, c.ent); got != c.want {
 			t.Errorf("in force %+v, entry %+v: %+v, want %+v", c.inForce, c.ent, got, c.want)
 		}
-	}
-	if !mayJudgeStateFiles(Config{Method: topology.MethodSQL, ExactCopyAfter: time.Minute}, &Journal{}) {
-		t.Error("--exact-copy-after: state-file copies are to be judged on 17+")
 	}
 }

@@ -2,6 +2,7 @@ package sync
 
 import (
 	"github.com/slotsync/slotsync/lsncheck"
+	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
 )
 
@@ -38,6 +39,11 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			sr.Gate = true
 			ent := e.journal.Slots[a.Slot]
 			t := copyTraits(e.traits, ent) // by the rules of the method that made the copy
+			needsSnapshot := t.NeedsSnapshot || ownAdvancedCopy(t, ent, cp, e.cfg.StateDir != "")
+			var scratchAt lsncheck.LSN
+			if ent != nil {
+				scratchAt = ent.ScratchAt
+			}
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
@@ -50,12 +56,11 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: t.NeedsSnapshot && ent != nil && ent.WALVerified,
 				StandbyWALEnd:    obs.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
-				RequireHorizon:  t.NeedsHorizon,
-				StandbyHorizon:  obs.Physical.CatalogHorizon(),
-				WALVerified:     ent != nil && ent.WALVerified,
-				RequireSnapshot: t.NeedsSnapshot,
-				CopySnapshot: cp.Snapshot == topology.SnapshotPresent ||
-					(ent != nil && ent.ScratchAt != 0 && ent.ScratchAt == cp.RestartLSN),
+				RequireHorizon:      t.NeedsHorizon,
+				StandbyHorizon:      obs.Physical.CatalogHorizon(),
+				WALVerified:         ent != nil && ent.WALVerified,
+				RequireSnapshot:     needsSnapshot,
+				CopySnapshot:        cp.Snapshot == topology.SnapshotPresent || scratchAt != 0 && scratchAt == cp.RestartLSN,
 				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
 				OwnDecoding:         t.OwnDecoding,
 				HorizonSeenAt:       horizonSeenAt(ent),
@@ -67,8 +72,27 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
 			sr.catalogByFeedback = hasCopy && (t.NeedsHorizon || t.OwnDecoding && lsncheck.XIDPrecedes(cp.CatalogXmin, ps.CatalogXmin))
+			sr.needsSnapshot, sr.snapshotBeyond = needsSnapshot, scratchAt
 		}
 		out = append(out, sr)
 	}
 	return out
+}
+
+// ownAdvancedCopy says whether a copy is one slotsync made by the standby's own decoding (sql,
+// or the native method's own), or may be (no journal): once advanced, decoding restarts from the
+// snapshot it serialized at the copy's restart_lsn, which a promoted standby without it rebuilds
+// from running-xacts records, skipping what commits before it is consistent again (rule 4). A
+// copy the server syncs is the server's: its sync looks for that snapshot itself before it
+// moves restart_lsn.
+// With a journal, a copy without an entry is not slotsync's (copy_not_ours).
+func ownAdvancedCopy(t method.Traits, ent *Entry, cp topology.Slot, journal bool) bool {
+	if !t.OwnDecoding || cp.Synced {
+		return false
+	}
+	if ent == nil {
+		return !journal // where the copy was made is not known: it needs its snapshot wherever it is
+	}
+	m := topology.Method(ent.Method)
+	return m == topology.MethodSQL || m == topology.MethodNative
 }

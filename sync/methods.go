@@ -86,21 +86,6 @@ func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
 	return statefile.NewRecovery(cfg.Statefile, deps)
 }
 
-// mayJudgeStateFiles says whether this engine may judge state-file copies on 17+, where auto
-// never chooses that method: it was asked for (or exact copies beside another method), or the
-// journal records copies it made (the gate beside a daemon that runs it).
-func mayJudgeStateFiles(cfg Config, j *Journal) bool {
-	if cfg.Method == topology.MethodStatefile || cfg.ExactCopyAfter > 0 || j.Gate != nil && j.Gate.Method == string(topology.MethodStatefile) {
-		return true
-	}
-	for _, ent := range j.Slots {
-		if ent.Method == string(topology.MethodStatefile) {
-			return true
-		}
-	}
-	return false
-}
-
 // drivesServerSync says whether the engine drives the server's slot sync itself
 // (--native-drive with the native method): each pass runs pg_sync_replication_slots() first.
 func drivesServerSync(cfg Config) bool {

@@ -153,13 +153,9 @@ type pgObserver struct {
 	// ownStandbySlots: on a node that is the primary, read what its synchronized_standby_slots
 	// lists (only --manage-synchronized-standby-slots uses it).
 	ownStandbySlots bool
-	// snapshots: the standby is in recovery and the role may look for the decoding snapshots of
-	// state-file copies (rule 4), on a major where such copies are made (16 and older, or 17+
-	// with stateFiles).
-	snapshots bool
-	// stateFiles: state-file copies may be judged on 17+, where auto never chooses that method
-	// (mayJudgeStateFiles): only then does a pass there look for snapshots.
-	stateFiles bool
+	// snapshots: the standby is in recovery and the role may look for the copies' decoding
+	// snapshots (rule 4); listSnapshots: with pg_ls_logicalsnapdir().
+	snapshots, listSnapshots bool
 }
 
 // readSnapshots fills in whether each standby slot has its decoding snapshot, when it may.
@@ -167,7 +163,7 @@ func (o *pgObserver) readSnapshots(ctx context.Context, sconn *pgx.Conn, slots m
 	if !o.snapshots || len(slots) == 0 {
 		return nil
 	}
-	return topology.ReadSnapshots(ctx, sconn, slots)
+	return topology.ReadSnapshots(ctx, sconn, slots, o.listSnapshots)
 }
 
 // errNoPrimary: no primary is known (no --primary, and primary_conninfo is empty).
@@ -250,7 +246,7 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	i := obs.Standby.Info
-	o.snapshots = i.InRecovery && i.CanStatFiles && (i.Major() <= 16 || o.stateFiles)
+	o.snapshots, o.listSnapshots = i.InRecovery && (i.CanStatFiles || i.CanListSnapshots), i.CanListSnapshots
 	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}

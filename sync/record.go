@@ -67,6 +67,10 @@ type GateSlot struct {
 	// the standby's feedback, seen holding them since horizon_seen_at (rule 4): a state-file
 	// copy, or a copy of the standby's own decoding behind the primary slot's catalog_xmin.
 	CatalogByFeedback bool `json:"catalog_by_feedback,omitempty"`
+	// SnapshotNeeded: the copy is READY only with its decoding snapshot at its restart_lsn
+	// (rule 4), unless that is still ScratchAt, where the copy was made from scratch.
+	SnapshotNeeded bool         `json:"snapshot_needed,omitempty"`
+	ScratchAt      lsncheck.LSN `json:"scratch_at,omitempty"`
 }
 
 // WithoutPrimary says that a report was judged without the primary, from what and how old.
@@ -95,7 +99,7 @@ func newGateRecord(at time.Time, method topology.Method, synced bool, standby to
 		gs := GateSlot{Identity: lsncheck.Identity{Name: s.Name, Database: s.Database, Plugin: s.Plugin},
 			Ready: s.Verdict.Ready, Reasons: s.Verdict.Reasons, Detail: s.Verdict.Detail, Primary: *s.Primary,
 			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced,
-			CatalogByFeedback: s.catalogByFeedback}
+			CatalogByFeedback: s.catalogByFeedback, SnapshotNeeded: s.needsSnapshot, ScratchAt: s.snapshotBeyond}
 		if s.Copy != nil {
 			gs.Copy = *s.Copy
 			gs.Identity.TwoPhase = s.primaryTwoPhase
@@ -242,6 +246,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		case cp.ConfirmedFlush < gs.Copy.ConfirmedFlush:
 			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the copy went back from %s to %s since the last observation: it is another slot",
 				gs.Copy.ConfirmedFlush, cp.ConfirmedFlush))
+		case gs.SnapshotNeeded && cp.RestartLSN != gs.ScratchAt && cp.Snapshot != topology.SnapshotPresent:
+			notReady(snapshotGone(cp))
 		case gs.CatalogByFeedback && standby.Info.ReloadedAt.After(rec.StandbyReloadedAt):
 			notReady(lsncheck.ReasonCatalogUnprotected, fmt.Sprintf("the standby's configuration was reloaded at %s, after the record: its hot_standby_feedback "+
 				"may have been off while the primary lived, and a VACUUM then may have removed the copy's catalog rows", standby.Info.ReloadedAt.Format("15:04:05.000")))
@@ -256,6 +262,16 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		out = append(out, sr)
 	}
 	return out
+}
+
+// snapshotGone says why a copy that needs its decoding snapshot is not READY without it (rule 4).
+func snapshotGone(cp topology.Slot) (lsncheck.Reason, string) {
+	if cp.Snapshot == topology.SnapshotUnknown {
+		return lsncheck.ReasonCopySnapshotUnknown, fmt.Sprintf("cannot tell whether the standby still has the decoding snapshot at the copy's restart_lsn %s "+
+			"(the role may call neither pg_ls_logicalsnapdir() nor pg_stat_file(text, boolean))", cp.RestartLSN)
+	}
+	return lsncheck.ReasonCopySnapshotMissing, fmt.Sprintf("the standby no longer has the decoding snapshot at the copy's restart_lsn %s: decoding there "+
+		"would rebuild one and could skip a transaction open across it", cp.RestartLSN)
 }
 
 // otherTimeline says whether the standby is known to be on another timeline than the record's

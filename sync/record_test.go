@@ -56,6 +56,12 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 			r.Slots["a"] = gs
 			return r
 		}(), standby(nil), false, lsncheck.ReasonIdentityMismatch},
+		{"snapshot needed, still there", needsSnapshot(rec(true), 0), standby(func(s *topology.Slot) { s.Snapshot = topology.SnapshotPresent }), true, ""},
+		{"snapshot needed, removed since", needsSnapshot(rec(true), 0), standby(func(s *topology.Slot) { s.Snapshot = topology.SnapshotAbsent }), false,
+			lsncheck.ReasonCopySnapshotMissing},
+		{"snapshot needed, cannot look", needsSnapshot(rec(true), 0), standby(nil), false, lsncheck.ReasonCopySnapshotUnknown},
+		{"snapshot needed, none where the copy was made", needsSnapshot(rec(true), copyPos.RestartLSN),
+			standby(func(s *topology.Slot) { s.Snapshot = topology.SnapshotAbsent }), true, ""},
 		{"cut off, held back (rule 10)", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(399, 0)), standby(nil), true, ""},
 		{"cut off, held back past its entry's end", heldBack(rec(true), time.Unix(400, 0)).heldBackAt(time.Unix(400, 0)), standby(nil), false, lsncheck.ReasonRecordStandbyCutOff},
 	}
@@ -99,6 +105,15 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 	if len(got) != 1 || got[0].Name != "b" || got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonNotSynced {
 		t.Errorf("selection and synced: %+v", got)
 	}
+}
+
+// needsSnapshot marks slot "a" of r as READY only with its decoding snapshot, unless its
+// restart_lsn is still scratch.
+func needsSnapshot(r *GateRecord, scratch lsncheck.LSN) *GateRecord {
+	gs := r.Slots["a"]
+	gs.SnapshotNeeded, gs.ScratchAt = true, scratch
+	r.Slots["a"] = gs
+	return r
 }
 
 func TestGateRecordChangesAreWrittenAtOnce(t *testing.T) {

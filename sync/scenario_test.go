@@ -255,6 +255,10 @@ func (h *harness) setSlot(t *testing.T, d *datadriven.TestData) {
 			s.Synced = true
 		case "invalidated":
 			s.Invalidated, s.InvalidationReason, s.WALStatus = true, "wal_removed", "lost"
+		case "snapshot":
+			// snapshot=present|absent: whether the node has a decoding snapshot at restart_lsn
+			// (not looked at without it).
+			s.Snapshot = map[string]topology.SnapshotState{"present": topology.SnapshotPresent, "absent": topology.SnapshotAbsent}[v]
 		default:
 			t.Fatalf("%s: unknown key %q", d.Pos, a.Key)
 		}
@@ -451,6 +455,9 @@ func (h *harness) printJournal() string {
 		}
 		if ent.HorizonSeenAt != 0 {
 			fmt.Fprintf(&b, " horizon_seen_at=%s", ent.HorizonSeenAt)
+		}
+		if ent.ScratchAt != 0 {
+			fmt.Fprintf(&b, " scratch_at=%s", ent.ScratchAt)
 		}
 		if ent.OtherWriter != "" {
 			b.WriteString(" other_writer")

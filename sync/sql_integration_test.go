@@ -218,6 +218,8 @@ func waitNoReceiver(t *testing.T, f *fixture) {
 
 // TestSQLMethodLeastPrivilege runs the engine, check and doctor inputs as the role documented
 // in docs/PRIVILEGES.md: LOGIN REPLICATION, pg_monitor, EXECUTE on pg_log_standby_snapshot().
+// The role sees the standby's decoding snapshots (pg_ls_logicalsnapdir, in pg_monitor): an
+// advanced copy is READY on its own decoding's snapshot (rule 4).
 func TestSQLMethodLeastPrivilege(t *testing.T) {
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
@@ -232,6 +234,7 @@ func TestSQLMethodLeastPrivilege(t *testing.T) {
 		if r.Action == KindSkip {
 			t.Fatalf("as slotsync: %+v", r)
 		}
+		f.advancedOntoSnapshot(f.eng.journal.Slots["cdc"].ScratchAt)
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_drop_replication_slot('cdc')"))
 		if r := f.pass()["cdc"]; r.Action != KindDrop {
 			t.Fatalf("drop as slotsync: %+v", r)

@@ -112,11 +112,15 @@ func Doctor(in DoctorInput) []Check {
 			Issue: "the role may not call pg_read_binary_file(text): slot state files cannot be read",
 			Fix:   "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO <slotsync role>"})
 	}
-	if method == MethodStatefile && standby.InRecovery && !standby.CanStatFiles {
+	if standby.InRecovery && !standby.CanStatFiles && !standby.CanListSnapshots {
+		fix := "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO <slotsync role> (on the primary; the standby replays it)"
+		if standby.Major() >= 15 {
+			fix = "GRANT pg_monitor TO <slotsync role>, or " + strings.TrimPrefix(fix, "GRANT ")
+		}
 		probs = append(probs, Problem{Check: "decoding_snapshots", Node: "standby",
-			Issue: "the role may not call pg_stat_file(text, boolean): slotsync cannot see whether a copy's decoding snapshot is on the standby, so every copy stays " +
-				"NOT READY",
-			Fix: "GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO <slotsync role> (on the primary; the standby replays it)"})
+			Issue: "the role may call neither pg_ls_logicalsnapdir() nor pg_stat_file(text, boolean): slotsync cannot see whether a copy's decoding snapshot is " +
+				"on the standby, so every copy it has advanced (every state-file copy) stays NOT READY",
+			Fix: fix})
 	}
 	if method == MethodStatefile && !primary.CanCheckpoint {
 		fix := "GRANT pg_checkpoint TO <slotsync role>"

@@ -30,9 +30,12 @@ type NodeInfo struct {
 	CanReadStateFiles bool
 	// CanCheckpoint: superuser, or pg_checkpoint on 15+.
 	CanCheckpoint bool
-	// CanStatFiles: may call pg_stat_file(text, boolean) (state-file method, on the standby: is
-	// a copy's decoding snapshot there?).
+	// CanStatFiles: may call pg_stat_file(text, boolean) (on the standby: is a copy's decoding
+	// snapshot there?).
 	CanStatFiles bool
+	// CanListSnapshots: may call pg_ls_logicalsnapdir() (15+: superuser or pg_monitor), which
+	// answers the same question for every copy at once.
+	CanListSnapshots bool
 	// SynchronizedStandbySlots is the primary's synchronized_standby_slots (17+).
 	SynchronizedStandbySlots string
 	// IdleSlotTimeout is idle_replication_slot_timeout (18+; "" before, "0" when off).
@@ -194,6 +197,8 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 			THEN has_function_privilege('pg_log_standby_snapshot()', 'EXECUTE') ELSE false END,
 		has_function_privilege('pg_read_binary_file(text)', 'EXECUTE'),
 		has_function_privilege('pg_stat_file(text, boolean)', 'EXECUTE'),
+		CASE WHEN current_setting('server_version_num')::int >= 150000
+			THEN has_function_privilege('pg_ls_logicalsnapdir()', 'EXECUTE') ELSE false END,
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR
 			(current_setting('server_version_num')::int >= 150000 AND pg_has_role('pg_checkpoint', 'MEMBER')),
 		CASE WHEN pg_is_in_recovery() THEN '0/0'::pg_lsn ELSE pg_current_wal_lsn() END,
@@ -225,7 +230,8 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	var reloadedAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
-		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanCheckpoint,
+		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanListSnapshots,
+		&n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
 		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
 		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes)

@@ -28,7 +28,7 @@ type Slot struct {
 	// sent_lsn; 0 when none streams it or the role may not see it).
 	SentLSN lsncheck.LSN
 	// Snapshot: whether pg_logical/snapshots holds a serialized decoding snapshot at the slot's
-	// restart_lsn (read on a standby for the state-file method; SnapshotUnknown otherwise).
+	// restart_lsn (read on a standby; SnapshotUnknown otherwise).
 	Snapshot SnapshotState
 }
 
@@ -44,11 +44,18 @@ const (
 
 // ReadSnapshots fills in Snapshot for each slot: whether the node's pg_logical/snapshots holds
 // the file decoding restores when it starts at the slot's restart_lsn. The role needs EXECUTE on
-// pg_stat_file(text, boolean) (NodeInfo.CanStatFiles).
-func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot) error {
-	rows, err := conn.Query(ctx, `SELECT slot_name::text, restart_lsn,
+// pg_ls_logicalsnapdir() (list: NodeInfo.CanListSnapshots, one read of the directory) or on
+// pg_stat_file(text, boolean) (NodeInfo.CanStatFiles, one call per slot).
+func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot, list bool) error {
+	q := `SELECT slot_name::text, restart_lsn,
 		(pg_stat_file('pg_logical/snapshots/' || replace(restart_lsn::text, '/', '-') || '.snap', true)).size IS NOT NULL
-		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`)
+		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`
+	if list {
+		q = `WITH snap AS MATERIALIZED (SELECT name FROM pg_ls_logicalsnapdir())
+		SELECT slot_name::text, restart_lsn, EXISTS (SELECT FROM snap WHERE name = replace(restart_lsn::text, '/', '-') || '.snap')
+		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`
+	}
+	rows, err := conn.Query(ctx, q)
 	if err != nil {
 		return fmt.Errorf("look for decoding snapshots: %w", err)
 	}

@@ -67,6 +67,14 @@ type ExactCopier interface {
 	ReplaceExact(ctx context.Context, ps topology.Slot, copyDB string) error
 }
 
+// ScratchReporter says where a copy its session has just made by the standby's own decoding
+// stands: its restart_lsn, from which decoding rebuilds the copy's snapshot from scratch and
+// reaches the same consistent point again. While the copy's restart_lsn stays there it needs no
+// serialized decoding snapshot; once advanced, it does (rule 4). 0: not known.
+type ScratchReporter interface {
+	ScratchAt(slot string) lsncheck.LSN
+}
+
 // Recoverer finishes, before a pass, what a crash of slotsync interrupted (a standby left
 // stopped by a restart). It reports whether the standby was started (connections are stale).
 type Recoverer interface {
@@ -116,8 +124,9 @@ type Outcome struct {
 	Err error
 	// Waiting: nothing failed, the copy waits (rate limit, a start slotsync does not make).
 	Waiting string
-	// ScratchAt: the copy's restart_lsn, at which the primary had no serialized decoding
-	// snapshot either; 0 when it had one (copied with the state file).
+	// ScratchAt: the new copy's restart_lsn, from which decoding rebuilds its snapshot from
+	// scratch (the state-file method: the primary had none there either; the standby's own
+	// decoding: where it made the copy); 0 when it restores one (copied with the state file).
 	ScratchAt lsncheck.LSN
 	// CountsAsCopy: a standby restart was spent on this copy (lesson 1: copies are counted).
 	CountsAsCopy bool

@@ -41,8 +41,9 @@ func NativeTraits() method.Traits {
 }
 
 var (
-	_ method.Method  = (*Method)(nil)
-	_ method.Session = (*Session)(nil)
+	_ method.Method          = (*Method)(nil)
+	_ method.Session         = (*Session)(nil)
+	_ method.ScratchReporter = (*Session)(nil)
 )
 
 // New makes the method with the given traits (SQLTraits(), or NativeTraits() where the server
@@ -65,8 +66,9 @@ func (m *Method) NewSession() *Session {
 
 // Session is one worker's standby connections, one per database.
 type Session struct {
-	m     *Method
-	conns map[string]*pgx.Conn // standby connections by database
+	m       *Method
+	conns   map[string]*pgx.Conn    // standby connections by database
+	scratch map[string]lsncheck.LSN // the restart_lsn of each copy made, by slot (ScratchAt)
 }
 
 // conn returns a standby connection to database db, reusing a healthy one.
@@ -142,9 +144,25 @@ func (s *Session) Create(ctx context.Context, ps topology.Slot) error {
 				"slot", ps.Name, "dropped", derr == nil, "drop_error", derr)
 			return fmt.Errorf("create standby copy of slot %q: %w (the copy made meanwhile was dropped: %v)", ps.Name, err, derr == nil)
 		}
+		var at lsncheck.LSN
+		if err := c.QueryRow(ctx, "SELECT restart_lsn FROM pg_replication_slots WHERE slot_name = $1", ps.Name).Scan(&at); err != nil {
+			return fmt.Errorf("create standby copy of slot %q: read where it was made: %w", ps.Name, err)
+		}
+		s.madeAt(ps.Name, at)
 		return failpoint.Hit("sql.after-create")
 	})
 }
+
+// madeAt records the restart_lsn of a copy this session has just made.
+func (s *Session) madeAt(slot string, at lsncheck.LSN) {
+	if s.scratch == nil {
+		s.scratch = map[string]lsncheck.LSN{}
+	}
+	s.scratch[slot] = at
+}
+
+// ScratchAt is the restart_lsn of the copy of slot this session made last (0: none).
+func (s *Session) ScratchAt(slot string) lsncheck.LSN { return s.scratch[slot] }
 
 // oldestTransaction describes the oldest transaction with an xid on the primary, and the oldest
 // prepared one: what a new copy waits for. No query text: it may hold secrets.
