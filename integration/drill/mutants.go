@@ -53,6 +53,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
 	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
+	"without:copy_snapshot_missing":        {"hook-copy-snapshot-removed"},
 	"readiness:not_synced":                 {"switchover-stale-copies"},
 	"without:not_synced":                   {"switchover-stale-copies"},
 	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
@@ -75,6 +76,7 @@ var withoutMutants = []lsncheck.Reason{
 	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing,
 	lsncheck.ReasonTemporary, lsncheck.ReasonRecordOtherTimeline, lsncheck.ReasonRecordStandbyCutOff, lsncheck.ReasonConsumerAheadOfStandby,
 	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced, lsncheck.ReasonOtherSynchronizer, lsncheck.ReasonCatalogUnprotected,
+	lsncheck.ReasonCopySnapshotMissing,
 }
 
 // Mutants is the mutation matrix: each reason dropped with and without the primary, and the
@@ -401,9 +403,9 @@ func decodingPlans() []Plan {
 		// fast-forward advance from the oldest running xid, then stands ahead of the primary's
 		// (which L2's older base snapshot holds back), and its own order is no longer proven
 		// without the snapshot: copy_catalog_xmin_ahead holds the mutant too (both off: killed).
-		// On 16+ with the sql method the gate as built says READY here and the away consumer
-		// loses the same: rule 4 looks for the snapshot of state-file copies only (open,
-		// docs/RELIABILITY.md round 17).
+		// On 16+ with the sql method the copies are the standby's own decoding's, advanced onto
+		// snapshots it serialized: rule 4 asks for them since round 18 (round 17's gate said
+		// READY here, with the primary and without it, and the away consumer lost the same).
 		{Name: "hook-copy-snapshot-removed", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultLongTransaction, For: 1500 * ms},
 			{At: 1300 * ms, Fault: FaultRunningXacts, For: 400 * ms},

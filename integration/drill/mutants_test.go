@@ -77,6 +77,10 @@ var mutantSample = []struct {
 	// method): a consumer turned two_phase on after confirming past a PREPARE it was not sent;
 	// promoted before the COMMIT PREPARED, the copy never sends the transaction.
 	{name: "readiness:two_phase_at_not_synced", major: 17, plan: "hook-two-phase-on-while-prepared"},
+	// Rule 4's snapshot, round 18's fix: the standby's decoding snapshots removed under copies of
+	// its own decoding (sql) advanced onto them, a transaction open across their restart_lsn, a
+	// consumer away; decoding from them rebuilds a snapshot and skips what commits meanwhile.
+	{name: "readiness:copy_snapshot_missing", major: 17, plan: "hook-copy-snapshot-removed"},
 }
 
 // samplePlan is the plan a sample entry names.
