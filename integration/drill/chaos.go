@@ -246,6 +246,9 @@ type world struct {
 	truths []Truth
 	// syncStandbySkipped: why Plan.SyncStandbySlots was not applied ("" when it was).
 	syncStandbySkipped string
+	// faultNote: what the fault being applied set up otherwise than it means to, reported with
+	// it as applied (faults takes it).
+	faultNote string
 	// liveStart: when the live phase began (the timeline's zero).
 	liveStart time.Time
 	// demoteSkipped: Plan.Demote could not be carried out on this pair (Docker): the primary

@@ -684,9 +684,11 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 // the slot's two_phase_at follows the PREPARE, and the COMMIT PREPARED brings the transaction
 // whole; turned on before, the reconnection is sent the PREPARE itself. The fault means the
 // first: which of the two a run got was the keepalive's race with the reconnection.
+// When it cannot tell or the wait runs out, the fault goes on and says so (world.faultNote).
 func (wd *world) untilConfirmedPastPrepare(ctx context.Context, i int) {
 	written, err := wd.pair.CurrentLSN(ctx)
 	if err != nil {
+		wd.faultNote = "the consumer's confirmation past the PREPARE not waited for: " + err.Error()
 		return
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
@@ -695,6 +697,8 @@ func (wd *world) untilConfirmedPastPrepare(ctx context.Context, i int) {
 		}
 		sleepUntil(ctx, time.Now().Add(50*time.Millisecond))
 	}
+	wd.faultNote = fmt.Sprintf("the consumer had not confirmed past the PREPARE (%s) after 5 s: the reconnection may be sent the PREPARE itself, "+
+		"and then nothing is owed whole at the commit", written)
 }
 
 // untilTwoPhase waits until the slot's two_phase is on (the consumer's reconnection may wait for

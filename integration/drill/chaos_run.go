@@ -143,7 +143,11 @@ func (wd *world) faults(ctx context.Context, plan Plan, it *ChaosIteration) []st
 		wd.log.Info("fault", "fault", s.Fault, "slot", s.Slot, "for", s.For)
 		what := fmt.Sprintf("%s %s at %s", s.Fault, s.Slot, time.Since(start).Round(time.Millisecond))
 		var skip skippedError
-		switch err := wd.apply(ctx, s); {
+		err := wd.apply(ctx, s)
+		if wd.faultNote != "" {
+			what, wd.faultNote = what+" ("+wd.faultNote+")", ""
+		}
+		switch {
 		case errors.As(err, &skip):
 			it.Skipped = append(it.Skipped, what+": "+skip.why)
 		case err != nil:
