@@ -72,7 +72,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
 			sr.catalogByFeedback = hasCopy && (t.NeedsHorizon || t.OwnDecoding && lsncheck.XIDPrecedes(cp.CatalogXmin, ps.CatalogXmin))
-			sr.needsSnapshot, sr.snapshotBeyond = needsSnapshot, scratchAt
+			sr.needsSnapshot, sr.scratchAt = needsSnapshot, scratchAt
 		}
 		out = append(out, sr)
 	}

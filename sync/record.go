@@ -99,7 +99,7 @@ func newGateRecord(at time.Time, method topology.Method, synced bool, standby to
 		gs := GateSlot{Identity: lsncheck.Identity{Name: s.Name, Database: s.Database, Plugin: s.Plugin},
 			Ready: s.Verdict.Ready, Reasons: s.Verdict.Reasons, Detail: s.Verdict.Detail, Primary: *s.Primary,
 			ConsumerAheadBytes: s.Verdict.ConsumerAheadBytes, RequireSynced: s.requireSynced, HeldBack: synced && s.requireSynced,
-			CatalogByFeedback: s.catalogByFeedback, SnapshotNeeded: s.needsSnapshot, ScratchAt: s.snapshotBeyond}
+			CatalogByFeedback: s.catalogByFeedback, SnapshotNeeded: s.needsSnapshot, ScratchAt: s.scratchAt}
 		if s.Copy != nil {
 			gs.Copy = *s.Copy
 			gs.Identity.TwoPhase = s.primaryTwoPhase

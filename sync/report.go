@@ -44,10 +44,10 @@ type SlotReport struct {
 	// catalogByFeedback: the verdict rested on the standby's feedback keeping the copy's
 	// catalog rows (GateSlot.CatalogByFeedback).
 	catalogByFeedback bool
-	// snapshotBeyond: the copy needs its decoding snapshot at any restart_lsn but this one (0:
-	// at every one; GateSlot.SnapshotNeeded); needsSnapshot says whether it needs one at all.
-	needsSnapshot  bool
-	snapshotBeyond lsncheck.LSN
+	// needsSnapshot: the copy needs its decoding snapshot at its restart_lsn, unless that is
+	// still scratchAt, where it was made (GateSlot.SnapshotNeeded, GateSlot.ScratchAt).
+	needsSnapshot bool
+	scratchAt     lsncheck.LSN
 }
 
 // Report is the outcome of one pass.

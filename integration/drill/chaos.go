@@ -437,11 +437,11 @@ type nativeOpts struct{ serverSync, keepStale bool }
 // server's slot sync driven by slotsync (pg_sync_replication_slots(), no sync_replication_slots
 // needed) and same-name slots a demotion left on the standby dropped, unless the plan says not.
 func methodArgs(method string, native nativeOpts) []string {
-	args := []string{"--method", method}
-	switch {
-	case method == "":
+	if method == "" {
 		return nil
-	case method != "native":
+	}
+	args := []string{"--method", method}
+	if method != "native" {
 		return args
 	}
 	if !native.serverSync {
