@@ -18,7 +18,8 @@ import (
 // it is consistent again (the fault explorer's plan hook-copy-snapshot-removed: 465 to 495
 // changes lost on 16-18). With the standby's pg_logical/snapshots emptied, the gate says NOT
 // READY, with the primary and without it. A new copy, whose restart_lsn is still where it was
-// made, needs none: decoding from there reaches its consistent point again.
+// made, needs none: decoding from there reaches its consistent point again; check without the
+// daemon's journal cannot know that, and asks every copy for its snapshot.
 func TestSnapshotOfAnAdvancedCopy(t *testing.T) {
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
@@ -50,8 +51,15 @@ func TestSnapshotOfAnAdvancedCopy(t *testing.T) {
 		if r := f.pass()["cdc"]; !r.Verdict.Ready || r.Copy == nil || r.Copy.RestartLSN != made.RestartLSN {
 			t.Fatalf("a new copy, no snapshot on the standby: %+v %v %s, want READY at restart_lsn %s", r.Copy, r.Verdict.Reasons, r.Verdict.Detail, made.RestartLSN)
 		}
+		// check without the daemon's journal cannot know where the copy was made.
+		if r := reportOf(f.inspectWithoutJournal(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopySnapshotMissing) {
+			t.Fatalf("a new copy, judged without the journal: %v %s, want NOT READY %s", r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopySnapshotMissing)
+		}
 
 		f.advancedOntoSnapshot(made.RestartLSN)
+		if r := reportOf(f.inspectWithoutJournal(), "cdc"); !r.Verdict.Ready {
+			t.Fatalf("an advanced copy on its snapshot, judged without the journal: %v %s, want READY", r.Verdict.Reasons, r.Verdict.Detail)
+		}
 		f.removeStandbySnapshots(true)
 		r := f.pass()["cdc"]
 		if r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopySnapshotMissing) {
@@ -87,6 +95,19 @@ func (f *fixture) advancedOntoSnapshot(from lsncheck.LSN) (cp SlotReport) {
 			f.t.Fatalf("the copy never became READY on a snapshot of its own decoding: %+v %s", r.Copy, r.Verdict.Detail)
 		}
 	}
+}
+
+// inspectWithoutJournal judges the pair as check does without --state-dir.
+func (f *fixture) inspectWithoutJournal() Report {
+	f.t.Helper()
+	cfg := f.cfg
+	cfg.ReadOnly, cfg.StateDir = true, ""
+	gate, err := New(cfg)
+	f.must(err)
+	defer gate.Close()
+	rep, err := gate.Inspect(f.ctx)
+	f.must(err)
+	return rep
 }
 
 // snapshotOnStandby says whether the standby's pg_logical/snapshots has the file decoding
