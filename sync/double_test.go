@@ -234,7 +234,7 @@ func (m *simMethod) install(ps topology.Slot) error {
 	}
 	cp := ps
 	cp.Active, cp.ActivePID, cp.Failover, cp.SentLSN = false, 0, false, 0
-	if m.traits.NeedsSnapshot || m.exact[ps.Name] {
+	if m.traits.Exact || m.exact[ps.Name] {
 		cp.Snapshot = topology.SnapshotPresent // copied with the state file
 	}
 	m.obs.snap.Standby.Slots[ps.Name] = cp

@@ -19,7 +19,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 		}
 		if ent := e.journal.Slots[a.Slot]; ent != nil {
 			sr.Incarnation = ent.Incarnation
-			sr.ExactCopy = ent.Method == string(topology.MethodStatefile) && !e.traits.NeedsSnapshot
+			sr.ExactCopy = copyTraits(e.traits, ent).Exact && !e.traits.Exact // beside the method's own copies
 		}
 		ps, onPrimary := obs.Primary.Slots[a.Slot]
 		cp, hasCopy := standbySlots[a.Slot]
@@ -54,7 +54,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
-				CopyAdvancedHere: t.NeedsSnapshot && ent != nil && ent.WALVerified,
+				CopyAdvancedHere: t.ProvesWAL && ent != nil && ent.WALVerified,
 				StandbyWALEnd:    obs.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
 				RequireHorizon:      t.NeedsHorizon,
 				StandbyHorizon:      obs.Physical.CatalogHorizon(),
@@ -93,6 +93,5 @@ func ownAdvancedCopy(t method.Traits, ent *Entry, cp topology.Slot, journal bool
 	if ent == nil {
 		return !journal // where the copy was made is not known: it needs its snapshot wherever it is
 	}
-	m := topology.Method(ent.Method)
-	return m == topology.MethodSQL || m == topology.MethodNative
+	return namesMethod(ent) // t is the traits of the method that made it: sql or native
 }

@@ -31,17 +31,26 @@ func TraitsOf(m topology.Method) method.Traits {
 // or the method in force's for any other entry. Whether the server syncs is the method in
 // force's alone.
 func copyTraits(inForce method.Traits, ent *Entry) method.Traits {
-	if ent == nil || failpoint.Mutant("copy-traits-in-force") {
+	if !namesMethod(ent) || failpoint.Mutant("copy-traits-in-force") {
 		return inForce
-	}
-	switch m := topology.Method(ent.Method); m {
-	case topology.MethodSQL, topology.MethodNative, topology.MethodStatefile:
-	default:
-		return inForce // a primary's own slots ("own"), or an older journal: the method in force's
 	}
 	t := TraitsOf(topology.Method(ent.Method))
 	t.ServerSyncs = inForce.ServerSyncs
 	return t
+}
+
+// namesMethod says whether a journal entry names the method that made its copy; a primary's
+// own slot's ("own") and an older journal's entries do not (copyTraits gives them the method in
+// force's rules).
+func namesMethod(ent *Entry) bool {
+	if ent == nil {
+		return false
+	}
+	switch topology.Method(ent.Method) {
+	case topology.MethodSQL, topology.MethodNative, topology.MethodStatefile:
+		return true
+	}
+	return false
 }
 
 // exactCopyAfter is how long an engine running method m lets a copy stand ahead of its away

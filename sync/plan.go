@@ -331,7 +331,7 @@ func planGone(in PlanInput, other string) []Action {
 // (--exact-copy-after) is made again as one: while its consumer is not connected. A connected
 // consumer is served by a copy of the standby's own decoding, which it confirms past.
 func staysExact(in PlanInput, entry *Entry, ps topology.Slot) bool {
-	return in.ExactCopyAfter > 0 && in.traitsOf(entry).NeedsSnapshot && !ps.Active
+	return in.ExactCopyAfter > 0 && in.traitsOf(entry).Exact && !ps.Active
 }
 
 // exactForAway says why a copy of the standby's own decoding, ahead of its consumer, is

@@ -364,6 +364,9 @@ func (h *harness) pass(apply bool) string {
 	}
 	for _, s := range rep.Slots {
 		fmt.Fprintf(&b, "%s: %s %s", s.Name, s.Action, s.Code)
+		if s.ExactCopy {
+			b.WriteString(" (exact copy)") // made beside the method's own copies
+		}
 		if s.Error != "" {
 			fmt.Fprintf(&b, " failed (%s): %s", s.ErrorClass, s.Error)
 		}

@@ -27,7 +27,12 @@ type Traits struct {
 	// standby (rule 4, installed copies); a copy whose WAL turns out removed is made again.
 	ProvesWAL bool
 	// NeedsSnapshot: a copy is READY only with the decoding snapshot at its restart_lsn (rule 4).
+	// Copies of the standby's own decoding need it too once advanced past where they were made
+	// (the gate's ownAdvancedCopy decides that per copy).
 	NeedsSnapshot bool
+	// Exact: copies are written at their primary slot's positions (state files), not made by
+	// the standby's decoding: an exact copy, which the planner may keep for an away consumer.
+	Exact bool
 	// NeedsHorizon: a copy is READY only once the standby's catalog horizon covers it (rule 4).
 	NeedsHorizon bool
 	// OwnDecoding: copies are made by the standby's own decoding, consistent from their own

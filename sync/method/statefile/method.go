@@ -82,11 +82,11 @@ type Method struct {
 	stagedWAL map[string]uint64
 }
 
-// Traits: an installed copy is READY only with its WAL read once on the standby, its
-// decoding snapshot, and the standby's catalog horizon covering it (rule 4); copies are
+// Traits: an installed copy is exact; it is READY only with its WAL read once on the standby,
+// its decoding snapshot, and the standby's catalog horizon covering it (rule 4); copies are
 // installed in one restart at the end of a pass, and keep the full pass's rhythm.
 func Traits() method.Traits {
-	return method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true}
+	return method.Traits{BatchesCreates: true, ProvesWAL: true, NeedsSnapshot: true, NeedsHorizon: true, Exact: true}
 }
 
 var (
