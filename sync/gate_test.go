@@ -24,3 +24,33 @@ func TestTheGateJudgesWithTheDaemonsMethod(t *testing.T) {
 		t.Fatalf("without a journal, auto on 16 is sql, got %s", m)
 	}
 }
+
+// TestOwnAdvancedCopy: which copies the gate asks for the decoding snapshot at their
+// restart_lsn beside the method's own traits (rule 4): copies slotsync made by the standby's
+// own decoding, or any such copy when there is no journal to say where it was made.
+func TestOwnAdvancedCopy(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		inForce topology.Method
+		ent     *Entry
+		synced  bool
+		journal bool
+		want    bool
+	}{
+		{"a sql copy", topology.MethodSQL, &Entry{Method: string(topology.MethodSQL)}, false, true, true},
+		{"a native method's own copy", topology.MethodNative, &Entry{Method: string(topology.MethodNative)}, false, true, true},
+		{"a copy the server syncs", topology.MethodNative, &Entry{Method: string(topology.MethodNative)}, true, true, false},
+		{"an exact copy beside the sql method", topology.MethodSQL, &Entry{Method: string(topology.MethodStatefile)}, false, true, false},
+		{"a primary's own slot", topology.MethodSQL, &Entry{Method: "own"}, false, true, false},
+		{"no entry, with a journal (not slotsync's)", topology.MethodSQL, nil, false, true, false},
+		{"no journal: where it was made is not known", topology.MethodSQL, nil, false, false, true},
+		{"no journal, the state-file method", topology.MethodStatefile, nil, false, false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tr := copyTraits(TraitsOf(c.inForce), c.ent)
+			if got := ownAdvancedCopy(tr, c.ent, topology.Slot{Synced: c.synced}, c.journal); got != c.want {
+				t.Fatalf("ownAdvancedCopy = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
