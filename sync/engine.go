@@ -323,7 +323,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if apply {
 		e.markProtection(obs, after, madeNow(actions))
 	}
-	rep.Slots = e.judge(obs, after, actions, results)
+	rep.Slots = e.judge(obs, after, actions, results, apply)
 	if e.cfg.ReadOnly && (e.cfg.StateDir == "" || len(e.journal.Slots) == 0 && e.journal.Gate == nil) {
 		withoutJournal(rep.Slots)
 	}

@@ -6,8 +6,9 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// judge builds the per-slot report with each slot's readiness verdict.
-func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, actions []Action, results []result) []SlotReport {
+// judge builds the per-slot report with each slot's readiness verdict; applied says whether the
+// pass carried out its actions (results), or only planned them (check, status).
+func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, actions []Action, results []result, applied bool) []SlotReport {
 	var out []SlotReport
 	for i, a := range actions {
 		sr := SlotReport{Name: a.Slot, Database: a.Identity.Database, Plugin: a.Identity.Plugin, Action: a.Kind, Code: a.Code, Reason: a.Reason,
@@ -50,8 +51,11 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
 				// Kept past the next checkpoint, as the promoted standby will count it, its WAL
 				// reaching what the primary has written.
-				CopyWALAvailable:  cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd())),
-				CopyNotOurs:       a.Code == CodeNotOurs && e.cfg.StateDir != "",
+				CopyWALAvailable: cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd())),
+				CopyNotOurs:      a.Code == CodeNotOurs && e.cfg.StateDir != "",
+				// The plan makes the copy again for a slot made again on the primary: until that
+				// is done, the copy standing is the earlier slot's (rule 2).
+				CopyOfEarlierSlot: a.Code == CodeRecreatedOnPrimary && (!applied || !results[i].done()),
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: t.ProvesWAL && ent != nil && ent.WALVerified,
