@@ -212,20 +212,7 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved, or beyond the "+
 			"standby's max_slot_wal_keep_size, which a standby's wal_status shows only once promoted), the WAL from the copy's restart_lsn %s", c.RestartLSN)
 	}
-	if in.TwoPhaseAtUnsynced {
-		add(
-			ReasonTwoPhaseNotSynced,
-			"a failover slot with two_phase: PostgreSQL 17's slot sync does not carry two_phase_at, so prepared transactions may be sent again after a promotion (18 "+
-				"syncs it)",
-		)
-	}
-	if in.TwoPhasePending {
-		add(
-			ReasonTwoPhasePreparing,
-			"two_phase: transactions prepared on the primary while the copy was made are not resolved and confirmed past yet; until they are, a promotion would send "+
-				"them again as PREPARE",
-		)
-	}
+	twoPhaseReasons(in, add)
 	if in.DecodeError != "" {
 		add(ReasonCopyCannotDecode, "the copy's last advance failed to decode: %s", in.DecodeError)
 	}
@@ -394,4 +381,22 @@ func twoPhaseAtRisk(c, p Seen) string {
 		return ""
 	}
 	return ": a transaction the consumer received as PREPARE since two_phase was turned on, and still prepared, would reach it again whole at its COMMIT PREPARED"
+}
+
+// twoPhaseReasons adds the two_phase reasons a copy may be NOT READY for.
+func twoPhaseReasons(in ReadinessInput, add func(Reason, string, ...any)) {
+	if in.TwoPhaseAtUnsynced {
+		add(
+			ReasonTwoPhaseNotSynced,
+			"a failover slot with two_phase: PostgreSQL 17's slot sync does not carry two_phase_at, so prepared transactions may be sent again after a promotion (18 "+
+				"syncs it)",
+		)
+	}
+	if in.TwoPhasePending {
+		add(
+			ReasonTwoPhasePreparing,
+			"two_phase: transactions prepared on the primary while the copy was made are not resolved and confirmed past yet; until they are, a promotion would send "+
+				"them again as PREPARE",
+		)
+	}
 }
