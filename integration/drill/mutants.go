@@ -68,7 +68,7 @@ var reasonMutants = []lsncheck.Reason{
 	lsncheck.ReasonCopyRestartAhead, lsncheck.ReasonCopyCatalogXminAhead, lsncheck.ReasonNotSynced, lsncheck.ReasonTemporary,
 	lsncheck.ReasonConsumerAheadOfStandby, lsncheck.ReasonCopyBehind, lsncheck.ReasonCopyWALUnverified, lsncheck.ReasonCatalogUnprotected,
 	lsncheck.ReasonCopySnapshotMissing, lsncheck.ReasonCopySnapshotUnknown, lsncheck.ReasonTwoPhaseNotSynced, lsncheck.ReasonTwoPhasePreparing,
-	lsncheck.ReasonCopyCannotDecode, lsncheck.ReasonCopyNotOurs, lsncheck.ReasonOtherSynchronizer,
+	lsncheck.ReasonCopyCannotDecode, lsncheck.ReasonCopyNotOurs, lsncheck.ReasonOtherSynchronizer, lsncheck.ReasonCopyBeingMade,
 }
 
 // withoutMutants: the reasons JudgeWithoutPrimary gives of its own.
