@@ -37,9 +37,8 @@ const (
 	ReasonCopySnapshotMissing Reason = "copy_snapshot_missing"
 	// ReasonCopySnapshotUnknown: the role may not look for that snapshot on the standby.
 	ReasonCopySnapshotUnknown Reason = "copy_snapshot_unknown"
-	// ReasonCopyBeingMade: with the primary, the copy standing is an earlier slot's, which
-	// slotsync makes again (rule 2); without it (rule 8), the copy was being made (again) when
-	// the record was written. Also without the primary: the copy was made after the record;
+	// ReasonCopyBeingMade: with the primary, slotsync's plan makes the copy standing again (rule
+	// 2); without it (rule 8), the copy was being made (again) when the record was written. Also without the primary: the copy was made after the record;
 	// the record is of another timeline than the standby's.
 	ReasonCopyBeingMade       Reason = "copy_being_made"
 	ReasonNotInRecord         Reason = "not_in_record"
@@ -79,11 +78,11 @@ type ReadinessInput struct {
 	// OtherSynchronizer says who else writes this slot's copy: another tool loaded on the
 	// standby that syncs slots, or changes someone made under slotsync ("" if none).
 	OtherSynchronizer string
-	// CopyOfEarlierSlot: the primary slot was dropped and made again since the copy was made
-	// (its positions went backwards against the ones the copy was synced from), and the copy
-	// still standing is the earlier slot's: slotsync makes it again at its next pass, where the
-	// new copy lands is known only once it is made (rule 2).
-	CopyOfEarlierSlot bool
+	// CopyRemade says why slotsync's plan makes the copy again ("" if it does not, or has done
+	// so): the copy standing is replaced at its next pass (the earlier slot's copy of a slot made
+	// again on the primary, a copy whose WAL is gone, one beyond a fork), and where the new copy
+	// lands is known only once it is made (rule 2).
+	CopyRemade string
 	// CopyAdvancedHere: a state-file copy the standby's own decoding has advanced since it was
 	// installed (its restart_lsn and catalog_xmin are then the standby's decoding's).
 	CopyAdvancedHere bool
@@ -196,9 +195,9 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)%s",
 			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase, twoPhaseAtRisk(c, p))
 	}
-	if in.CopyOfEarlierSlot {
-		add(ReasonCopyBeingMade, "the primary slot was dropped and made again since its copy was made: the copy is the earlier slot's, and slotsync "+
-			"makes it again (where the new copy stands is known once it is made)")
+	if in.CopyRemade != "" {
+		add(ReasonCopyBeingMade, "slotsync makes this copy again (%s): the copy standing is replaced at its next pass, and where the new one stands is known "+
+			"once it is made", in.CopyRemade)
 	}
 	if in.RequireSynced && !in.CopySynced {
 		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)")

@@ -53,9 +53,9 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				// reaching what the primary has written.
 				CopyWALAvailable: cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd())),
 				CopyNotOurs:      a.Code == CodeNotOurs && e.cfg.StateDir != "",
-				// The plan makes the copy again for a slot made again on the primary: until that
-				// is done, the copy standing is the earlier slot's (rule 2).
-				CopyOfEarlierSlot: a.Code == CodeRecreatedOnPrimary && (!applied || !results[i].done()),
+				// The plan makes the copy again (a slot made again on the primary, its WAL gone,
+				// beyond a fork): until that is done, the copy standing is the one replaced (rule 2).
+				CopyRemade:        remade(a, results[i], applied),
 				OtherSynchronizer: e.otherWriter(obs.Standby.Info, a),
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: t.ProvesWAL && ent != nil && ent.WALVerified,
@@ -98,4 +98,13 @@ func ownAdvancedCopy(t method.Traits, ent *Entry, cp topology.Slot, journal bool
 		return !journal // where the copy was made is not known: it needs its snapshot wherever it is
 	}
 	return namesMethod(ent) // t is the traits of the method that made it: sql or native
+}
+
+// remade says why the plan makes a's copy again when the pass has not done so ("" otherwise):
+// check and status only plan; the daemon's own pass may have failed or be waiting.
+func remade(a Action, r result, applied bool) string {
+	if a.Kind != KindRecreate || applied && r.done() {
+		return ""
+	}
+	return string(a.Code)
 }
