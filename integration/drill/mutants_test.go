@@ -32,8 +32,10 @@ var mutantSample = []struct {
 	// Rule 8, this round's fix: a record the primary outlived while slotsync was paused, a slot
 	// copied again behind its copy meanwhile (the explorer's own finding).
 	{name: "record-outlived", major: 17, plan: "hook-slot-behind"},
-	// Rule 2's identity: a slot made again with the other plugin.
-	{name: "readiness:identity_mismatch", major: 17, plan: "hook-other-plugin"},
+	// Rule 2's identity: a slot made again with the other plugin. The plan makes its copy again,
+	// so check between passes also says copy_being_made (round 19), which holds either mutant
+	// alone: both off.
+	{name: "readiness:identity_mismatch,readiness:copy_being_made", major: 17, plan: "hook-other-plugin"},
 	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
 	// just after a slot went back; the standby itself taken for a demoted primary. On 15: since
 	// round 8 the "demoted primary's" slots are read too, and on 16+ they are the standby's own
