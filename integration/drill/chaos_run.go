@@ -213,6 +213,10 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	if quiet != "" && !with.allReady() {
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
+	if plan.Linger > 0 && !wd.frozen {
+		wd.side.signal(syscall.SIGCONT)
+		sleepUntil(ctx, time.Now().Add(plan.Linger))
+	}
 	wd.noteTruth(ctx, truthEnd)
 	local := wd.pair.Dir != ""
 	wd.demoteSkipped = plan.Demote && !local

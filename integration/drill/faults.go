@@ -213,6 +213,11 @@ type Plan struct {
 	// as after pg_rewind, and slotsync runs without --drop-stale: those same-name slots, which
 	// the server's sync will not take over, stay as they were; written plans only.
 	KeepStale bool `json:"keep_stale,omitempty"`
+	// Linger: the primary's end comes this long after the gate's answer with the primary, slotsync
+	// continued at the answer (a pause a step put on it ends there) and the writes going on, as
+	// an operator who asks, then switches over a moment later; not with Hook or Freeze; written
+	// plans only.
+	Linger time.Duration `json:"linger,omitempty"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -322,6 +327,9 @@ func (p Plan) String() string {
 	}
 	if p.Freeze {
 		b.WriteString("; slotsync paused from the question to the promotion")
+	}
+	if p.Linger > 0 {
+		fmt.Fprintf(&b, "; the primary's end %s after the answer, slotsync continued", p.Linger)
 	}
 	if p.SyncStandbySlots {
 		b.WriteString("; synchronized_standby_slots lists the standby")

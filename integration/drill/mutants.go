@@ -23,6 +23,7 @@ type Mutant struct {
 var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
+	"readiness:copy_being_made":            {"slot-made-again-then-switchover"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
 	"readiness:copy_invalidated":           {"hook-copies-idle-invalidated", "hook-copies-invalidated", "hook-copies-wal-removed"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
@@ -151,6 +152,16 @@ func MatrixPlans() []Plan {
 		// not judge without a primary that is alive again.
 		{Name: "primary-restart-route-cut", Live: 5000 * ms, Kill: true, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultPrimaryRoute, For: 4000 * ms}, {At: 2000 * ms, Fault: FaultPrimaryRestart}}},
+		// A slot made again, its consumer away, while slotsync is paused; the gate asked before
+		// slotsync's next pass, then slotsync continued and the primary stopped cleanly 5 s later,
+		// as an operator who asks, then switches over: slotsync's pass makes the copy again where
+		// the standby's decoding is, ahead of the away consumer, before the promotion. The copy
+		// the gate saw was the earlier slot's, behind the new one (rule 2, copy_being_made with
+		// the primary: the long run of round 19's finding, its window held open). On 11-15 the
+		// state-file copy made again is exact: nothing is lost.
+		{Name: "slot-made-again-then-switchover", Live: 3000 * ms, Linger: 5000 * ms, Steps: []Step{
+			{At: 1500 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 2000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
 		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
 		// A copy dropped on the standby by someone else, slotsync paused from just before (its

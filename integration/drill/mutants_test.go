@@ -36,6 +36,11 @@ var mutantSample = []struct {
 	// so check between passes also says copy_being_made (round 19), which holds either mutant
 	// alone: both off.
 	{name: "readiness:identity_mismatch,readiness:copy_being_made", major: 17, plan: "hook-other-plugin"},
+	// Rule 2, round 19's fix: check asked between slotsync's passes over the copy of a slot just
+	// made again (its consumer away), then a switchover 5 s later; slotsync's pass meanwhile
+	// makes the copy again ahead of the consumer (the window of the long run's finding, held
+	// open by pausing slotsync until the answer).
+	{name: "readiness:copy_being_made", major: 17, plan: "slot-made-again-then-switchover"},
 	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
 	// just after a slot went back; the standby itself taken for a demoted primary. On 15: since
 	// round 8 the "demoted primary's" slots are read too, and on 16+ they are the standby's own
