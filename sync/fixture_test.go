@@ -377,8 +377,21 @@ func (f *fixture) notReadyWithoutPrimary(what string, want lsncheck.Reason) {
 // same state directory.
 func (f *fixture) inspectAsCheck() Report {
 	f.t.Helper()
+	return f.inspectReadOnly(f.cfg.StateDir)
+}
+
+// inspectWithoutJournal judges the pair as check does without --state-dir.
+func (f *fixture) inspectWithoutJournal() Report {
+	f.t.Helper()
+	return f.inspectReadOnly("")
+}
+
+// inspectReadOnly judges the pair as check does: a read-only engine of the fixture's config on
+// stateDir ("": none).
+func (f *fixture) inspectReadOnly(stateDir string) Report {
+	f.t.Helper()
 	cfg := f.cfg
-	cfg.ReadOnly = true
+	cfg.ReadOnly, cfg.StateDir = true, stateDir
 	gate, err := New(cfg)
 	f.must(err)
 	defer gate.Close()

@@ -48,9 +48,8 @@ func TestCopyOfASlotMadeAgain(t *testing.T) {
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.insert(1)
 		f.must(f.pair.WaitCaughtUp(f.ctx))
-		rep, err := f.eng.Inspect(f.ctx) // as check beside the daemon asks, between its passes
-		f.must(err)
-		if r := reportOf(rep, "cdc"); r.Code != CodeRecreatedOnPrimary || r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyBeingMade) {
+		// Asked as check beside the daemon asks, between its passes.
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Code != CodeRecreatedOnPrimary || r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyBeingMade) {
 			t.Fatalf("the copy of the earlier slot, asked before the pass: %s %s %v %s, want NOT READY %s", r.Action, r.Code, r.Verdict.Reasons, r.Verdict.Detail,
 				lsncheck.ReasonCopyBeingMade)
 		}

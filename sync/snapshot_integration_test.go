@@ -97,19 +97,6 @@ func (f *fixture) advancedOntoSnapshot(from lsncheck.LSN) (cp SlotReport) {
 	}
 }
 
-// inspectWithoutJournal judges the pair as check does without --state-dir.
-func (f *fixture) inspectWithoutJournal() Report {
-	f.t.Helper()
-	cfg := f.cfg
-	cfg.ReadOnly, cfg.StateDir = true, ""
-	gate, err := New(cfg)
-	f.must(err)
-	defer gate.Close()
-	rep, err := gate.Inspect(f.ctx)
-	f.must(err)
-	return rep
-}
-
 // snapshotOnStandby says whether the standby's pg_logical/snapshots has the file decoding
 // restores at lsn.
 func (f *fixture) snapshotOnStandby(lsn lsncheck.LSN) bool {
