@@ -232,7 +232,7 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 }
 
 func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsncheck.LSN) error {
-	var changed bool
+	var changed, remakes bool
 	var making []string
 	next := e.journal.clone()
 	for _, a := range actions {
@@ -258,7 +258,7 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 			next.Slots[a.Slot].TwoPhaseFrom = max(primaryLSN, 1)
 		}
 		making = append(making, a.Slot)
-		changed = true
+		changed, remakes = true, remakes || a.Kind == KindRecreate
 	}
 	if !changed {
 		return nil
@@ -267,6 +267,11 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 	next.Gate = next.Gate.beingMade(making)
 	if err := e.commit(next, nil, "the copies about to be made"); err != nil {
 		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
+	}
+	// A pass that makes a copy again, between its record and its actions (written plans of the
+	// fault explorer stall it here).
+	if remakes {
+		return failpoint.Hit("journal.remake-intended")
 	}
 	return nil
 }

@@ -376,6 +376,9 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	var armed []string
 	if wd.armedAt = reachedFailpoint(plan.Failpoint, statefileMethod(pair, opts.Method)); wd.armedAt != "" && opts.Arm != nil {
 		armed = opts.Arm(wd.armedAt)
+		if plan.Stall > 0 {
+			armed = []string{"SLOTSYNC_FAILPOINTS=" + wd.armedAt + "=delay:" + plan.Stall.String()}
+		}
 	}
 	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log")); err != nil {
 		proxy.Close()

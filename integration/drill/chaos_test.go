@@ -353,9 +353,9 @@ esac
 	})
 }
 
-// TestFailpointStepsAreTheCodes: the steps the chaos drill can crash slotsync at are exactly the
-// failpoints the code hits (a step renamed or added in the code and not here would never be
-// drawn, or would arm nothing).
+// TestFailpointStepsAreTheCodes: the steps the chaos drill can crash slotsync at, drawn or
+// written (WrittenFailpoints), are exactly the failpoints the code hits (a step renamed or added
+// in the code and not here would never be armed, or would arm nothing).
 func TestFailpointStepsAreTheCodes(t *testing.T) {
 	hit := regexp.MustCompile(`failpoint\.Hit\("([a-z.-]+)"\)`)
 	inCode := map[string]bool{}
@@ -372,16 +372,22 @@ func TestFailpointStepsAreTheCodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	drawn := map[string]bool{}
+	known := map[string]bool{}
+	for _, s := range WrittenFailpoints {
+		known[s] = true
+		if !inCode[s] {
+			t.Errorf("failpoint %s is armed by written plans but no code hits it", s)
+		}
+	}
 	for _, s := range FailpointSteps {
-		drawn[s] = true
+		known[s] = true
 		if !inCode[s] {
 			t.Errorf("step %s is drawn but no code hits it", s)
 		}
 	}
 	for s := range inCode {
-		if !drawn[s] {
-			t.Errorf("failpoint %s is in the code but never drawn", s)
+		if !known[s] {
+			t.Errorf("failpoint %s is in the code but never armed", s)
 		}
 	}
 }

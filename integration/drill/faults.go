@@ -116,6 +116,10 @@ var FailpointSteps = []string{"engine.intents-written", "engine.actions-done", "
 	"sql.after-drop", "sql.replace-dropped", "watch.after-advance", "statefile.standby-stopped",
 	"statefile.copies-installed", "statefile.wal-installed", "statefile.before-start", "hold.taken", "hold.release"}
 
+// WrittenFailpoints are failpoints only written plans arm (never drawn, so the draw stays as it
+// was): a pass that makes a copy again, between its record and its actions.
+var WrittenFailpoints = []string{"journal.remake-intended"}
+
 // Step is one fault at a moment of the live phase.
 type Step struct {
 	At    time.Duration // from the start of the live phase
@@ -154,9 +158,13 @@ type Plan struct {
 	// Name: a plan written by hand says what it is for.
 	Name string        `json:"name,omitempty"`
 	Live time.Duration // the live phase before the failover
-	// Failpoint arms slotsync's first process to crash at this step (name@hit).
+	// Failpoint arms slotsync's first process to crash at this step (name@hit), or to stall there
+	// (Stall).
 	Failpoint string
-	Steps     []Step
+	// Stall: slotsync's first process sleeps this long at its failpoint instead of crashing, as
+	// a process stalled between two steps; written plans only.
+	Stall time.Duration `json:"stall,omitempty"`
+	Steps []Step
 	// Quiesce: the writes stop this long before the failover (0: the failover hits them in
 	// flight).
 	Quiesce time.Duration
@@ -304,7 +312,9 @@ func (p Plan) String() string {
 	} else {
 		fmt.Fprintf(&b, "seed %d (draw %d): live %s", p.Seed, p.Draw, p.Live)
 	}
-	if p.Failpoint != "" {
+	if p.Failpoint != "" && p.Stall > 0 {
+		fmt.Fprintf(&b, "; slotsync stalls %s at %s", p.Stall, p.Failpoint)
+	} else if p.Failpoint != "" {
 		fmt.Fprintf(&b, "; slotsync crashes at %s", p.Failpoint)
 	}
 	for _, s := range p.Steps {

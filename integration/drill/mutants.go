@@ -24,6 +24,7 @@ var mutantPlans = map[string][]string{
 	"readiness:missing":                    {"hook-slot-made-again", "copy-dropped-then-kill"},
 	"readiness:identity_mismatch":          {"hook-other-plugin"},
 	"readiness:copy_being_made":            {"slot-made-again-then-switchover"},
+	"without:copy_being_made":              {"copy-being-made-then-kill"},
 	"readiness:copy_positions_unknown":     {"hook-copy-held-in-creation"},
 	"readiness:copy_invalidated":           {"hook-copies-idle-invalidated", "hook-copies-invalidated", "hook-copies-wal-removed"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
@@ -162,6 +163,13 @@ func MatrixPlans() []Plan {
 		{Name: "slot-made-again-then-switchover", Live: 3000 * ms, Linger: 5000 * ms, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
 			{At: 2000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}},
+		// A slot copied again from an older one, its consumer away, behind its copy; slotsync's
+		// next pass writes its record (the copy about to be made again) and stalls before its
+		// actions, as a process stalled there would; the primary killed -9 meanwhile. The copy
+		// standing is the earlier slot's, ahead of the away consumer: without the primary, only
+		// the record's write-ahead mark tells the gate it is being replaced (rule 8).
+		{Name: "copy-being-made-then-kill", Live: 4000 * ms, Kill: true, Failpoint: "journal.remake-intended@1", Stall: 15 * time.Second,
+			Steps: []Step{{At: 2500 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
 		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
 		// A copy dropped on the standby by someone else, slotsync paused from just before (its

@@ -41,6 +41,10 @@ var mutantSample = []struct {
 	// makes the copy again ahead of the consumer (the window of the long run's finding, held
 	// open by pausing slotsync until the answer).
 	{name: "readiness:copy_being_made", major: 17, plan: "slot-made-again-then-switchover"},
+	// Rule 8's write-ahead: slotsync stalled between the record that says a copy is being made
+	// again and the action, a slot gone behind its copy (its consumer away), the primary killed
+	// -9: only the record's mark stands between the gate without the primary and READY.
+	{name: "without:copy_being_made", major: 17, plan: "copy-being-made-then-kill"},
 	// Rule 8, finding 1 of round 4 re-injected: the primary's address moved to the candidate
 	// just after a slot went back; the standby itself taken for a demoted primary. On 15: since
 	// round 8 the "demoted primary's" slots are read too, and on 16+ they are the standby's own
