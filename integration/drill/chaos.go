@@ -25,11 +25,11 @@ type ChaosOptions struct {
 	Seed       int64
 	Iterations int
 	// Slotsync is the slotsync binary run as the sidecar and asked as the gate. For a build with
-	// the tag failpoints, Arm gives the environment that crashes it at a step (name@hit): then
-	// such crashes are drawn too. (The release binary, which runs the drill too, names no
+	// the tag failpoints, Arm gives the environment that crashes it at a step (name@hit), or
+	// stalls it there for a written plan's Stall: then such crashes are drawn too. (The release binary, which runs the drill too, names no
 	// failpoint variable.)
 	Slotsync string
-	Arm      func(step string) []string
+	Arm      func(step string, stall time.Duration) []string
 	// Method is slotsync's --method (default auto: statefile up to 15, sql from 16).
 	Method   string
 	StateDir string
@@ -375,10 +375,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	var armed []string
 	if wd.armedAt = reachedFailpoint(plan.Failpoint, statefileMethod(pair, opts.Method)); wd.armedAt != "" && opts.Arm != nil {
-		armed = opts.Arm(wd.armedAt)
-		if plan.Stall > 0 {
-			armed = []string{"SLOTSYNC_FAILPOINTS=" + wd.armedAt + "=delay:" + plan.Stall.String()}
-		}
+		armed = opts.Arm(wd.armedAt, plan.Stall)
 	}
 	if wd.side, err = newSidecar(opts.Slotsync, args, armed, filepath.Join(dir, "slotsync.log")); err != nil {
 		proxy.Close()

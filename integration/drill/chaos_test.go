@@ -265,8 +265,14 @@ func appendJSONLine(t *testing.T, path string, it ChaosIteration) {
 	}
 }
 
-// crashAt arms a slotsync built with failpoints to crash (as kill -9) at a step.
-func crashAt(step string) []string { return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"} }
+// crashAt is the environment that crashes slotsync at step (name@hit), or stalls it there
+// (Plan.Stall).
+func crashAt(step string, stall time.Duration) []string {
+	if stall > 0 {
+		return []string{"SLOTSYNC_FAILPOINTS=" + step + "=delay:" + stall.String()}
+	}
+	return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"}
+}
 
 // failpointSlotsync builds slotsync with failpoints, once per test binary (in the run's temp
 // directory, which scripts/test.sh removes).
