@@ -2,6 +2,8 @@ package lsncheck
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pglogrepl"
 )
@@ -12,13 +14,23 @@ type LSN = pglogrepl.LSN
 // XID is a 32-bit transaction ID; 0 stands for NULL (InvalidTransactionId).
 type XID uint32
 
-// ParseLSN parses the text form "X/Y".
+// ParseLSN parses the text form "X/Y" (two hexadecimal numbers of at most 32 bits, as
+// PostgreSQL prints a pg_lsn). It reads the journal's every position, so it parses by hand: a
+// journal of 1000 slots was a fifth of a check's time with fmt.Sscanf.
 func ParseLSN(s string) (LSN, error) {
-	l, err := pglogrepl.ParseLSN(s)
+	hi, lo, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, fmt.Errorf("parse LSN %q: want X/Y, two hexadecimal numbers", s)
+	}
+	h, err := strconv.ParseUint(hi, 16, 32)
 	if err != nil {
 		return 0, fmt.Errorf("parse LSN %q: %w", s, err)
 	}
-	return l, nil
+	l, err := strconv.ParseUint(lo, 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("parse LSN %q: %w", s, err)
+	}
+	return LSN(h<<32 | l), nil
 }
 
 // Bytes returns a-b in bytes: positive when a is ahead of b.

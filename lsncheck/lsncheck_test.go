@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pglogrepl"
 )
 
 func lsn(t *testing.T, s string) LSN {
@@ -248,6 +250,22 @@ func TestPositionJSONRoundTrip(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"restart_lsn":"zz","confirmed_flush":"0/0","catalog_xmin":1}`), &back); err == nil {
 		t.Fatal("bad LSN accepted")
+	}
+}
+
+// TestParseLSNAsPostgres: the forms PostgreSQL prints parse as pglogrepl's parser reads them,
+// and what is not an LSN is refused.
+func TestParseLSNAsPostgres(t *testing.T) {
+	for _, s := range []string{"0/0", "0/1504E50", "16/B374D848", "FFFFFFFF/FFFFFFFF", "1/0", "0/ffffffff", "a/b"} {
+		want, err := pglogrepl.ParseLSN(s)
+		if got := lsn(t, s); err != nil || got != want {
+			t.Errorf("%q: %s, pglogrepl %s (%v)", s, got, want, err)
+		}
+	}
+	for _, s := range []string{"", "/", "1/", "/1", "x/y", "1/2/3", "100000000/0", "0/100000000", "-1/0", "0x1/0", " 1/0", "1/0 "} {
+		if l, err := ParseLSN(s); err == nil {
+			t.Errorf("%q parsed as %s", s, l)
+		}
 	}
 }
 

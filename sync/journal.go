@@ -130,7 +130,8 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 		return nil, nil, fmt.Errorf("read journal: %w", err)
 	}
 	var got Journal
-	if err := json.Unmarshal(data, &got); err == nil && got.Version > journalVersion {
+	uerr := json.Unmarshal(data, &got) // once: a journal of 1000 slots takes tens of milliseconds
+	if uerr == nil && got.Version > journalVersion {
 		// A newer slotsync wrote it (a rollback of the binary): moving it aside would orphan
 		// every copy; stop instead, changing nothing.
 		return nil, nil, &topology.ConfigError{
@@ -140,7 +141,7 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 				"--adopt-copies)",
 		}
 	}
-	if err := json.Unmarshal(data, &got); err != nil || got.Version != journalVersion || got.Slots == nil {
+	if uerr != nil || got.Version != journalVersion || got.Slots == nil {
 		if readOnly {
 			return empty, fmt.Errorf("journal %s is unreadable: copies are shown as not made by slotsync", p), nil
 		}
@@ -149,8 +150,8 @@ func LoadJournal(dir string, readOnly bool) (j *Journal, warning error, err erro
 			return nil, nil, fmt.Errorf("journal %s is unreadable and cannot be moved aside: %w", p, rerr)
 		}
 		why := "unknown version"
-		if err != nil {
-			why = err.Error()
+		if uerr != nil {
+			why = uerr.Error()
 		}
 		return empty, fmt.Errorf(
 			"journal %s was unreadable (%s); moved to %s: standby copies made before are now treated as not ours (never dropped or advanced; NOT READY, "+
