@@ -915,9 +915,10 @@ func (wd *world) killPrimary(ctx context.Context) error {
 
 // standbyRestarting says whether err is the standby refusing connections while it starts or
 // stops (SQLSTATE 57P03), ending the fault's session as it stops (57P01, a state-file restart
-// beginning under it), or not listening at all: a fault on it then has nothing to act on.
+// beginning under it), its postmaster exiting as the fault connects (connection reset), or not
+// listening at all: a fault on it then has nothing to act on.
 func standbyRestarting(err error) bool {
 	var pgErr *pgconn.PgError
 	return err != nil && (errors.As(err, &pgErr) && (pgErr.Code == "57P03" || pgErr.Code == "57P01") || strings.Contains(err.Error(), "connection refused") ||
-		strings.Contains(err.Error(), "the database system is starting up"))
+		strings.Contains(err.Error(), "connection reset by peer") || strings.Contains(err.Error(), "the database system is starting up"))
 }

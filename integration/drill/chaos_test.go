@@ -591,7 +591,8 @@ func TestPromisedAlive(t *testing.T) {
 
 // TestStandbyRestartingErrors: a fault on the standby is skipped, not counted as a problem, when
 // the standby was starting, stopping (a state-file restart ending the fault's session: seen by
-// the long run of round 9, seed 20293055 on 15) or not listening; any other error is a problem.
+// the long run of round 9, seed 20293055 on 15), exiting as it connects, or not listening; any
+// other error is a problem.
 func TestStandbyRestartingErrors(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -600,6 +601,10 @@ func TestStandbyRestartingErrors(t *testing.T) {
 		{&pgconn.PgError{Code: "57P03", Message: "the database system is shutting down"}, true},
 		{fmt.Errorf("standby: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), true},
 		{errors.New("dial tcp 127.0.0.1:5433: connect: connection refused"), true},
+		// The postmaster exiting as the fault connects (the long run of round 20, seed 20602076
+		// on 14: a copy dropped 180 ms in, as the first state-file restart stopped the standby).
+		{errors.New("connect to standby: failed to connect to `user=postgres database=postgres`: 127.0.0.1:45691 (127.0.0.1): failed to receive message: " +
+			"read tcp 127.0.0.1:44992->127.0.0.1:45691: read: connection reset by peer"), true},
 		{&pgconn.PgError{Code: "42501", Message: "permission denied"}, false},
 		{nil, false},
 	} {
