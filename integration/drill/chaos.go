@@ -26,8 +26,8 @@ type ChaosOptions struct {
 	Iterations int
 	// Slotsync is the slotsync binary run as the sidecar and asked as the gate. For a build with
 	// the tag failpoints, Arm gives the environment that crashes it at a step (name@hit), or
-	// stalls it there for a written plan's Stall: then such crashes are drawn too. (The release binary, which runs the drill too, names no
-	// failpoint variable.)
+	// stalls it there for a written plan's Stall: then such crashes are drawn too. (The release
+	// binary, which runs the drill too, names no failpoint variable.)
 	Slotsync string
 	Arm      func(step string, stall time.Duration) []string
 	// Method is slotsync's --method (default auto: statefile up to 15, sql from 16).
