@@ -32,6 +32,7 @@ var doctorChecks = []struct {
 	{"physical_slot", "primary", "error", ""},
 	{"physical_slot_active", "primary", "warning", ""},
 	{"wal_receiver", "standby", "warning", ""},
+	{"wal_files", "standby", "warning", ""},
 	{"hot_standby_feedback", "standby", "error", ""},
 	{"privileges", "standby", "error", ""},
 	{"standby_snapshot", "primary", "warning", MethodSQL},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,46 @@ type NodeInfo struct {
 	// wal_segment_size.
 	MaxSlotWALKeepMB, WALKeepMB int64
 	WALSegmentBytes             uint64
+	// CanListWAL: may call pg_ls_waldir() (superuser or pg_monitor).
+	CanListWAL bool
+	// OldestWAL: on a standby, where the oldest WAL file in its pg_wal begins (ReadOldestWAL; 0
+	// when not read, or the role may not list pg_wal).
+	OldestWAL lsncheck.LSN
+}
+
+// HoldsWALFrom reports whether this node's pg_wal still holds the WAL from restart on, as far as
+// its oldest WAL file tells (OldestWAL; true when unknown): a file removed behind the server's
+// back (pg_archivecleanup aimed at pg_wal) is gone though a slot's wal_status, which counts only
+// what the server removed itself, still says reserved. It is pure.
+func (n NodeInfo) HoldsWALFrom(restart lsncheck.LSN) bool {
+	return n.OldestWAL == 0 || restart == 0 || restart >= n.OldestWAL
+}
+
+// ReadOldestWAL reads where the oldest WAL file in the node's pg_wal begins (pg_ls_waldir(),
+// which skips a file removed while it lists; 0 when pg_wal holds none).
+func ReadOldestWAL(ctx context.Context, conn *pgx.Conn, segBytes uint64) (lsncheck.LSN, error) {
+	var name string
+	if err := conn.QueryRow(ctx, `SELECT coalesce(min(right(name, 16)), '') FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'`).Scan(&name); err != nil {
+		return 0, fmt.Errorf("list the WAL files: %w", err)
+	}
+	return SegmentStart(name, segBytes)
+}
+
+// SegmentStart is where the WAL file named by name (its last 16 hex digits: log, then segment,
+// of segBytes-long segments) begins; 0 for "". It is pure.
+func SegmentStart(name string, segBytes uint64) (lsncheck.LSN, error) {
+	if name == "" {
+		return 0, nil
+	}
+	if len(name) < 16 || segBytes == 0 || segBytes > 1<<30 {
+		return 0, fmt.Errorf("WAL file %q of %d-byte segments: not a WAL file name", name, segBytes)
+	}
+	log, err1 := strconv.ParseUint(name[len(name)-16:len(name)-8], 16, 32)
+	seg, err2 := strconv.ParseUint(name[len(name)-8:], 16, 32)
+	if err := errors.Join(err1, err2); err != nil || seg >= (1<<32)/segBytes {
+		return 0, fmt.Errorf("WAL file %q of %d-byte segments: not a WAL file name", name, segBytes)
+	}
+	return lsncheck.LSN(log<<32 + seg*segBytes), nil
 }
 
 // otherSynchronizers are the libraries that, loaded on a standby, copy the primary's logical
@@ -225,7 +266,8 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size'), -1),
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_keep_size'), 0),
 		coalesce((SELECT setting::bigint * CASE unit WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
-			FROM pg_settings WHERE name = 'wal_segment_size'), 0)`
+			FROM pg_settings WHERE name = 'wal_segment_size'), 0),
+		has_function_privilege('pg_ls_waldir()', 'EXECUTE')`
 	var silentMs, timeoutMs, commitMs int64
 	var reloadedAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
@@ -234,7 +276,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		&n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
 		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
-		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes)
+		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes, &n.CanListWAL)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}

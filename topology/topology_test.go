@@ -15,7 +15,7 @@ import (
 func healthy() (NodeInfo, NodeInfo, PhysicalSlot) {
 	p := NodeInfo{SystemID: "7", VersionNum: 160004, WALLevel: "logical", CanReadAllStats: true}
 	s := NodeInfo{SystemID: "7", VersionNum: 160004, InRecovery: true, WALLevel: "logical", HotStandbyFeedback: true, PrimarySlotName: "sb", CanReplicate: true,
-		CanReadAllStats: true}
+		CanReadAllStats: true, CanListWAL: true}
 	return p, s, PhysicalSlot{Exists: true, Active: true}
 }
 
@@ -81,6 +81,10 @@ func TestWarnings(t *testing.T) {
 	w := Warnings(p, s, ph)
 	if len(w) != 2 || w[0].Check != "wal_receiver" || !strings.Contains(w[0].Issue, "no WAL receiver") || w[1].Check != "physical_slot_active" {
 		t.Fatalf("cut-off standby: %+v", w)
+	}
+	s.ReceiverStatus, ph.Active, s.CanListWAL = "streaming", true, false
+	if w := Warnings(p, s, ph); len(w) != 1 || w[0].Check != "wal_files" || !strings.Contains(w[0].Fix, "pg_monitor") {
+		t.Fatalf("a role that may not list pg_wal: %+v", w)
 	}
 }
 

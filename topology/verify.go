@@ -244,6 +244,12 @@ func Warnings(primary, standby NodeInfo, phys PhysicalSlot) []Problem {
 			Issue: fmt.Sprintf("not streaming from the primary (%s)", status),
 			Fix:   "check primary_conninfo and the standby's log; SELECT * FROM pg_stat_wal_receiver must show status streaming"})
 	}
+	if standby.InRecovery && !standby.CanListWAL {
+		probs = append(probs, Problem{Check: "wal_files", Node: "standby",
+			Issue: "the role may not call pg_ls_waldir(): the gate cannot see WAL removed from the standby's pg_wal behind the server's back, " +
+				"which a copy's wal_status does not show",
+			Fix: "GRANT pg_monitor TO <slotsync role> (on the primary; the standby replays it)"})
+	}
 	if phys.Exists && !phys.Active {
 		probs = append(probs, Problem{Check: "physical_slot_active", Node: "primary",
 			Issue: fmt.Sprintf("the standby's physical slot %q is not active on this primary", standby.PrimarySlotName),
