@@ -420,6 +420,55 @@ func (p *Pair) Restartpoint(ctx context.Context) error {
 	return p.Standby.Exec(ctx, "CHECKPOINT")
 }
 
+// CleanStandbyWAL makes a restartpoint on the standby, then removes from its pg_wal every WAL
+// file whose segment comes before that restartpoint's redo segment, comparing names without the
+// timeline as pg_archivecleanup does: what a pg_archivecleanup aimed at pg_wal by a misconfigured
+// archive_cleanup_command does. The server is not told: its slots' wal_status, which counts only
+// the WAL it removed itself, still says reserved. It returns how many files it removed and the
+// redo position.
+func (p *Pair) CleanStandbyWAL(ctx context.Context) (removed int, redo string, err error) {
+	if err := p.Restartpoint(ctx); err != nil {
+		return 0, "", err
+	}
+	var segBytes int64
+	q := "SELECT redo_lsn::text, (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size') FROM pg_control_checkpoint()"
+	if err := p.Standby.QueryRow(ctx, q, nil, &redo, &segBytes); err != nil {
+		return 0, "", err
+	}
+	keep, err := WALSegmentName(redo, segBytes)
+	if err != nil {
+		return 0, redo, err
+	}
+	files, err := filepath.Glob(filepath.Join(p.Standby.DataDir, "pg_wal", strings.Repeat("[0-9A-F]", 24)))
+	if err != nil {
+		return 0, redo, err
+	}
+	for _, f := range files {
+		if filepath.Base(f)[8:] < keep {
+			if err := os.Remove(f); err != nil {
+				return removed, redo, err
+			}
+			removed++
+		}
+	}
+	return removed, redo, nil
+}
+
+// WALSegmentName is the name of the WAL file holding lsn, without its timeline: the last 16 hex
+// digits (log, then segment) of segBytes-long segments.
+func WALSegmentName(lsn string, segBytes int64) (string, error) {
+	pos, err := pglogrepl.ParseLSN(lsn)
+	if err != nil {
+		return "", err
+	}
+	if segBytes <= 0 {
+		return "", fmt.Errorf("wal_segment_size %d", segBytes)
+	}
+	seg := uint64(pos) / uint64(segBytes)
+	perLog := uint64(1<<32) / uint64(segBytes)
+	return fmt.Sprintf("%08X%08X", seg/perLog, seg%perLog), nil
+}
+
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	lsn, err := p.CurrentLSN(ctx)

@@ -69,7 +69,7 @@ type ReadinessInput struct {
 	CopyExists       bool
 	Copy             Seen
 	CopyInvalidated  bool
-	CopyWALAvailable bool // the standby still has the WAL from the copy's restart_lsn
+	CopyWALAvailable bool // the standby still has the WAL from the copy's restart_lsn, in its pg_wal
 	CopyTemporary    bool
 	CopySynced       bool
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
@@ -208,8 +208,9 @@ func Readiness(in ReadinessInput) Verdict {
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
-		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved, or beyond the "+
-			"standby's max_slot_wal_keep_size, which a standby's wal_status shows only once promoted), the WAL from the copy's restart_lsn %s", c.RestartLSN)
+		add(ReasonCopyWALMissing, "the standby no longer has, or will not keep past its next checkpoint (wal_status lost or unreserved, a WAL file gone from its "+
+			"pg_wal, or beyond the standby's max_slot_wal_keep_size, which a standby's wal_status shows only once promoted), the WAL from the copy's "+
+			"restart_lsn %s", c.RestartLSN)
 	}
 	twoPhaseReasons(in, add)
 	if in.DecodeError != "" {

@@ -429,6 +429,47 @@ func TestCopyBeyondWALLimit(t *testing.T) {
 	})
 }
 
+// TestStandbyWALCleanedUnderACopy (rule 4, its WAL): the standby's WAL before its last
+// restartpoint removed from pg_wal behind the server's back (pg_archivecleanup aimed at pg_wal by a
+// misconfigured archive_cleanup_command) under the copy of a slot whose consumer is idle: the
+// copy's wal_status still says reserved and nothing reads its WAL again, so only the files tell.
+// The gate, with and without the primary, must say NOT READY (copy_wal_missing); the consumer
+// cannot resume on the promoted standby. (The fault explorer's
+// hook-standby-wal-cleaned-consumers-away: READY, then every change lost, before the gate read
+// the oldest WAL file.)
+func TestStandbyWALCleanedUnderACopy(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter = time.Second
+		f.startEngine()
+		f.readyCopy()
+		f.insert(2)
+		f.switchSegments(3)
+		removed, redo, err := f.pair.CleanStandbyWAL(f.ctx)
+		f.must(err)
+		if removed == 0 {
+			t.Fatalf("setup: no WAL file before the standby's restartpoint at %s", redo)
+		}
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
+			t.Fatalf("the gate with the primary, %d WAL files before %s gone from the standby's pg_wal: %v %s, want NOT READY %s",
+				removed, redo, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
+		}
+		f.must(f.pair.Primary.Kill(f.ctx))
+		f.notReadyWithoutPrimary("the copy's WAL gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
+		f.must(f.pair.Promote(f.ctx))
+		conn, err := f.pair.Standby.Connect(f.ctx, "app")
+		f.must(err)
+		defer conn.Close(context.Background())
+		var n int
+		if err := conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n); err == nil {
+			t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
+		} else {
+			t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
+		}
+	})
+}
+
 // TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's
 // last checkpoint are in memory only, so a crash and restart of the primary (no failover) takes
 // its slot's confirmed_flush back behind the copy. That is the same slot: the copy is kept (not

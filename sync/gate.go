@@ -45,13 +45,15 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			if ent != nil {
 				scratchAt = ent.ScratchAt
 			}
+			// In the standby's pg_wal, and kept past the next checkpoint, as the promoted standby
+			// will count it, its WAL reaching what the primary has written.
+			walHeld := cp.WALAvailable() && obs.Standby.Info.HoldsWALFrom(cp.RestartLSN) &&
+				obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd()))
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
 				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
-				// Kept past the next checkpoint, as the promoted standby will count it, its WAL
-				// reaching what the primary has written.
-				CopyWALAvailable: cp.WALAvailable() && obs.Standby.Info.KeepsSlotWAL(cp.RestartLSN, max(obs.Standby.Info.WALEnd(), obs.Primary.Info.WALEnd())),
+				CopyWALAvailable: walHeld,
 				CopyNotOurs:      a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				// The plan makes the copy again (a slot made again on the primary, its WAL gone,
 				// beyond a fork): until that is done, the copy standing is the one replaced (rule 2).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
@@ -249,6 +250,11 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 	o.snapshots, o.listSnapshots = i.InRecovery && (i.CanStatFiles || i.CanListSnapshots), i.CanListSnapshots
 	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
+	}
+	if i.InRecovery && i.CanListWAL && i.WALSegmentBytes > 0 && !failpoint.Mutant("wal-files-unchecked") {
+		if obs.Standby.Info.OldestWAL, err = topology.ReadOldestWAL(ctx, sconn, i.WALSegmentBytes); err != nil {
+			return Observation{}, &NodeError{"standby", err}
+		}
 	}
 	standbyOnly := func(perr error) (Observation, error) {
 		if perr != nil {
