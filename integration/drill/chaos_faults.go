@@ -368,6 +368,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		wd.w.pausedUntil.Store(time.Now().Add(s.For).UnixNano())
 	case FaultSnapshotsRemoved:
 		return wd.removeSnapshots()
+	case FaultStandbyWALCleaned:
+		return wd.cleanStandbyWAL(ctx)
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
@@ -387,6 +389,22 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 			}
 		})
 	}
+	return nil
+}
+
+// cleanStandbyWAL is FaultStandbyWALCleaned (integration.Pair.CleanStandbyWAL).
+func (wd *world) cleanStandbyWAL(ctx context.Context) error {
+	if wd.pair.Dir == "" {
+		return skipped("the standby's files are reached on a local pair only")
+	}
+	removed, redo, err := wd.pair.CleanStandbyWAL(ctx)
+	if err != nil {
+		return err
+	}
+	if removed == 0 {
+		return skipped("no WAL file on the standby before its restartpoint's redo " + redo)
+	}
+	wd.log.Info("the standby's WAL before its restartpoint removed", "redo", redo, "files", removed)
 	return nil
 }
 

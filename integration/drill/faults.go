@@ -99,6 +99,12 @@ const (
 	// as a cleanup that takes them for disposable would: decoding from a copy's restart_lsn then
 	// builds its snapshot again from running-xacts records (local pairs)
 	FaultSnapshotsRemoved Fault = "standby_snapshots_removed"
+	// a restartpoint of the standby, then every WAL file in its pg_wal before that restartpoint's
+	// redo segment removed, as pg_archivecleanup aimed at pg_wal by a misconfigured
+	// archive_cleanup_command removes them (local pairs): the WAL its copies need from their
+	// restart_lsn is gone, while their wal_status, which counts only what the server removed,
+	// still says reserved
+	FaultStandbyWALCleaned Fault = "standby_wal_cleaned"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

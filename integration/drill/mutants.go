@@ -29,6 +29,8 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_invalidated":           {"hook-copies-idle-invalidated", "hook-copies-invalidated", "hook-copies-wal-removed"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
 	"readiness:copy_not_ours":              {"hook-journal-lost"},
+	"readiness:copy_cannot_decode":         {"hook-standby-wal-cleaned"},
+	"wal-files-unchecked":                  {"hook-standby-wal-cleaned-consumers-away"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
 	"readiness:temporary":                  {"hook-synced-copy-temporary"},
 	"without:temporary":                    {"hook-synced-copy-temporary"},
@@ -124,6 +126,11 @@ func Mutants() []Mutant {
 			Majors: []int{16, 17, 18},
 			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
 				"not the state-file ones its journal entry names",
+		},
+		Mutant{
+			Name: "wal-files-unchecked",
+			Why: "the gate takes a copy's wal_status for its WAL, though WAL removed from the standby's pg_wal behind the server's back " +
+				"leaves it reserved (round 21's fix)",
 		},
 		Mutant{
 			Name: "without:copy_being_made",
@@ -363,7 +370,34 @@ func MatrixPlans() []Plan {
 			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
 			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
 	}
-	return append(append(plans, decodingPlans()...), nativePlans()...)
+	return append(append(append(plans, decodingPlans()...), walFilePlans()...), nativePlans()...)
+}
+
+// walFilePlans are the plans of WAL removed from the standby's pg_wal behind the server's back.
+func walFilePlans() []Plan {
+	ms := time.Millisecond
+	return []Plan{
+		// The standby's WAL before its last restartpoint removed from pg_wal (a misaimed
+		// archive_cleanup_command) while slotsync is paused, three segments switched before, the
+		// consumers confirming on: the copies' WAL from their restart_lsn is gone while their
+		// wal_status says reserved; slotsync's next advance of each fails to read it (rule 4:
+		// copy_cannot_decode), and the promoted standby could not serve the consumers.
+		{Name: "hook-standby-wal-cleaned", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultSidecarPause, For: 2500 * ms},
+			{At: 1200 * ms, Fault: FaultWALSwitched},
+			{At: 1500 * ms, Fault: FaultStandbyWALCleaned},
+			{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// The same with the consumers away: nothing reads their copies' WAL again, and only the
+		// standby's oldest WAL file tells it is gone (rule 4, its WAL; round 21's finding: READY,
+		// then every change lost, before the gate looked at pg_wal).
+		{Name: "hook-standby-wal-cleaned-consumers-away", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
+			{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+			{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_test_decoding", Away: true},
+			{At: 1000 * ms, Fault: FaultSidecarPause, For: 2500 * ms},
+			{At: 1200 * ms, Fault: FaultWALSwitched},
+			{At: 1500 * ms, Fault: FaultStandbyWALCleaned},
+			{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+	}
 }
 
 // nativePlans are the written plans of the native method (17+), which each names.

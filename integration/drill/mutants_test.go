@@ -32,10 +32,10 @@ var mutantSample = []struct {
 	// Rule 8, this round's fix: a record the primary outlived while slotsync was paused, a slot
 	// copied again behind its copy meanwhile (the explorer's own finding).
 	{name: "record-outlived", major: 17, plan: "hook-slot-behind"},
-	// Rule 2's identity: a slot made again with the other plugin. The plan makes its copy again,
-	// so check between passes also says copy_being_made (round 19), which holds either mutant
-	// alone: both off.
-	{name: "readiness:identity_mismatch,readiness:copy_being_made", major: 17, plan: "hook-other-plugin"},
+	// Rule 4's WAL, round 21's fix: the standby's WAL before its last restartpoint removed from
+	// pg_wal behind the server's back, the consumers away (nothing reads their copies' WAL
+	// again): only the oldest WAL file tells the gate it is gone.
+	{name: "wal-files-unchecked", major: 17, plan: "hook-standby-wal-cleaned-consumers-away"},
 	// Rule 2, round 19's fix: check asked between slotsync's passes over the copy of a slot just
 	// made again (its consumer away), then a switchover 5 s later; slotsync's pass meanwhile
 	// makes the copy again ahead of the consumer (the window of the long run's finding, held
