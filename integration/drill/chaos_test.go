@@ -439,6 +439,34 @@ func TestReadPlans(t *testing.T) {
 	if _, err := ReadPlans(path); err == nil {
 		t.Fatal("a line without a plan was taken")
 	}
+	bad, _ := json.Marshal(Plan{Name: "linger and hook", Live: 3 * time.Second, Hook: true, Linger: 5 * time.Second})
+	if err := os.WriteFile(path, append(bad, '\n'), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadPlans(path); err == nil || !strings.Contains(err.Error(), "linger") {
+		t.Fatalf("a plan that lingers with the hook's cutover: %v, want refused", err)
+	}
+}
+
+// TestWrittenPlansCheck: every written plan is one the drill can carry out as written, and
+// DrawPlan never draws a contradiction.
+func TestWrittenPlansCheck(t *testing.T) {
+	for _, p := range MatrixPlans() {
+		if err := p.Check(); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+	}
+	for seed := int64(0); seed < 2000; seed++ {
+		if err := DrawPlan(seed, true).Check(); err != nil {
+			t.Fatalf("seed %d: %v", seed, err)
+		}
+	}
+	if err := (Plan{Live: time.Second, Stall: time.Second}).Check(); err == nil {
+		t.Error("a stall with no failpoint: accepted")
+	}
+	if err := (Plan{Live: time.Second, Freeze: true, Linger: time.Second}).Check(); err == nil {
+		t.Error("a linger with the freeze's cutover: accepted")
+	}
 }
 
 // matrixPlans are the MatrixPlans want names ("matrix": all of them).

@@ -382,6 +382,18 @@ func (p Plan) String() string {
 	return b.String()
 }
 
+// Check refuses a plan whose fields contradict each other: Linger beside Hook or Freeze, whose
+// cutovers end the primary at the answer, and a Stall with no failpoint to stall at.
+func (p Plan) Check() error {
+	if p.Linger > 0 && (p.Hook || p.Freeze) {
+		return errors.New("linger with the hook's or the freeze's cutover, which ends the primary at the answer: drop one of them")
+	}
+	if p.Stall > 0 && p.Failpoint == "" {
+		return errors.New("stall with no failpoint to stall at: name one, or drop the stall")
+	}
+	return nil
+}
+
 // ReadPlans reads the plans in a file of JSON lines: each a chaos report's iteration (its
 // plan_drawn) or a plan itself.
 func ReadPlans(path string) ([]Plan, error) {
@@ -405,6 +417,9 @@ func ReadPlans(path string) ([]Plan, error) {
 		}
 		if p.Live <= 0 {
 			return nil, fmt.Errorf("line %d: no plan (no live phase)", i+1)
+		}
+		if err := p.Check(); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		out = append(out, p)
 	}
