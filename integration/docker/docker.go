@@ -5,10 +5,15 @@ package docker
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/moby/moby/api/types/container"
+	dockernet "github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/testcontainers/testcontainers-go"
@@ -158,6 +163,25 @@ func settings(opts integration.Options, extra []string) []string {
 	return args
 }
 
+// pinnedPort binds the server's port 5432, with a local engine, to a free port of this machine's
+// loopback chosen once, so that a container stopped or killed and started again (a fault of the
+// drills) is found where it was: Docker gives a port published without one a new host port at
+// each start. A remote engine picks its own (nil).
+func pinnedPort() func(*container.HostConfig) {
+	if os.Getenv("TESTCONTAINERS_HOST_OVERRIDE") != "" || os.Getenv("DOCKER_HOST") != "" && !strings.HasPrefix(os.Getenv("DOCKER_HOST"), "unix://") {
+		return nil
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	return func(hc *container.HostConfig) {
+		hc.PortBindings = dockernet.PortMap{dockernet.MustParsePort("5432/tcp"): {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(port)}}}
+	}
+}
+
 // containerEnv is the official image's environment for both servers.
 func containerEnv() map[string]string {
 	return map[string]string{"POSTGRES_HOST_AUTH_METHOD": "trust", "PGDATA": dataDir}
@@ -168,12 +192,13 @@ func startPrimary(ctx context.Context, p *integration.Pair, opts integration.Opt
 	hba := "#!/bin/sh\necho 'host replication all all trust' >> \"$PGDATA/pg_hba.conf\"\n"
 	primary, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
-			Image:          image,
-			Env:            containerEnv(),
-			ExposedPorts:   []string{"5432/tcp"},
-			Networks:       []string{network},
-			NetworkAliases: map[string][]string{network: {"primary"}},
-			Cmd:            append([]string{"postgres", "-c", "cluster_name=primary"}, settings(opts, opts.PrimaryConf)...),
+			Image:              image,
+			Env:                containerEnv(),
+			ExposedPorts:       []string{"5432/tcp"},
+			HostConfigModifier: pinnedPort(),
+			Networks:           []string{network},
+			NetworkAliases:     map[string][]string{network: {"primary"}},
+			Cmd:                append([]string{"postgres", "-c", "cluster_name=primary"}, settings(opts, opts.PrimaryConf)...),
 			Files: []testcontainers.ContainerFile{{
 				Reader: strings.NewReader(hba), ContainerFilePath: "/docker-entrypoint-initdb.d/replication.sh", FileMode: 0o755,
 			}},
@@ -209,12 +234,13 @@ exec docker-entrypoint.sh "$@"`, integration.Superuser, integration.PhysicalSlot
 		"-c", "primary_conninfo=" + conninfo, "-c", "primary_slot_name=" + integration.PhysicalSlot}, settings(opts, opts.StandbyConf)...)
 	standby, err := testcontainers.GenericContainer(ctx, testcontainers.GenericContainerRequest{
 		ContainerRequest: testcontainers.ContainerRequest{
-			Image:        image,
-			Env:          containerEnv(),
-			ExposedPorts: []string{"5432/tcp"},
-			Networks:     []string{network},
-			Entrypoint:   []string{"bash", "-c", script, "standby"},
-			Cmd:          standbyArgs,
+			Image:              image,
+			Env:                containerEnv(),
+			ExposedPorts:       []string{"5432/tcp"},
+			HostConfigModifier: pinnedPort(),
+			Networks:           []string{network},
+			Entrypoint:         []string{"bash", "-c", script, "standby"},
+			Cmd:                standbyArgs,
 			// A log line, not a dial: asked from inside a container, testcontainers would dial the
 			// network gateway rather than this machine.
 			WaitingFor: wait.ForLog("database system is ready to accept read-only connections").WithStartupTimeout(3 * time.Minute),

@@ -33,4 +33,25 @@ func TestDockerBackend(t *testing.T) {
 	if err := p.Standby.QueryRow(ctx, "SELECT x FROM d", nil, &x); err != nil || x != 1 {
 		t.Fatalf("standby read %d, %v", x, err)
 	}
+	// A server stopped or killed and started again is found where it was (the drills' faults
+	// reach it by its address): Docker gives an unpinned published port a new host port at each
+	// start.
+	for _, n := range []*integration.Node{p.Standby, p.Primary} {
+		before, err := n.Addr(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Restart(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Kill(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if after, err := n.Addr(ctx); err != nil || after != before {
+			t.Fatalf("%s restarted and killed: at %s, %v; want %s, where it was", n.Name, after, err, before)
+		}
+	}
 }
