@@ -140,6 +140,23 @@ func (p *Proxy) Redirect(target string) {
 	p.Reset()
 }
 
+// Retarget points the proxy at to if it points at from, and reports whether it did: a server
+// that came back on another address (a container started again gets a new host port) is
+// followed, while a proxy pointed elsewhere meanwhile (an address moved) is left as it is. Open
+// connections are reset when it moves.
+func (p *Proxy) Retarget(from, to string) bool {
+	p.mu.Lock()
+	moved := p.target == from && from != to
+	if moved {
+		p.target = to
+	}
+	p.mu.Unlock()
+	if moved {
+		p.Reset()
+	}
+	return moved
+}
+
 // Reset closes every connection at once with a TCP reset.
 func (p *Proxy) Reset() {
 	p.mu.Lock()

@@ -127,12 +127,33 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 			}
 		}
 	case FaultPrimaryRestart:
-		if err := wd.killPrimary(ctx); err != nil {
-			return err
-		}
-		return p.Primary.Start(ctx)
+		return wd.restartPrimary(ctx)
 	default:
 		return wd.applyWritten(ctx, s)
+	}
+	return nil
+}
+
+// restartPrimary kills the primary -9 and starts it again (FaultPrimaryRestart). A server that
+// comes back on another address (a backend that gives a container a new host port at each
+// start) is followed by the primary's address (the proxy), as a Service follows its pod.
+func (wd *world) restartPrimary(ctx context.Context) error {
+	before, err := wd.pair.Primary.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	if err := wd.killPrimary(ctx); err != nil {
+		return err
+	}
+	if err := wd.pair.Primary.Start(ctx); err != nil {
+		return err
+	}
+	after, err := wd.pair.Primary.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	if wd.proxy.Retarget(before, after) {
+		wd.log.Info("the primary's address follows it to its new port", "from", before, "to", after)
 	}
 	return nil
 }

@@ -451,7 +451,9 @@ func (wd *world) startFeed(ctx context.Context, i int, n *integration.Node) {
 	f.cancel, f.done = cancel, make(chan struct{})
 	go func() {
 		defer close(f.done)
-		f.c.follow(fctx, n.ReplicationDSN(db, true), 2, f.next)
+		// The DSN is taken again at each reconnection: a server started again may listen on
+		// another port (a container's new host port).
+		f.c.follow(fctx, func() string { return n.ReplicationDSN(db, true) }, 2, f.next)
 	}()
 }
 

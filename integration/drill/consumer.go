@@ -383,15 +383,15 @@ func (c *consumer) firstEnd() map[int]pglogrepl.LSN {
 	return out
 }
 
-// follow streams from dsn until ctx ends, reconnecting after any failure (a primary restart, a
+// follow streams from the DSN dsn gives (taken again at each reconnection) until ctx ends, reconnecting after any failure (a primary restart, a
 // terminated walsender, a reconnect the explorer asked for through next), as a CDC tool does.
-func (c *consumer) follow(ctx context.Context, dsn string, phase int, next <-chan struct{}) {
+func (c *consumer) follow(ctx context.Context, dsn func() string, phase int, next <-chan struct{}) {
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			_ = c.stream(sctx, dsn, phase, 0)
+			_ = c.stream(sctx, dsn(), phase, 0)
 		}()
 		select {
 		case <-done:
