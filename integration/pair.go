@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 // PhysicalSlot is the name of the physical slot the standby streams through.
@@ -435,10 +436,11 @@ func (p *Pair) CleanStandbyWAL(ctx context.Context) (removed int, redo string, e
 	if err := p.Standby.QueryRow(ctx, q, nil, &redo, &segBytes); err != nil {
 		return 0, "", err
 	}
-	keep, err := WALSegmentName(redo, segBytes)
-	if err != nil {
-		return 0, redo, err
+	pos, err := lsncheck.ParseLSN(redo)
+	if err != nil || segBytes <= 0 {
+		return 0, redo, fmt.Errorf("the standby's restartpoint at %q, %d-byte segments: %v", redo, segBytes, err)
 	}
+	keep := lsncheck.SegmentName(0, pos, uint64(segBytes))[8:]
 	files, err := filepath.Glob(filepath.Join(p.Standby.DataDir, "pg_wal", strings.Repeat("[0-9A-F]", 24)))
 	if err != nil {
 		return 0, redo, err
@@ -452,21 +454,6 @@ func (p *Pair) CleanStandbyWAL(ctx context.Context) (removed int, redo string, e
 		}
 	}
 	return removed, redo, nil
-}
-
-// WALSegmentName is the name of the WAL file holding lsn, without its timeline: the last 16 hex
-// digits (log, then segment) of segBytes-long segments.
-func WALSegmentName(lsn string, segBytes int64) (string, error) {
-	pos, err := pglogrepl.ParseLSN(lsn)
-	if err != nil {
-		return "", err
-	}
-	if segBytes <= 0 {
-		return "", fmt.Errorf("wal_segment_size %d", segBytes)
-	}
-	seg := uint64(pos) / uint64(segBytes)
-	perLog := uint64(1<<32) / uint64(segBytes)
-	return fmt.Sprintf("%08X%08X", seg/perLog, seg%perLog), nil
 }
 
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.

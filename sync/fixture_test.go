@@ -332,7 +332,7 @@ func (f *fixture) segmentOf(lsn lsncheck.LSN) string {
 	defer conn.Close(context.Background())
 	seg, err := topology.WALSegmentSize(f.ctx, conn)
 	f.must(err)
-	return statefile.SegmentName(uint32(tli), uint64(lsn), seg)
+	return lsncheck.SegmentName(uint32(tli), lsn, seg)
 }
 
 func equalInts(a, b []int) bool {

@@ -65,30 +65,7 @@ func TestKeepsSlotWAL(t *testing.T) {
 	}
 }
 
-func TestSegmentStartAndHoldsWALFrom(t *testing.T) {
-	cases := []struct {
-		name     string
-		file     string
-		segBytes uint64
-		want     lsncheck.LSN
-		bad      bool
-	}{
-		{"none", "", 16 << 20, 0, false},
-		{"with its timeline", "000000010000000000000003", 16 << 20, 0x3000000, false},
-		{"without", "0000000100000005", 16 << 20, 0x1_05000000, false},
-		{"1 GB segments", "0000000200000002", 1 << 30, 0x2_80000000, false},
-		{"the log's last segment", "00000000000000FF", 16 << 20, 0xFF000000, false},
-		{"a segment past the log's end", "0000000000000100", 16 << 20, 0, true},
-		{"not hex", "00000000000000ZZ", 16 << 20, 0, true},
-		{"too short", "0003", 16 << 20, 0, true},
-		{"segment size unknown", "0000000000000003", 0, 0, true},
-	}
-	for _, c := range cases {
-		got, err := SegmentStart(c.file, c.segBytes)
-		if (err != nil) != c.bad || got != c.want {
-			t.Errorf("%s: SegmentStart(%q, %d) = %s, %v; want %s, error %v", c.name, c.file, c.segBytes, got, err, c.want, c.bad)
-		}
-	}
+func TestHoldsWALFrom(t *testing.T) {
 	n := NodeInfo{OldestWAL: 0x3000000}
 	for _, c := range []struct {
 		restart lsncheck.LSN

@@ -152,23 +152,6 @@ func TestInstallWithSnapshot(t *testing.T) {
 	}
 }
 
-func TestSegmentName(t *testing.T) {
-	for _, c := range []struct {
-		tli       uint32
-		lsn, size uint64
-		want      string
-	}{
-		{1, 0x1000000, 16 << 20, "000000010000000000000001"},
-		{1, 0x1FFFFFF, 16 << 20, "000000010000000000000001"},
-		{1, 0x102000000, 16 << 20, "000000010000000100000002"},
-		{3, 0x5A000000, 64 << 20, "000000030000000000000016"},
-	} {
-		if got := SegmentName(c.tli, c.lsn, c.size); got != c.want {
-			t.Errorf("SegmentName(%d, %X, %d) = %s, want %s", c.tli, c.lsn, c.size, got, c.want)
-		}
-	}
-}
-
 // TestTimelineOf: after failovers, a WAL segment is named on the timeline it was written on, as
 // the primary's walsender reads it: a timeline's switch segment is the next timeline's file.
 func TestTimelineOf(t *testing.T) {

@@ -71,13 +71,6 @@ func ReadWALSource(ctx context.Context, conn *pgx.Conn, timeline uint32) (WALSou
 	return src, nil
 }
 
-// SegmentName is the name of the WAL segment holding lsn on timeline tli.
-func SegmentName(tli uint32, lsn, segSize uint64) string {
-	segno := lsn / segSize
-	perID := uint64(0x100000000) / segSize
-	return fmt.Sprintf("%08X%08X%08X", tli, uint32(segno/perID), uint32(segno%perID))
-}
-
 // InstallWAL puts into the standby's pg_wal every WAL segment from the one holding from up to
 // the first one it still has (stopped, or running with AllowRunning once copies that keep them
 // are loaded: those segments are older than any it reads or writes), fetched from the primary (which keeps them for the slot the
@@ -101,7 +94,7 @@ func (in Installer) InstallWAL(ctx context.Context, src WALSource, from, upto ui
 	// Every segment from from's up to the one before upto's (that one may be partial on the
 	// primary, or not yet written): those the standby lacks are fetched, holes included.
 	for lsn := from - from%src.SegmentSize; lsn+src.SegmentSize <= upto-upto%src.SegmentSize; lsn += src.SegmentSize {
-		name := SegmentName(src.TimelineOf(lsn), lsn, src.SegmentSize)
+		name := lsncheck.SegmentName(src.TimelineOf(lsn), lsncheck.LSN(lsn), src.SegmentSize)
 		final := filepath.Join(dir, name)
 		if there, err := exists(final); err != nil || there {
 			if err != nil {
