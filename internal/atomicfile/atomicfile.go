@@ -15,7 +15,13 @@ const Mode = 0o640
 
 // Write puts data in dir/name atomically: a temporary file, fsync, rename over the old one,
 // fsync the directory (made if missing). On error the old file is intact.
-func Write(dir, name string, data []byte) error {
+func Write(dir, name string, data []byte) error { return write(dir, name, data, true) }
+
+// WriteNoSync is Write without the fsyncs, for a file rewritten often whose loss in a crash of
+// the host only leaves an older version or none (never a mix: the rename is atomic).
+func WriteNoSync(dir, name string, data []byte) error { return write(dir, name, data, false) }
+
+func write(dir, name string, data []byte, sync bool) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
@@ -32,9 +38,9 @@ func Write(dir, name string, data []byte) error {
 		tmp.Close()
 		return err
 	}
-	if err := tmp.Sync(); err != nil {
+	if err := syncFile(tmp, sync); err != nil {
 		tmp.Close()
-		return fmt.Errorf("fsync: %w", err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
 		return err
@@ -42,7 +48,20 @@ func Write(dir, name string, data []byte) error {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
+	if !sync {
+		return nil
+	}
 	return SyncDir(dir)
+}
+
+func syncFile(f *os.File, sync bool) error {
+	if !sync {
+		return nil
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync: %w", err)
+	}
+	return nil
 }
 
 // SyncDir fsyncs directory dir, so that a rename or removal in it survives a crash.
