@@ -76,6 +76,12 @@ type NodeInfo struct {
 	// transaction it replayed (pg_last_xact_replay_timestamp; -1 when none since it started, and
 	// on a primary).
 	ReplayedCommitAge time.Duration
+	// ReplayedCommitAt: on a standby, when the primary committed the last transaction it
+	// replayed, by the primary's clock (pg_last_xact_replay_timestamp; zero when none since it
+	// started, and on a primary). Clock: the server's clock when it answered (now()). On a
+	// primary the two are of one clock, so a later standby's ReplayedCommitAt compares with a
+	// primary's Clock without the hosts' clocks being in step.
+	ReplayedCommitAt, Clock time.Time
 	// PreloadLibraries is shared_preload_libraries ("" when empty, or when the role may not read
 	// it: superuser or pg_read_all_settings).
 	PreloadLibraries string
@@ -251,22 +257,29 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_keep_size'), 0),
 		coalesce((SELECT setting::bigint * CASE unit WHEN 'kB' THEN 1024 WHEN 'MB' THEN 1048576 ELSE 1 END
 			FROM pg_settings WHERE name = 'wal_segment_size'), 0),
-		has_function_privilege('pg_ls_waldir()', 'EXECUTE')`
+		has_function_privilege('pg_ls_waldir()', 'EXECUTE'),
+		pg_last_xact_replay_timestamp(),
+		now()`
 	var silentMs, timeoutMs, commitMs int64
-	var reloadedAt *time.Time
+	var reloadedAt, commitAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanListSnapshots,
 		&n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
 		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
-		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes, &n.CanListWAL)
+		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes, &n.CanListWAL,
+		&commitAt, &n.Clock)
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("read node info: %w", err)
 	}
 	if reloadedAt != nil {
 		n.ReloadedAt = reloadedAt.UTC()
 	}
+	if commitAt != nil {
+		n.ReplayedCommitAt = commitAt.UTC()
+	}
+	n.Clock = n.Clock.UTC()
 	n.ReceiverSilentFor, n.ReceiverTimeout = time.Duration(silentMs)*time.Millisecond, time.Duration(timeoutMs)*time.Millisecond
 	n.ReplayedCommitAge = -1
 	if commitMs >= 0 {
