@@ -96,6 +96,10 @@ func (o *simObserver) Observe(context.Context) (Observation, error) {
 		s.Taken = o.now()
 	}
 	s.Primary.Slots, s.Standby.Slots = clone(o.snap.Primary.Slots), clone(o.snap.Standby.Slots)
+	s.Primary.Info.Clock = s.Taken // one clock for the nodes and slotsync here
+	if age := s.Standby.Info.ReplayedCommitAge; age >= 0 {
+		s.Standby.Info.ReplayedCommitAt = s.Taken.Add(-age)
+	}
 	if !s.Standby.Info.InRecovery {
 		return Observation{Standby: s.Standby}, nil
 	}

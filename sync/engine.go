@@ -39,6 +39,9 @@ type Engine struct {
 	traits  method.Traits
 	sess    []method.Session
 	journal *Journal
+	// seen: the note of the last pass with the primary (seen.go), written by an applying
+	// engine, read from the state directory by a read-only one.
+	seen *GateSeen
 
 	restarting atomic.Bool
 	// mem is what the engine keeps from one pass to the next (memory.go).
@@ -93,6 +96,8 @@ type logged struct {
 	nothingSelected bool
 	// standbySlotsErr: the last failure to set synchronized_standby_slots.
 	standbySlotsErr string
+	// seenFailing: the last note of a pass could not be written (seen.go).
+	seenFailing bool
 }
 
 // liveness is when the engine made its first pass and when a pass last saw the standby stream
@@ -155,6 +160,7 @@ func New(cfg Config) (*Engine, error) {
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
 		ownStandbySlots: cfg.Native.ManageStandbySlots}, j)
 	e.lock = lock
+	e.seen = loadGateSeen(cfg.StateDir)
 	// A statement on the standby outlives --slot-timeout (the client's bound) only when the
 	// client's cancel cannot reach it: then the server's own bound ends it a little later.
 	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir,
@@ -234,6 +240,8 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
 			e.journal = j
 		}
+		e.seen = loadGateSeen(e.cfg.StateDir) // after the journal: a note of a newer record says nothing
+
 	}
 	return obs, err
 }

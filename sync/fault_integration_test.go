@@ -581,6 +581,69 @@ func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 	})
 }
 
+// TestFaultPrimaryOutlivedTheLastPass (rule 8; found by the fault explorer's short run, seed
+// 730869993 on 15 and 17): slotsync's passes stop (its route to the primary cut) seconds after
+// its last one, well within the record's renewal and margin. Meanwhile a slot is copied again
+// from an older one, its consumer starting over there, and the primary goes on committing, then
+// stops cleanly. The record still says READY, and the copy stands ahead of what the consumer of
+// the slot made again is owed. Without the primary the gate must not vouch: CANNOT TELL, from
+// the note each pass leaves (gate-seen.json), for the daemon and for check. Before the note:
+// READY; promoted anyway, the consumer misses what the older slot still owed it.
+func TestFaultPrimaryOutlivedTheLastPass(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter, f.cfg.Select.Ignore = time.Second, []string{"cdc_old"}
+		f.startEngine()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_copy_logical_replication_slot('cdc', 'cdc_old')"))
+		f.pass()
+		f.insert(2)
+		f.untilReady("cdc", func() { f.consume(f.pair.Primary, "cdc") })
+		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			f.insert(1)
+			f.consume(f.pair.Primary, "cdc")
+			f.pass()
+		}
+		// No pass from here on; the primary lives three seconds more, well within the record's
+		// renewal (5 s and two passes) and its margin (5 s).
+		for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+			f.insert(1)
+			f.consume(f.pair.Primary, "cdc")
+		}
+		f.must(f.pair.Primary.Exec(f.ctx, "SELECT pg_drop_replication_slot('cdc')"))
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_copy_logical_replication_slot('cdc_old', 'cdc')"))
+		f.insert(2)
+		owed := f.peek(f.pair.Primary, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Primary.Stop(f.ctx))
+		time.Sleep(f.cfg.PrimaryGoneAfter + 500*time.Millisecond)
+
+		cfg := f.cfg
+		cfg.ReadOnly = true
+		check, err := New(cfg)
+		f.must(err)
+		defer check.Close()
+		for who, eng := range map[string]*Engine{"the daemon": f.eng, "check": check} {
+			rep, err := eng.Inspect(f.ctx)
+			if !errors.Is(err, ErrCannotTell) || errors.Is(err, ErrPrimaryAlive) {
+				t.Fatalf("%s without the primary, which outlived slotsync's last pass by three seconds: want CANNOT TELL, got %v (ready %v, slots %+v)",
+					who, err, rep.Ready(), rep.Slots)
+			}
+			if !strings.Contains(err.Error(), "after slotsync's last pass observed it") {
+				t.Fatalf("%s: CANNOT TELL without saying why: %v", who, err)
+			}
+		}
+		f.must(f.pair.Promote(f.ctx))
+		got := f.consume(f.pair.Standby, "cdc")
+		lost := slices.DeleteFunc(slices.Clone(owed), func(id int) bool { return slices.Contains(got, id) })
+		if len(lost) == 0 {
+			t.Fatalf("promoted anyway, the consumer of the slot made again got %v of %v: nothing lost, so the test shows no need for the answer", got, owed)
+		}
+		t.Logf("promoted anyway: %d of the %d changes the slot made again owed never reached its consumer", len(lost), len(owed))
+	})
+}
+
 // TestFaultReceiverSilentlyCut (gate issue, item 6: the review's finding 6): the standby's
 // route to its primary goes silent (a blackhole: packets dropped, the connection never closed,
 // as when a host loses its power), then the primary dies. With wal_receiver_timeout = 0 the WAL

@@ -152,10 +152,22 @@ func (f *fixture) insert(n int) []int {
 // consume reads and confirms every change of a test_decoding slot on node n.
 func (f *fixture) consume(n *integration.Node, slotName string) []int {
 	f.t.Helper()
+	return f.changes(n, slotName, "pg_logical_slot_get_changes")
+}
+
+// peek reads every change of a test_decoding slot on node n without confirming any.
+func (f *fixture) peek(n *integration.Node, slotName string) []int {
+	f.t.Helper()
+	return f.changes(n, slotName, "pg_logical_slot_peek_changes")
+}
+
+// changes returns the ids inserted in the changes fn (get or peek) reads from a slot on node n.
+func (f *fixture) changes(n *integration.Node, slotName, fn string) []int {
+	f.t.Helper()
 	conn, err := n.Connect(f.ctx, "app")
 	f.must(err)
 	defer conn.Close(context.Background())
-	rows, err := conn.Query(f.ctx, "SELECT data FROM pg_logical_slot_get_changes($1, NULL, NULL)", slotName)
+	rows, err := conn.Query(f.ctx, "SELECT data FROM "+fn+"($1, NULL, NULL)", slotName)
 	f.must(err)
 	defer rows.Close()
 	var ids []int

@@ -44,7 +44,7 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observ
 	if err := e.checkJournalCluster(obs.Standby.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if err := cannotTell(obs.Standby.Info, perr, rec, e.now(), e.cfg.MaxRecordAge); err != nil {
+	if err := cannotTell(obs.Standby.Info, perr, rec, e.seen, e.now(), e.cfg.MaxRecordAge); err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
 	obs, err := e.primaryLost(ctx, obs, perr, apply)
@@ -107,8 +107,8 @@ func (primaryAlive) Is(target error) bool {
 // from it (the primary is alive, only unreachable from here: promoting now would split the
 // cluster, and its consumers may get ahead of this standby), the record is older than maxAge
 // (slots made since are unknown to it), or the primary lived on unobserved past the record's
-// renewal (slots changed then are unknown to it).
-func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, now time.Time, maxAge time.Duration) error {
+// renewal, or past the daemon's note of its last pass (slots changed then are unknown to it).
+func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, seen *GateSeen, now time.Time, maxAge time.Duration) error {
 	age := now.Sub(rec.ObservedAt)
 	lastCommit := now.Add(-standby.ReplayedCommitAge)
 	switch {
@@ -128,6 +128,12 @@ func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, now time
 			"so slots dropped, made again or moved back then are unknown to the gate; see slotsync's log for why its passes stopped",
 			ErrCannotTell, lastCommit.UTC().Format("15:04:05.000"), lastCommit.Sub(rec.ObservedAt).Round(100*time.Millisecond),
 			rec.ObservedAt.UTC().Format("15:04:05.000"), rec.RenewBy.UTC().Format("15:04:05.000"))
+	case seen.outlived(rec, standby):
+		return fmt.Errorf("%w: the standby replayed a transaction the primary committed at %s (the primary's clock), %s after slotsync's last pass "+
+			"observed it (at %s; the next was due by %s): slotsync did not observe the primary's last moments (stalled, restarting, or its route to "+
+			"the primary cut), so slots dropped, made again or moved back then are unknown to the gate; see slotsync's log for why its passes stopped",
+			ErrCannotTell, standby.ReplayedCommitAt.Format("15:04:05.000"), standby.ReplayedCommitAt.Sub(seen.PrimaryClock).Round(100*time.Millisecond),
+			seen.PrimaryClock.Format("15:04:05.000"), seen.RenewBy.Format("15:04:05.000"))
 	}
 	return nil
 }

@@ -359,14 +359,35 @@ func (e *Engine) recordGate(obs Observation, method topology.Method, slots []Slo
 	// as long as this one took (a thousand slots, a standby restart): two of them for room.
 	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(obs.Taken), 0)))
 	old := e.journal.Gate
-	if old != nil && rec.sameVerdicts(old) && rec.StandbyCutOff == old.StandbyCutOff && rec.StandbyReloadedAt.Equal(old.StandbyReloadedAt) &&
-		rec.ObservedAt.Sub(old.ObservedAt) < e.cfg.GateRecordInterval {
+	if old == nil || !rec.sameVerdicts(old) || rec.StandbyCutOff != old.StandbyCutOff || !rec.StandbyReloadedAt.Equal(old.StandbyReloadedAt) ||
+		rec.ObservedAt.Sub(old.ObservedAt) >= e.cfg.GateRecordInterval {
+		// This write also carries the reference positions advances left in memory (journal.go).
+		next := e.journal.clone()
+		next.Gate = rec
+		if e.commit(next, failpoint.Hit("engine.gate-record"), "the gate's last observation (without the primary the gate answers from an older one)") != nil {
+			return // the record in force is the older one, whose note stands
+		}
+	}
+	e.noteSeen(obs)
+}
+
+// noteSeen writes the note of a pass with the primary under the record now in force (GateSeen). A
+// failed write is logged once; the gate then rests on an older note.
+func (e *Engine) noteSeen(obs Observation) {
+	seen := newGateSeen(e.journal.Gate.ObservedAt, obs.Primary.Info.Clock, e.cfg.Interval, e.now().Sub(obs.Taken))
+	if seen == nil || e.cfg.StateDir == "" {
 		return
 	}
-	// This write also carries the reference positions advances left in memory (journal.go).
-	next := e.journal.clone()
-	next.Gate = rec
-	_ = e.commit(next, failpoint.Hit("engine.gate-record"), "the gate's last observation (without the primary the gate answers from an older one)")
+	if err := seen.save(e.cfg.StateDir); err != nil {
+		if !e.logged.seenFailing {
+			e.log.Warn("could not note the pass in the state directory: without the primary the gate rests on the gate record's renewal alone",
+				"error", err, "state_dir", e.cfg.StateDir)
+		}
+		e.logged.seenFailing = true
+		return
+	}
+	e.logged.seenFailing = false
+	e.seen = seen
 }
 
 // ownSlotInactiveFor is how long the standby's physical slot, listed in the primary's
