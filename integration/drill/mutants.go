@@ -44,6 +44,7 @@ var mutantPlans = map[string][]string{
 	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut"},
 	"record-outlived":                      {"hook-slot-behind"},
+	"seen-unchecked":                       {"route-cut-slot-behind-then-stop"},
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"catalog-moves-before-feedback", "hook-remade-copy-hold-lost", "hook-catalog-vacuum"},
 	"horizon-remade":                       {"hook-remade-copy-hold-lost", "hook-slot-made-again"},
@@ -51,6 +52,7 @@ var mutantPlans = map[string][]string{
 	"feedback-stopped":                     {"hook-physical-slot-gap"},
 	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
 	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
+	"without:identity_mismatch":            {"slot-behind-then-demote"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
@@ -106,6 +108,11 @@ func Mutants() []Mutant {
 		Mutant{
 			Name: "record-outlived",
 			Why:  "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)",
+		},
+		Mutant{
+			Name: "seen-unchecked",
+			Why: "without the primary, the note of slotsync's last pass is not read: the primary's last seconds unobserved " +
+				"within the record's renewal (the short run's seed 730869993)",
 		},
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 		Mutant{
@@ -172,10 +179,12 @@ func MatrixPlans() []Plan {
 			{At: 2000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from an older one, its consumer away, behind its copy; slotsync's
 		// next pass writes its record (the copy about to be made again) and stalls before its
-		// actions, as a process stalled there would; the primary killed -9 meanwhile. The copy
+		// actions, as a process stalled there would; the primary killed -9 meanwhile, within
+		// the note of slotsync's last pass (the kill 1.5 s after the fault made the answer
+		// CANNOT TELL once each pass left a note: the primary outlived that pass). The copy
 		// standing is the earlier slot's, ahead of the away consumer: without the primary, only
 		// the record's write-ahead mark tells the gate it is being replaced (rule 8).
-		{Name: "copy-being-made-then-kill", Live: 4000 * ms, Kill: true, Failpoint: "journal.remake-intended@1", Stall: 15 * time.Second,
+		{Name: "copy-being-made-then-kill", Live: 3200 * ms, Kill: true, Failpoint: "journal.remake-intended@1", Stall: 15 * time.Second,
 			Steps: []Step{{At: 2500 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 		// A slot copied again from an older one just before the cutover (rule 2).
 		{Name: "slot-behind-at-cutover", Live: 3500 * ms, Freeze: true, Steps: []Step{{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput"}}},
@@ -318,10 +327,15 @@ func MatrixPlans() []Plan {
 		// the gate without the primary judges from a record made before the reload (rule 4's
 		// horizonGap without the primary, 11-15; on 16+ the standby invalidates the copies
 		// after the record, rule 8's copy_invalidated).
+		// The writes stop a quarter second after slotsync's pause, before the catalogs are
+		// pruned: the primary then commits nothing past the note of slotsync's last pass (rule
+		// 8), so the gate judges from the record, while the consumers stand past the copies by
+		// those changes and the catalog change.
 		{Name: "copies-vacuumed-then-kill", Live: 7000 * ms, Kill: true, Steps: []Step{
 			{At: 2000 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
 			{At: 2100 * ms, Fault: FaultFeedbackOff, For: 4000 * ms},
 			{At: 2200 * ms, Fault: FaultCatalogVacuum},
+			{At: 2250 * ms, Fault: FaultWritesPaused, For: 30 * time.Second},
 			{At: 2300 * ms, Fault: FaultCatalogPruned, For: 3000 * ms}}},
 		// The standby's copies invalidated while the primary's slots keep everything (rule 8,
 		// "valid", 18+): a consumer away, slotsync paused, the standby's
@@ -370,7 +384,7 @@ func MatrixPlans() []Plan {
 			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
 			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
 	}
-	return append(append(append(plans, decodingPlans()...), walFilePlans()...), nativePlans()...)
+	return append(append(append(append(plans, decodingPlans()...), walFilePlans()...), nativePlans()...), recordPlans()...)
 }
 
 // walFilePlans are the plans of WAL removed from the standby's pg_wal behind the server's back.
@@ -397,6 +411,31 @@ func walFilePlans() []Plan {
 			{At: 1200 * ms, Fault: FaultWALSwitched},
 			{At: 1500 * ms, Fault: FaultStandbyWALCleaned},
 			{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+	}
+}
+
+// recordPlans are the written plans of the gate record's bounds without the primary (rule 8).
+func recordPlans() []Plan {
+	ms := time.Millisecond
+	return []Plan{
+		// slotsync's route to the primary cut (its passes hang on a silent connection) while the
+		// standby streams on; two seconds later a slot is copied again from an older one, its
+		// consumer away, behind its copy; the primary stops cleanly a second and a half after,
+		// the writes going on until just before: well within the record's renewal (5 s, two
+		// passes) and its margin (5 s), seconds after slotsync's last pass (the short run's
+		// seed 730869993, its faults kept, the crash and the pause left out).
+		// slotsync paused, then a slot copied again from an older one, its consumer away, and the
+		// primary demoted (stopped cleanly, started read-only) within the note of slotsync's
+		// last pass: the gate judges from the record, and only the demoted primary's slot, a new
+		// incarnation, tells it the copy is not the one judged (rule 8; the long run of round
+		// 8's finding, seed 20261709, whose slotsync route was cut for seconds: since each pass
+		// leaves a note, that answer is CANNOT TELL).
+		{Name: "slot-behind-then-demote", Live: 3400 * ms, Demote: true, Steps: []Step{
+			{At: 2800 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
+		{Name: "route-cut-slot-behind-then-stop", Live: 6000 * ms, Quiesce: 600 * ms, Steps: []Step{
+			{At: 2500 * ms, Fault: FaultPrimaryRoute, For: 10 * time.Second},
+			{At: 4500 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
 	}
 }
 

@@ -29,9 +29,12 @@ var mutantSample = []struct {
 	// Rule 1 with the primary: a slot dropped (slotsync drops its copy) and made again while
 	// slotsync is paused; a hook promotes at the first READY (killed by this plan in the matrix).
 	{name: "readiness:missing", major: 17, plan: "hook-slot-made-again"},
-	// Rule 8, this round's fix: a record the primary outlived while slotsync was paused, a slot
-	// copied again behind its copy meanwhile (the explorer's own finding).
-	{name: "record-outlived", major: 17, plan: "hook-slot-behind"},
+	// Rule 8, round 22's fix: slotsync's route to the primary cut, a slot copied again behind
+	// its copy two seconds later, the primary stopped cleanly a second and a half after, within
+	// the record's renewal: only the note of slotsync's last pass shows the primary outlived it
+	// (the short run's seed 730869993). It takes the place of record-outlived on
+	// hook-slot-behind, which that note now holds (killed with both off).
+	{name: "seen-unchecked", major: 17, plan: "route-cut-slot-behind-then-stop"},
 	// Rule 4's WAL, round 21's fix: the standby's WAL before its last restartpoint removed from
 	// pg_wal behind the server's back, the consumers away (nothing reads their copies' WAL
 	// again): only the oldest WAL file tells the gate it is gone.
@@ -70,9 +73,11 @@ var mutantSample = []struct {
 	// catalog_xmin moves on before the standby's feedback covers it is never proven protected;
 	// made again once, then given up, it is NOT READY in the quiet window after (liveness).
 	{name: "catalog-hold-off", major: 15, plan: "catalog-moves-before-feedback"},
-	// Rule 8, this round's fix, found by the explorer's long run: slotsync's route cut, a slot
-	// copied again behind its copy, the primary demoted; the demoted primary's slots say so.
-	{name: "without:identity_mismatch", major: 17, seed: 20261709},
+	// Rule 8, found by the explorer's long run of round 8 (seed 20261709): a slot copied again
+	// behind its copy, the primary demoted; the demoted primary's slots say so. Since each pass
+	// leaves a note, the seed's answer is CANNOT TELL (slotsync's route was cut for seconds):
+	// the written plan demotes within the note of slotsync's last pass.
+	{name: "without:identity_mismatch", major: 17, plan: "slot-behind-then-demote"},
 	// Rule 4's WAL, round 15's fix: the standby's max_slot_wal_keep_size no longer covers the
 	// copies (slotsync paused, WAL segments switched), no restartpoint yet, so the standby's
 	// wal_status still says "reserved"; the promotion's checkpoint invalidates them.
