@@ -241,7 +241,6 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 			e.journal = j
 		}
 		e.seen = loadGateSeen(e.cfg.StateDir) // after the journal: a note of a newer record says nothing
-
 	}
 	return obs, err
 }
