@@ -42,7 +42,7 @@ var mutantPlans = map[string][]string{
 	"without:missing":                      {"copy-dropped-then-kill"},
 	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
 	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
-	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut"},
+	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut", "route-and-standby-cut-then-kill"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"seen-unchecked":                       {"route-cut-slot-behind-then-stop"},
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
@@ -261,6 +261,15 @@ func MatrixPlans() []Plan {
 			{At: 2000 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second},
 			{At: 2300 * ms, Fault: FaultStandbyCutOff, For: HookBound + 10*time.Second},
 			{At: 3000 * ms, Fault: FaultPrimaryRoute, For: HookBound + 10*time.Second}}},
+		// The same asked once, not by a hook: the writes pause half a second before the
+		// question, the primary killed after it. A hook that waits out its bound asks again 15 s
+		// after the standby last streamed, where a READY judged without the primary no longer
+		// promises that no consumer is ahead (the oracle's --primary-gone-after): asked at
+		// once, it still does.
+		{Name: "route-and-standby-cut-then-kill", Live: 3000 * ms, Quiesce: 500 * ms, Kill: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 2300 * ms, Fault: FaultStandbyCutOff, For: 30 * time.Second},
+			{At: 2900 * ms, Fault: FaultPrimaryRoute, For: 30 * time.Second}}},
 		// slotsync's route to a live primary cut, and the standby's receiver with it: the gate
 		// must not judge without a primary that only its own route lost (rule 8).
 		hookPlan("hook-route-and-receiver-cut", nil, Step{Fault: FaultPrimaryRoute, For: 4000 * ms}, Step{Fault: FaultWALReceiver}),
