@@ -75,7 +75,7 @@ lost=$(printf '%s' "$flat" | sed -n 's/.*"not_ready": *\[\([^]]*\)\].*/\1/p' | t
 risk=$(printf '%s' "$flat" | sed -n 's/.*"at_risk": *\[\([^]]*\)\].*/\1/p' | sed 's/", *"/; /g' | tr -d '"' | sed 's/^ *//; s/ *$//')
 case "$rc" in
   1) why="some logical slot copies are NOT READY$judged" ;;
-  2) why="the gate cannot tell (this node, or the daemon's journal, cannot be read)" ;;
+  2) why="the gate cannot tell (this node or the daemon's journal cannot be read, or the daemon did not observe the old primary's last moments: check's error says which)" ;;
   *) why="slotsync is misconfigured (exit $rc)" ;;
 esac
 if printf '%s' "$flat" | grep -q '"primary_alive": *true'; then
