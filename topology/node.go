@@ -73,8 +73,8 @@ type NodeInfo struct {
 	// primary (last_msg_receipt_time); ReceiverTimeout: its wal_receiver_timeout (0: none).
 	ReceiverSilentFor, ReceiverTimeout time.Duration
 	// ReplayedCommitAge: on a standby, how long ago (by its clock) the primary committed the last
-	// transaction it replayed (pg_last_xact_replay_timestamp; -1 when none since it started, and
-	// on a primary).
+	// transaction it replayed (Clock less ReplayedCommitAt; -1 when none since it started, and on
+	// a primary).
 	ReplayedCommitAge time.Duration
 	// ReplayedCommitAt: on a standby, when the primary committed the last transaction it
 	// replayed, by the primary's clock (pg_last_xact_replay_timestamp; zero when none since it
@@ -250,7 +250,6 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'wal_receiver_timeout'), 0),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
 		(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_settings', 'MEMBER'),
-		coalesce((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) * 1000)::bigint, -1),
 		` + setting("shared_preload_libraries") + `,
 		CASE WHEN pg_conf_load_time() > pg_postmaster_start_time() THEN pg_conf_load_time() END,
 		coalesce((SELECT setting::bigint FROM pg_settings WHERE name = 'max_slot_wal_keep_size'), -1),
@@ -260,14 +259,14 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		has_function_privilege('pg_ls_waldir()', 'EXECUTE'),
 		pg_last_xact_replay_timestamp(),
 		now()`
-	var silentMs, timeoutMs, commitMs int64
+	var silentMs, timeoutMs int64
 	var reloadedAt, commitAt *time.Time
 	err := conn.QueryRow(ctx, q).Scan(&n.SystemID, &n.VersionNum, &n.InRecovery, &n.WALLevel,
 		&n.HotStandbyFeedback, &n.PrimarySlotName, &n.HasConninfoDBName, &n.SyncReplicationSlots,
 		&n.CanReplicate, &n.MaxReplicationSlots, &n.CanLogStandbySnapshot, &n.CanReadStateFiles, &n.CanStatFiles, &n.CanListSnapshots,
 		&n.CanCheckpoint,
 		&n.CurrentLSN, &n.ReplayLSN, &n.ReceiveLSN, &n.ReceiverStatus, &n.StartedAt, &n.SynchronizedStandbySlots, &n.PrimaryConninfo, &n.ManagedByPatroni,
-		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings, &commitMs,
+		&n.Timeline, &n.IdleSlotTimeout, &n.HistoryTimeline, &n.Port, &silentMs, &timeoutMs, &n.CanReadAllStats, &n.CanReadAllSettings,
 		&n.PreloadLibraries, &reloadedAt, &n.MaxSlotWALKeepMB, &n.WALKeepMB, &n.WALSegmentBytes, &n.CanListWAL,
 		&commitAt, &n.Clock)
 	if err != nil {
@@ -282,8 +281,8 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 	n.Clock = n.Clock.UTC()
 	n.ReceiverSilentFor, n.ReceiverTimeout = time.Duration(silentMs)*time.Millisecond, time.Duration(timeoutMs)*time.Millisecond
 	n.ReplayedCommitAge = -1
-	if commitMs >= 0 {
-		n.ReplayedCommitAge = time.Duration(commitMs) * time.Millisecond
+	if !n.ReplayedCommitAt.IsZero() {
+		n.ReplayedCommitAge = n.Clock.Sub(n.ReplayedCommitAt) // the same query's now(): one clock
 	}
 	return n, nil
 }
