@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -454,6 +455,37 @@ func (p *Pair) CleanStandbyWAL(ctx context.Context) (removed int, redo string, e
 		}
 	}
 	return removed, redo, nil
+}
+
+// HoleStandbyWAL removes from the standby's pg_wal the first WAL file whose segment comes after
+// the one holding after and before the one holding the standby's replay position: a file lost
+// behind the server's back (a disk error, a careless rm) in the middle of pg_wal, the oldest file
+// left in place. The server is not told: its slots' wal_status still says reserved. It returns
+// the file removed ("" when no segment lies between the two).
+func (p *Pair) HoleStandbyWAL(ctx context.Context, after lsncheck.LSN) (string, error) {
+	var replay string
+	var segBytes int64
+	q := "SELECT pg_last_wal_replay_lsn()::text, (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size')"
+	if err := p.Standby.QueryRow(ctx, q, nil, &replay, &segBytes); err != nil {
+		return "", err
+	}
+	pos, err := lsncheck.ParseLSN(replay)
+	if err != nil || segBytes <= 0 {
+		return "", fmt.Errorf("the standby's replay at %q, %d-byte segments: %v", replay, segBytes, err)
+	}
+	from := lsncheck.SegmentName(0, after, uint64(segBytes))[8:]
+	to := lsncheck.SegmentName(0, pos, uint64(segBytes))[8:]
+	files, err := filepath.Glob(filepath.Join(p.Standby.DataDir, "pg_wal", strings.Repeat("[0-9A-F]", 24)))
+	if err != nil {
+		return "", err
+	}
+	slices.SortFunc(files, func(a, b string) int { return strings.Compare(filepath.Base(a)[8:], filepath.Base(b)[8:]) })
+	for _, f := range files {
+		if seg := filepath.Base(f)[8:]; seg > from && seg < to {
+			return filepath.Base(f), os.Remove(f)
+		}
+	}
+	return "", nil
 }
 
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.

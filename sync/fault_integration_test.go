@@ -470,6 +470,50 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 	})
 }
 
+// TestStandbyWALHoleUnderACopy (rule 4, its WAL): a WAL file lost from the middle of the
+// standby's pg_wal, after a copy's restart_lsn and before the standby's replay position, the
+// oldest file left in place, the copy's WAL read once already and its consumer away. The
+// server's wal_status still says reserved, and the oldest WAL file is at or before the copy's
+// restart_lsn; promoted, the consumer cannot resume. The gate, with the primary and without it,
+// says NOT READY copy_wal_missing; it said READY before it read the whole of pg_wal.
+func TestStandbyWALHoleUnderACopy(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter = time.Second
+		f.startEngine()
+		f.readyCopy()
+		f.insert(2)
+		f.switchSegments(3)
+		f.pass()
+		cp, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok {
+			t.Fatal("setup: no copy of cdc on the standby")
+		}
+		removed, err := f.pair.HoleStandbyWAL(f.ctx, cp.RestartLSN)
+		f.must(err)
+		if removed == "" {
+			t.Fatalf("setup: no WAL file between the copy's restart_lsn %s and the standby's replay position", cp.RestartLSN)
+		}
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
+			t.Fatalf("the gate with the primary, %s gone from the standby's pg_wal (the copy's restart_lsn %s): %v %s, want NOT READY %s",
+				removed, cp.RestartLSN, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
+		}
+		f.must(f.pair.Primary.Kill(f.ctx))
+		f.notReadyWithoutPrimary("a WAL file after the copy's restart_lsn gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
+		f.must(f.pair.Promote(f.ctx))
+		conn, err := f.pair.Standby.Connect(f.ctx, "app")
+		f.must(err)
+		defer conn.Close(context.Background())
+		var n int
+		if err := conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n); err == nil {
+			t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
+		} else {
+			t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
+		}
+	})
+}
+
 // TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's
 // last checkpoint are in memory only, so a crash and restart of the primary (no failover) takes
 // its slot's confirmed_flush back behind the copy. That is the same slot: the copy is kept (not

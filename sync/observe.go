@@ -252,8 +252,11 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	if i.InRecovery && i.CanListWAL && i.WALSegmentBytes > 0 && !failpoint.Mutant("wal-files-unchecked") {
-		if obs.Standby.Info.OldestWAL, err = topology.ReadOldestWAL(ctx, sconn, i.WALSegmentBytes); err != nil {
+		if obs.Standby.Info.OldestWAL, obs.Standby.Info.WALGaps, err = topology.ReadWALFiles(ctx, sconn, i.WALSegmentBytes); err != nil {
 			return Observation{}, &NodeError{"standby", err}
+		}
+		if failpoint.Mutant("wal-holes-unchecked") {
+			obs.Standby.Info.WALGaps = nil
 		}
 	}
 	standbyOnly := func(perr error) (Observation, error) {

@@ -220,8 +220,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		case !cp.WALAvailable():
 			notReady(lsncheck.ReasonCopyWALMissing, "the standby no longer has the WAL from the copy's restart_lsn")
 		case !standby.Info.HoldsWALFrom(cp.RestartLSN):
-			notReady(lsncheck.ReasonCopyWALMissing, fmt.Sprintf("the standby's pg_wal no longer holds the WAL from the copy's restart_lsn %s (its oldest WAL file "+
-				"begins at %s): removed behind the server's back, though the copy's wal_status says reserved", cp.RestartLSN, standby.Info.OldestWAL))
+			notReady(lsncheck.ReasonCopyWALMissing, fmt.Sprintf("the standby's pg_wal no longer holds the WAL from the copy's restart_lsn %s (%s): "+
+				"removed behind the server's back, though the copy's wal_status says reserved", cp.RestartLSN, standby.Info.WALLostFrom(cp.RestartLSN)))
 		case !standby.Info.KeepsSlotWAL(cp.RestartLSN, standby.Info.WALEnd()):
 			notReady(lsncheck.ReasonCopyWALMissing, fmt.Sprintf("the standby's max_slot_wal_keep_size (%d MB) does not cover the WAL from the copy's "+
 				"restart_lsn %s, %d bytes behind its end of WAL: promoted, its first checkpoint removes that WAL and invalidates the copy",

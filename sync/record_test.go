@@ -39,6 +39,11 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 		{"copy invalidated", rec(true), standby(func(s *topology.Slot) { s.Invalidated = true }), false, lsncheck.ReasonCopyInvalidated},
 		{"WAL lost", rec(true), standby(func(s *topology.Slot) { s.WALStatus = "lost" }), false, lsncheck.ReasonCopyWALMissing},
 		{"WAL file gone from pg_wal", rec(true), func() NodeState { n := standby(nil); n.Info.OldestWAL = 0x2000000; return n }(), false, lsncheck.ReasonCopyWALMissing},
+		{"a WAL file after the restart_lsn gone from pg_wal", rec(true), func() NodeState {
+			n := standby(nil)
+			n.Info.OldestWAL, n.Info.WALGaps = 0x1000000, []topology.WALGap{{From: 0x2000000, To: 0x3000000}}
+			return n
+		}(), false, lsncheck.ReasonCopyWALMissing},
 		{"oldest WAL file at the restart_lsn's segment", rec(true), func() NodeState { n := standby(nil); n.Info.OldestWAL = 0x1000000; return n }(), true, ""},
 		{"another plugin", rec(true), standby(func(s *topology.Slot) { s.Plugin = "wal2json" }), false, lsncheck.ReasonIdentityMismatch},
 		{"moved back: another slot", rec(true), standby(func(s *topology.Slot) { s.ConfirmedFlush = 0x1800000 }), false, lsncheck.ReasonIdentityMismatch},

@@ -92,29 +92,79 @@ type NodeInfo struct {
 	WALSegmentBytes             uint64
 	// CanListWAL: may call pg_ls_waldir() (superuser or pg_monitor).
 	CanListWAL bool
-	// OldestWAL: on a standby, where the oldest WAL file in its pg_wal begins (ReadOldestWAL; 0
+	// OldestWAL: on a standby, where the oldest WAL file in its pg_wal begins, and WALGaps, the
+	// stretches of WAL missing between its oldest and newest files (ReadWALFiles; 0 and none
 	// when not read, or the role may not list pg_wal).
 	OldestWAL lsncheck.LSN
+	WALGaps   []WALGap
 }
+
+// WALGap is a stretch of WAL missing from a node's pg_wal between files it still has: From is
+// where the first missing segment begins, To where the next file present begins.
+type WALGap struct{ From, To lsncheck.LSN }
 
 // HoldsWALFrom reports whether this node's pg_wal still holds the WAL from restart on, as far as
-// its oldest WAL file tells (OldestWAL; true when unknown): a file removed behind the server's
-// back (pg_archivecleanup aimed at pg_wal) is gone though a slot's wal_status, which counts only
-// what the server removed itself, still says reserved. It is pure.
+// its files tell (WALLostFrom; true when unknown). It is pure.
 func (n NodeInfo) HoldsWALFrom(restart lsncheck.LSN) bool {
-	return n.OldestWAL == 0 || restart == 0 || restart >= n.OldestWAL
+	return n.WALLostFrom(restart) == ""
 }
 
-// ReadOldestWAL reads where the oldest WAL file in the node's pg_wal begins (pg_ls_waldir(),
-// which skips a file removed while it lists; 0 when pg_wal holds none). It is a query of its own,
-// asked only of a role that may list pg_wal: PostgreSQL checks a function's privilege when it
-// plans the query, even in a CASE branch never taken.
-func ReadOldestWAL(ctx context.Context, conn *pgx.Conn, segBytes uint64) (lsncheck.LSN, error) {
-	var name string
-	if err := conn.QueryRow(ctx, `SELECT coalesce(min(right(name, 16)), '') FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$'`).Scan(&name); err != nil {
-		return 0, fmt.Errorf("list the WAL files: %w", err)
+// WALLostFrom says what of the WAL from restart on is gone from this node's pg_wal ("" when
+// nothing is, as far as its files tell, or they were not read): the oldest file begins after
+// restart, or a file after it is missing. A file removed behind the server's back
+// (pg_archivecleanup aimed at pg_wal, a careless rm, a disk error) is gone though a slot's
+// wal_status, which counts only what the server removed itself, still says reserved. It is pure.
+func (n NodeInfo) WALLostFrom(restart lsncheck.LSN) string {
+	if restart == 0 || n.OldestWAL == 0 {
+		return ""
 	}
-	return lsncheck.SegmentStart(name, segBytes)
+	if restart < n.OldestWAL {
+		return fmt.Sprintf("its oldest WAL file begins at %s", n.OldestWAL)
+	}
+	for _, g := range n.WALGaps {
+		if g.To > restart {
+			return fmt.Sprintf("the WAL from %s to %s is missing from it", g.From, g.To)
+		}
+	}
+	return ""
+}
+
+// ReadWALFiles reads where the oldest WAL file in the node's pg_wal begins and which stretches
+// are missing between it and the newest (pg_ls_waldir(), which skips a file removed while it
+// lists; files of every timeline count alike, as a segment of any of them holds that WAL). It
+// is a query of its own, asked only of a role that may list pg_wal: PostgreSQL checks a
+// function's privilege when it plans the query, even in a CASE branch never taken.
+func ReadWALFiles(ctx context.Context, conn *pgx.Conn, segBytes uint64) (lsncheck.LSN, []WALGap, error) {
+	rows, err := conn.Query(ctx, `SELECT DISTINCT right(name, 16) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' ORDER BY 1`)
+	if err != nil {
+		return 0, nil, fmt.Errorf("list the WAL files: %w", err)
+	}
+	segments, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, nil, fmt.Errorf("list the WAL files: %w", err)
+	}
+	return WALFiles(segments, segBytes)
+}
+
+// WALFiles maps the sorted segment parts of the WAL file names in a pg_wal (their last 16 hex
+// digits, each once) to where the oldest begins and the stretches missing between the files
+// (0 and none for no file). It is pure.
+func WALFiles(segments []string, segBytes uint64) (lsncheck.LSN, []WALGap, error) {
+	var oldest, next lsncheck.LSN
+	var gaps []WALGap
+	for i, seg := range segments {
+		start, err := lsncheck.SegmentStart(seg, segBytes)
+		if err != nil {
+			return 0, nil, err
+		}
+		if i == 0 {
+			oldest = start
+		} else if start > next {
+			gaps = append(gaps, WALGap{From: next, To: start})
+		}
+		next = start + lsncheck.LSN(segBytes)
+	}
+	return oldest, gaps, nil
 }
 
 // otherSynchronizers are the libraries that, loaded on a standby, copy the primary's logical

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -66,16 +67,46 @@ func TestKeepsSlotWAL(t *testing.T) {
 }
 
 func TestHoldsWALFrom(t *testing.T) {
-	n := NodeInfo{OldestWAL: 0x3000000}
+	n := NodeInfo{OldestWAL: 0x3000000, WALGaps: []WALGap{{From: 0x5000000, To: 0x7000000}}}
 	for _, c := range []struct {
 		restart lsncheck.LSN
 		want    bool
-	}{{0x2FFFFFF, false}, {0x3000000, true}, {0x3000028, true}, {0, true}} {
+	}{{0x2FFFFFF, false}, {0x3000000, false}, {0x4FFFFFF, false}, {0x6000028, false}, {0x7000000, true}, {0x7000028, true}, {0, true}} {
 		if got := n.HoldsWALFrom(c.restart); got != c.want {
-			t.Errorf("HoldsWALFrom(%s) with the oldest file at %s = %v, want %v", c.restart, n.OldestWAL, got, c.want)
+			t.Errorf("HoldsWALFrom(%s) with the oldest file at %s and %v missing = %v, want %v", c.restart, n.OldestWAL, n.WALGaps, got, c.want)
 		}
+	}
+	if got := (NodeInfo{OldestWAL: 0x3000000}).HoldsWALFrom(0x3000028); !got {
+		t.Error("HoldsWALFrom at the oldest file, no gap: false, want true")
 	}
 	if !(NodeInfo{}).HoldsWALFrom(0x100) {
 		t.Error("HoldsWALFrom with pg_wal not read: false, want true (unknown is no claim)")
+	}
+}
+
+func TestWALFiles(t *testing.T) {
+	const mb16 = 16 << 20
+	for _, c := range []struct {
+		name     string
+		segments []string
+		segBytes uint64
+		oldest   lsncheck.LSN
+		gaps     []WALGap
+		bad      bool
+	}{
+		{"none", nil, mb16, 0, nil, false},
+		{"one", []string{"000000000000000A"}, mb16, 0xA000000, nil, false},
+		{"contiguous", []string{"0000000000000003", "0000000000000004", "0000000000000005"}, mb16, 0x3000000, nil, false},
+		{"one missing", []string{"0000000000000003", "0000000000000005"}, mb16, 0x3000000, []WALGap{{0x4000000, 0x5000000}}, false},
+		{"two gaps", []string{"0000000000000003", "0000000000000006", "0000000000000007", "0000000000000009"}, mb16, 0x3000000,
+			[]WALGap{{0x4000000, 0x6000000}, {0x8000000, 0x9000000}}, false},
+		{"across a log id", []string{"00000000000000FF", "0000000100000000"}, mb16, 0xFF000000, nil, false},
+		{"1 GB segments, one missing", []string{"0000000000000001", "0000000000000003"}, 1 << 30, 0x40000000, []WALGap{{0x80000000, 0xC0000000}}, false},
+		{"not a name", []string{"00000000000000ZZ"}, mb16, 0, nil, true},
+	} {
+		oldest, gaps, err := WALFiles(c.segments, c.segBytes)
+		if (err != nil) != c.bad || oldest != c.oldest || !slices.Equal(gaps, c.gaps) {
+			t.Errorf("%s: WALFiles = %s, %v, %v; want %s, %v, error %v", c.name, oldest, gaps, err, c.oldest, c.gaps, c.bad)
+		}
 	}
 }
