@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -274,20 +275,31 @@ func crashAt(step string, stall time.Duration) []string {
 	return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"}
 }
 
-// failpointSlotsync builds slotsync with failpoints, once per test binary (in the run's temp
-// directory, which scripts/test.sh removes).
+// failpointSlotsync builds slotsync with failpoints, once per test binary, into a directory of
+// its own (in the run's temp directory, which scripts/test.sh removes): a build another run left
+// is never taken for this one's, as one at a path keyed by the process id alone was, once the id
+// came round again.
 func failpointSlotsync(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(os.TempDir(), "slotsync-chaos-"+strconv.Itoa(os.Getpid()))
-	if _, err := os.Stat(bin); err == nil {
-		return bin
-	}
-	out, err := exec.Command("go", "build", "-tags", "nethttpomithttp2,failpoints", "-o", bin, "../../cmd/slotsync").CombinedOutput()
+	bin, err := failpointBuild()
 	if err != nil {
-		t.Fatalf("build slotsync with failpoints: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	return bin
 }
+
+var failpointBuild = gosync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "slotsync-chaos-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "slotsync")
+	out, err := exec.Command("go", "build", "-tags", "nethttpomithttp2,failpoints", "-o", bin, "../../cmd/slotsync").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("build slotsync with failpoints: %w\n%s", err, out)
+	}
+	return bin, nil
+})
 
 // answers is an iteration's gate answers per slot, in one line.
 func answers(it ChaosIteration) string {
