@@ -237,10 +237,18 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	cancel()
 	e.noteStreaming(obs, err, apply)
 	if e.cfg.ReadOnly {
-		if j, _, err := LoadJournal(e.cfg.StateDir, true); err == nil {
+		dir := e.cfg.StateDir
+		j, seen := readRecordAndSeen(func() *Journal {
+			j, _, err := LoadJournal(dir, true)
+			if err != nil {
+				return nil
+			}
+			return j
+		}, func() *GateSeen { return loadGateSeen(dir) })
+		if j != nil {
 			e.journal = j
 		}
-		e.seen = loadGateSeen(e.cfg.StateDir) // after the journal: a note of a newer record says nothing
+		e.seen = seen
 	}
 	return obs, err
 }

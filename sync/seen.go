@@ -61,6 +61,27 @@ func loadGateSeen(dir string) *GateSeen {
 	return &s
 }
 
+// seenReads bounds how many times readRecordAndSeen reads the journal and the note again.
+const seenReads = 3
+
+// readRecordAndSeen reads the journal, then the note (after it: the daemon writes the journal
+// first, so a note of an older record is never taken for the newer one). A note of a record newer
+// than the journal read means the daemon wrote both between the two reads, and such a note says
+// nothing of the older record: both are read again, up to seenReads times, so that the gate is
+// not left with the record's own renewal, a wider window, for a race of milliseconds. A nil
+// journal is one that could not be read.
+func readRecordAndSeen(journal func() *Journal, note func() *GateSeen) (*Journal, *GateSeen) {
+	var j *Journal
+	var s *GateSeen
+	for range seenReads {
+		j, s = journal(), note()
+		if j == nil || j.Gate == nil || s == nil || !s.Record.After(j.Gate.ObservedAt) {
+			break
+		}
+	}
+	return j, s
+}
+
 // save writes the note. It is not fsynced: a crash that loses it leaves an older note, or
 // none, which only makes the gate more careful.
 func (s *GateSeen) save(dir string) error {

@@ -68,3 +68,38 @@ func BenchmarkGateSeenSave(b *testing.B) {
 		}
 	}
 }
+
+// TestReadRecordAndSeen: check reading the journal, then the note, while the daemon writes a new
+// record and its note between the two reads reads both again, and takes the note of the record
+// it then holds; a note of the record read, or an older one, is taken at once.
+func TestReadRecordAndSeen(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	journalAt := func(at time.Time) *Journal { return &Journal{Gate: &GateRecord{ObservedAt: at}} }
+	noteOf := func(at time.Time) *GateSeen { return &GateSeen{Record: at, RenewBy: at.Add(time.Second)} }
+	for _, c := range []struct {
+		name     string
+		journals []*Journal
+		notes    []*GateSeen
+		reads    int
+		want     time.Time // the record of the note taken; zero: none
+	}{
+		{"the note of the record read", []*Journal{journalAt(t0)}, []*GateSeen{noteOf(t0)}, 1, t0},
+		{"an older note", []*Journal{journalAt(t0.Add(time.Second))}, []*GateSeen{noteOf(t0)}, 1, t0},
+		{"no note", []*Journal{journalAt(t0)}, []*GateSeen{nil}, 1, time.Time{}},
+		{"a newer record written between the reads", []*Journal{journalAt(t0), journalAt(t0.Add(time.Second))},
+			[]*GateSeen{noteOf(t0.Add(time.Second)), noteOf(t0.Add(time.Second))}, 2, t0.Add(time.Second)},
+		{"the daemon writing each time", []*Journal{journalAt(t0), journalAt(t0.Add(time.Second)), journalAt(t0.Add(2 * time.Second))},
+			[]*GateSeen{noteOf(t0.Add(time.Second)), noteOf(t0.Add(2 * time.Second)), noteOf(t0.Add(3 * time.Second))}, seenReads, t0.Add(3 * time.Second)},
+	} {
+		var nj, ns int
+		j, s := readRecordAndSeen(func() *Journal { nj++; return c.journals[min(nj, len(c.journals))-1] },
+			func() *GateSeen { ns++; return c.notes[min(ns, len(c.notes))-1] })
+		var got time.Time
+		if s != nil {
+			got = s.Record
+		}
+		if nj != c.reads || ns != c.reads || !got.Equal(c.want) || j != c.journals[min(nj, len(c.journals))-1] {
+			t.Errorf("%s: %d journal and %d note reads, the note of %v; want %d each, the note of %v", c.name, nj, ns, got, c.reads, c.want)
+		}
+	}
+}
