@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
 	slotsync "github.com/slotsync/slotsync/sync"
 	"github.com/slotsync/slotsync/sync/method"
 )
@@ -391,6 +392,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.removeSnapshots()
 	case FaultStandbyWALCleaned:
 		return wd.cleanStandbyWAL(ctx)
+	case FaultStandbyWALHole:
+		return wd.holeStandbyWAL(ctx)
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
@@ -426,6 +429,35 @@ func (wd *world) cleanStandbyWAL(ctx context.Context) error {
 		return skipped("no WAL file on the standby before its restartpoint's redo " + redo)
 	}
 	wd.log.Info("the standby's WAL before its restartpoint removed", "redo", redo, "files", removed)
+	return nil
+}
+
+// holeStandbyWAL is FaultStandbyWALHole (integration.Pair.HoleStandbyWAL), after the oldest
+// restart_lsn of the standby's logical slots.
+func (wd *world) holeStandbyWAL(ctx context.Context) error {
+	if wd.pair.Dir == "" {
+		return skipped("the standby's files are reached on a local pair only")
+	}
+	var oldest string
+	q := "SELECT coalesce(min(restart_lsn)::text, '') FROM pg_replication_slots WHERE slot_type = 'logical'"
+	if err := wd.pair.Standby.QueryRow(ctx, q, nil, &oldest); err != nil {
+		return err
+	}
+	if oldest == "" {
+		return skipped("no logical slot with a restart_lsn on the standby")
+	}
+	after, err := lsncheck.ParseLSN(oldest)
+	if err != nil {
+		return err
+	}
+	removed, err := wd.pair.HoleStandbyWAL(ctx, after)
+	if err != nil {
+		return err
+	}
+	if removed == "" {
+		return skipped("no WAL file on the standby between its slots' oldest restart_lsn " + oldest + " and its replay position")
+	}
+	wd.log.Info("a WAL file removed from the middle of the standby's pg_wal", "file", removed, "after", oldest)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	gosync "sync"
+	stdsync "sync"
 	"testing"
 	"time"
 
@@ -288,7 +288,7 @@ func failpointSlotsync(t *testing.T) string {
 	return bin
 }
 
-var failpointBuild = gosync.OnceValues(func() (string, error) {
+var failpointBuild = stdsync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "slotsync-chaos-")
 	if err != nil {
 		return "", err

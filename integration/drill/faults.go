@@ -105,6 +105,10 @@ const (
 	// restart_lsn is gone, while their wal_status, which counts only what the server removed,
 	// still says reserved
 	FaultStandbyWALCleaned Fault = "standby_wal_cleaned"
+	// one WAL file removed from the middle of the standby's pg_wal, after the oldest restart_lsn
+	// of its logical slots and before its replay position (a careless rm, a disk error; local
+	// pairs): the oldest file stays, and decoding from the copies stops at the hole
+	FaultStandbyWALHole Fault = "standby_wal_hole"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

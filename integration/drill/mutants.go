@@ -31,6 +31,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_not_ours":              {"hook-journal-lost"},
 	"readiness:copy_cannot_decode":         {"hook-standby-wal-cleaned"},
 	"wal-files-unchecked":                  {"hook-standby-wal-cleaned-consumers-away"},
+	"wal-holes-unchecked":                  {"hook-standby-wal-hole-consumers-away"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
 	"readiness:temporary":                  {"hook-synced-copy-temporary"},
 	"without:temporary":                    {"hook-synced-copy-temporary"},
@@ -138,6 +139,11 @@ func Mutants() []Mutant {
 			Name: "wal-files-unchecked",
 			Why: "the gate takes a copy's wal_status for its WAL, though WAL removed from the standby's pg_wal behind the server's back " +
 				"leaves it reserved (round 21's fix)",
+		},
+		Mutant{
+			Name: "wal-holes-unchecked",
+			Why: "the gate reads only the oldest file of the standby's pg_wal: a file missing after a copy's restart_lsn, " +
+				"between files still there, leaves its wal_status reserved (round 23's fix)",
 		},
 		Mutant{
 			Name: "without:copy_being_made",
@@ -413,14 +419,26 @@ func walFilePlans() []Plan {
 		// The same with the consumers away: nothing reads their copies' WAL again, and only the
 		// standby's oldest WAL file tells it is gone (rule 4, its WAL; round 21's finding: READY,
 		// then every change lost, before the gate looked at pg_wal).
-		{Name: "hook-standby-wal-cleaned-consumers-away", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
-			{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
-			{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_test_decoding", Away: true},
-			{At: 1000 * ms, Fault: FaultSidecarPause, For: 2500 * ms},
-			{At: 1200 * ms, Fault: FaultWALSwitched},
-			{At: 1500 * ms, Fault: FaultStandbyWALCleaned},
-			{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		walGoneConsumersAway("hook-standby-wal-cleaned-consumers-away", FaultStandbyWALCleaned),
+		// The same with one WAL file removed from the middle of pg_wal instead, after the
+		// copies' restart_lsn, the oldest file left: only the files between tell the copies'
+		// WAL is gone (rule 4, its WAL; round 23: READY, and the consumers could not resume,
+		// before the gate read more than the oldest file).
+		walGoneConsumersAway("hook-standby-wal-hole-consumers-away", FaultStandbyWALHole),
 	}
+}
+
+// walGoneConsumersAway is a hook's plan with both consumers away, slotsync paused, three WAL
+// segments switched, then gone, the standby's WAL taken from under the copies by fault.
+func walGoneConsumersAway(name string, gone Fault) Plan {
+	ms := time.Millisecond
+	return Plan{Name: name, Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
+		{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
+		{At: 500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_test_decoding", Away: true},
+		{At: 1000 * ms, Fault: FaultSidecarPause, For: 2500 * ms},
+		{At: 1200 * ms, Fault: FaultWALSwitched},
+		{At: 1500 * ms, Fault: gone},
+		{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}}
 }
 
 // recordPlans are the written plans of the gate record's bounds without the primary (rule 8).

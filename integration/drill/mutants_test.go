@@ -35,10 +35,12 @@ var mutantSample = []struct {
 	// (the short run's seed 730869993). It takes the place of record-outlived on
 	// hook-slot-behind, which that note now holds (killed with both off).
 	{name: "seen-unchecked", major: 17, plan: "route-cut-slot-behind-then-stop"},
-	// Rule 4's WAL, round 21's fix: the standby's WAL before its last restartpoint removed from
-	// pg_wal behind the server's back, the consumers away (nothing reads their copies' WAL
-	// again): only the oldest WAL file tells the gate it is gone.
-	{name: "wal-files-unchecked", major: 17, plan: "hook-standby-wal-cleaned-consumers-away"},
+	// Rule 4's WAL, round 23's fix: one WAL file removed from the middle of the standby's pg_wal
+	// behind the server's back, after the copies' restart_lsn, the consumers away (nothing reads
+	// their copies' WAL again): only the files around it tell the gate it is gone. It takes the
+	// place of round 21's wal-files-unchecked (the oldest file read at all; the same listing),
+	// which TestStandbyWALCleanedUnderACopy keeps in CI and the whole matrix still runs.
+	{name: "wal-holes-unchecked", major: 17, plan: "hook-standby-wal-hole-consumers-away"},
 	// Rule 2, round 19's fix: check asked between slotsync's passes over the copy of a slot just
 	// made again (its consumer away), then a switchover 5 s later; slotsync's pass meanwhile
 	// makes the copy again ahead of the consumer (the window of the long run's finding, held
