@@ -61,17 +61,25 @@ func newCatalogHold(log hclog.Logger, maxHold time.Duration) *catalogHold {
 // nothing.
 const keepalives = "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 
+// takeTimeout bounds taking a hold: a few quick statements on the primary, which on a route gone
+// silent would otherwise wait for TCP to give up (minutes), holding up the pass and the expiry
+// of the holds already taken.
+const takeTimeout = 10 * time.Second
+
 // Take holds the catalog rows of slot ps on the primary until Release finds the standby covers
 // them; standby is the standby's physical slot, part of the hold's name. It is called before the
 // slot's state file is read. A primary that cannot copy slots (11) or refuses is logged: the
 // copy goes on, and the gate says it is NOT READY unless the primary slot itself still keeps its
-// rows when the standby's feedback covers it.
+// rows when the standby's feedback covers it. A take that does not finish within takeTimeout
+// ends the hold session, and the holds it kept with it: the plan sees them gone on the primary.
 func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby string, ps topology.Slot, major int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.held[ps.Name]; ok || major < 12 || failpoint.Mutant("catalog-hold-off") {
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, takeTimeout)
+	defer cancel()
 	conn, err := h.conn(ctx, ep, ps.Database)
 	if err != nil {
 		h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
@@ -83,7 +91,7 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby s
 	if _, err := conn.Exec(ctx, "SELECT pg_copy_logical_replication_slot($1, $2, true)", ps.Name, temp); err != nil {
 		h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
 		if conn.IsClosed() || ctx.Err() != nil {
-			delete(h.conns, ps.Database)
+			h.endSession(ps.Database)
 		}
 		return
 	}
@@ -91,6 +99,23 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby s
 	hd.timer = time.AfterFunc(h.maxHold, func() { h.expire(ps.Name, hd) })
 	h.held[ps.Name] = hd
 	_ = failpoint.Hit("hold.taken")
+}
+
+// endSession closes the hold session of database db, whose temporary slots go with it, and
+// forgets the holds it kept; the caller holds h.mu.
+func (h *catalogHold) endSession(db string) {
+	if c := h.conns[db]; c != nil {
+		_ = c.Close(context.Background())
+	}
+	delete(h.conns, db)
+	for name, hd := range h.held {
+		if hd.database == db {
+			if hd.timer != nil {
+				hd.timer.Stop()
+			}
+			delete(h.held, name)
+		}
+	}
 }
 
 // conn is the hold session of database db, opened with keepalives when there is none.
