@@ -455,18 +455,7 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 			t.Fatalf("the gate with the primary, %d WAL files before %s gone from the standby's pg_wal: %v %s, want NOT READY %s",
 				removed, redo, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
 		}
-		f.must(f.pair.Primary.Kill(f.ctx))
-		f.notReadyWithoutPrimary("the copy's WAL gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
-		f.must(f.pair.Promote(f.ctx))
-		conn, err := f.pair.Standby.Connect(f.ctx, "app")
-		f.must(err)
-		defer conn.Close(context.Background())
-		var n int
-		if err := conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n); err == nil {
-			t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
-		} else {
-			t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
-		}
+		f.walGoneThenPromoted("the copy's WAL gone from the standby's pg_wal")
 	})
 }
 
@@ -499,19 +488,27 @@ func TestStandbyWALHoleUnderACopy(t *testing.T) {
 			t.Fatalf("the gate with the primary, %s gone from the standby's pg_wal (the copy's restart_lsn %s): %v %s, want NOT READY %s",
 				removed, cp.RestartLSN, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
 		}
-		f.must(f.pair.Primary.Kill(f.ctx))
-		f.notReadyWithoutPrimary("a WAL file after the copy's restart_lsn gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
-		f.must(f.pair.Promote(f.ctx))
-		conn, err := f.pair.Standby.Connect(f.ctx, "app")
-		f.must(err)
-		defer conn.Close(context.Background())
-		var n int
-		if err := conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n); err == nil {
-			t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
-		} else {
-			t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
-		}
+		f.walGoneThenPromoted("a WAL file after the copy's restart_lsn gone from the standby's pg_wal")
 	})
+}
+
+// walGoneThenPromoted kills the primary, wants the gate without it NOT READY copy_wal_missing
+// for cdc (what says why), then promotes the standby anyway: cdc's consumer must not be able to
+// resume there, or the answer was stricter than the loss it names.
+func (f *fixture) walGoneThenPromoted(what string) {
+	f.t.Helper()
+	f.must(f.pair.Primary.Kill(f.ctx))
+	f.notReadyWithoutPrimary(what, lsncheck.ReasonCopyWALMissing)
+	f.must(f.pair.Promote(f.ctx))
+	conn, err := f.pair.Standby.Connect(f.ctx, "app")
+	f.must(err)
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(f.ctx, "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)").Scan(&n); err == nil {
+		f.t.Fatalf("promoted on the NOT READY: the consumer resumed and got %d rows; the answer was stricter than the loss it names", n)
+	} else {
+		f.t.Logf("promoted on the NOT READY, the consumer cannot resume: %v", err)
+	}
 }
 
 // TestPrimaryCrashTakesConfirmedBack (rule 2): a consumer's confirmations since the primary's
