@@ -463,6 +463,44 @@ func (p *Pair) CleanStandbyWAL(ctx context.Context) (removed int, redo string, e
 // left in place. The server is not told: its slots' wal_status still says reserved. It returns
 // the file removed ("" when no segment lies between the two).
 func (p *Pair) HoleStandbyWAL(ctx context.Context, after lsncheck.LSN) (string, error) {
+	f, err := p.standbyWALFileBetween(ctx, after)
+	if err != nil || f == "" {
+		return "", err
+	}
+	return filepath.Base(f), os.Remove(f)
+}
+
+// DamageStandbyWAL overwrites with zeros, keeping its size, the first WAL file of the standby's
+// pg_wal whose segment comes after the one holding after and before the one holding the
+// standby's replay position: a file damaged on disk behind the server's back. The standby, which
+// replayed it already, reads it no more; a decoding that starts before it fails there ("invalid
+// magic number"). It returns the file damaged ("" when no segment lies between).
+func (p *Pair) DamageStandbyWAL(ctx context.Context, after lsncheck.LSN) (string, error) {
+	f, err := p.standbyWALFileBetween(ctx, after)
+	if err != nil || f == "" {
+		return "", err
+	}
+	fh, err := os.OpenFile(f, os.O_WRONLY, 0)
+	if err != nil {
+		return "", err
+	}
+	st, err := fh.Stat()
+	if err == nil {
+		_, err = fh.Write(make([]byte, st.Size()))
+	}
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return filepath.Base(f), err
+}
+
+// standbyWALFileBetween is the path of the first WAL file of the standby's pg_wal whose segment
+// comes after the one holding after and before the one holding the standby's replay position (""
+// when there is none).
+func (p *Pair) standbyWALFileBetween(ctx context.Context, after lsncheck.LSN) (string, error) {
 	var replay string
 	var segBytes int64
 	q := "SELECT pg_last_wal_replay_lsn()::text, (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size')"
@@ -482,7 +520,7 @@ func (p *Pair) HoleStandbyWAL(ctx context.Context, after lsncheck.LSN) (string, 
 	slices.SortFunc(files, func(a, b string) int { return strings.Compare(filepath.Base(a)[8:], filepath.Base(b)[8:]) })
 	for _, f := range files {
 		if seg := filepath.Base(f)[8:]; seg > from && seg < to {
-			return filepath.Base(f), os.Remove(f)
+			return f, nil
 		}
 	}
 	return "", nil
