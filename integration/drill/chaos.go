@@ -336,7 +336,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err := setup(ctx, pair); err != nil {
 		return nil, err
 	}
-	if plan.Has(FaultSlotBehind) && pair.Major >= 12 {
+	if (plan.Has(FaultSlotBehind) || plan.Has(FaultSlotBehindSkipped)) && pair.Major >= 12 {
 		if err := (&world{pair: pair}).makeBehind(ctx); err != nil {
 			return nil, err
 		}

@@ -94,7 +94,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		f.c.plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[f.c.plugin]
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
-		return wd.recreateBehind(ctx, s.Slot, s.Away)
+		return wd.recreateBehind(ctx, s.Slot, s.Away, false)
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
@@ -394,6 +394,10 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.cleanStandbyWAL(ctx)
 	case FaultStandbyWALHole:
 		return wd.holeStandbyWAL(ctx)
+	case FaultStandbyWALDamaged:
+		return wd.damageStandbyWAL(ctx, s.Slot)
+	case FaultSlotBehindSkipped:
+		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
@@ -459,6 +463,57 @@ func (wd *world) holeStandbyWAL(ctx context.Context) error {
 	}
 	wd.log.Info("a WAL file removed from the middle of the standby's pg_wal", "file", removed, "after", oldest)
 	return nil
+}
+
+// damageStandbyWAL is FaultStandbyWALDamaged (integration.Pair.DamageStandbyWAL), after slot's
+// restart_lsn on the primary.
+func (wd *world) damageStandbyWAL(ctx context.Context, slot string) error {
+	if wd.pair.Dir == "" {
+		return skipped("the standby's files are reached on a local pair only")
+	}
+	var restart string
+	q := "SELECT coalesce(restart_lsn::text, '') FROM pg_replication_slots WHERE slot_name = $1"
+	if err := wd.pair.Primary.QueryRow(ctx, q, []any{slot}, &restart); err != nil {
+		return fmt.Errorf("the restart_lsn of %s on the primary: %w", slot, err)
+	}
+	after, err := lsncheck.ParseLSN(restart)
+	if err != nil || after == 0 {
+		return skipped(fmt.Sprintf("no restart_lsn of %s on the primary (%q)", slot, restart))
+	}
+	damaged, err := wd.damageReplayedWAL(ctx, after)
+	if err != nil {
+		return err
+	}
+	if damaged == "" {
+		return skipped(fmt.Sprintf("no WAL file on the standby between %s's restart_lsn %s and its replay position", slot, restart))
+	}
+	wd.log.Info("a WAL file of the standby damaged", "file", damaged, "after", restart)
+	return nil
+}
+
+// damageReplayedWAL damages the first WAL file after the one holding after that the standby has
+// replayed (integration.Pair.DamageStandbyWAL), once the standby caught up with the primary; when
+// no whole segment lies between yet (pg_switch_wal switches nothing when nothing was written
+// since the last switch), it switches one itself, after a CHECKPOINT that writes WAL no consumer
+// decodes, up to three times.
+func (wd *world) damageReplayedWAL(ctx context.Context, after lsncheck.LSN) (string, error) {
+	for try := 0; ; try++ {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		caughtUp := wd.pair.WaitCaughtUp(wctx)
+		cancel()
+		if caughtUp != nil && ctx.Err() == nil {
+			wd.log.Warn("the standby did not catch up before the damage", "error", caughtUp)
+		}
+		damaged, err := wd.pair.DamageStandbyWAL(ctx, after)
+		if err != nil || damaged != "" || try == 3 {
+			return damaged, err
+		}
+		for _, q := range []string{"CHECKPOINT", "SELECT pg_switch_wal()"} {
+			if err := wd.pair.Primary.Exec(ctx, q); err != nil {
+				return "", err
+			}
+		}
+	}
 }
 
 // removeSnapshots removes the standby's serialized decoding snapshots (FaultSnapshotsRemoved).
@@ -655,7 +710,7 @@ func (wd *world) makeBehind(ctx context.Context) error {
 // recreateBehind drops a slot and copies it again from its copy made before any write: a new
 // incarnation behind the copy on the standby, as an operator restoring a slot from an older one
 // would make. Its consumer starts over from there and is owed everything.
-func (wd *world) recreateBehind(ctx context.Context, slot string, away bool) error {
+func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip bool) error {
 	if wd.pair.Major < 12 {
 		return skipped("no pg_copy_logical_replication_slot before 12")
 	}
@@ -670,11 +725,24 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away bool) err
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
+		if !skip {
+			if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
+				return err
+			}
+			f.c.restartedAfter(0, nil)
+			return wd.setFailover(ctx, slot) // a copy does not inherit failover
+		}
+		// Its backlog skipped: no commit between the advance and the floor (the writer waits).
+		wd.w.mu.Lock()
+		defer wd.w.mu.Unlock()
+		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
+			return err
+		}
 		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
 			return err
 		}
-		f.c.restartedAfter(0, nil)
-		return wd.setFailover(ctx, slot) // a copy does not inherit failover
+		f.c.restartedAfter(wd.w.next, wd.w.open)
+		return wd.setFailover(ctx, slot)
 	})
 }
 

@@ -109,6 +109,18 @@ const (
 	// of its logical slots and before its replay position (a careless rm, a disk error; local
 	// pairs): the oldest file stays, and decoding from the copies stops at the hole
 	FaultStandbyWALHole Fault = "standby_wal_hole"
+	// one WAL file of the standby's pg_wal overwritten with zeros (a file damaged on disk; local
+	// pairs), the first after the restart_lsn of the step's slot on the primary and before the
+	// standby's replay position: the standby replayed it already and reads it no more; decoding
+	// from a restart_lsn before it stops there, and a copy whose WAL slotsync read before and
+	// never reads again hides it (the gate reads a copy's WAL, it does not scan it: written
+	// plans keep every consumer whose copy stands before it reading, or its copy made after it)
+	FaultStandbyWALDamaged Fault = "standby_wal_damaged"
+	// the older slot FaultSlotBehind copies from advanced on the primary to its current position
+	// (pg_replication_slot_advance: its backlog skipped; a transaction open keeps its
+	// restart_lsn back), then the slot dropped and copied again from it, as FaultSlotBehind: its
+	// consumer is owed only what commits after the advance
+	FaultSlotBehindSkipped Fault = "slot_recreated_behind_skipped"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

@@ -29,7 +29,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_invalidated":           {"hook-copies-idle-invalidated", "hook-copies-invalidated", "hook-copies-wal-removed"},
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
 	"readiness:copy_not_ours":              {"hook-journal-lost"},
-	"readiness:copy_cannot_decode":         {"hook-standby-wal-cleaned"},
+	"readiness:copy_cannot_decode":         {"hook-standby-wal-cleaned", "hook-exact-copy-wal-damaged"},
 	"wal-files-unchecked":                  {"hook-standby-wal-cleaned-consumers-away"},
 	"wal-holes-unchecked":                  {"hook-standby-wal-hole-consumers-away"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
@@ -56,7 +56,7 @@ var mutantPlans = map[string][]string{
 	"without:identity_mismatch":            {"slot-behind-then-demote"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
-	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer"},
+	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer", "hook-exact-copy-wal-damaged"},
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
 	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
@@ -425,6 +425,23 @@ func walFilePlans() []Plan {
 		// WAL is gone (rule 4, its WAL; round 23: READY, and the consumers could not resume,
 		// before the gate read more than the oldest file).
 		walGoneConsumersAway("hook-standby-wal-hole-consumers-away", FaultStandbyWALHole),
+		// A transaction open for 10 s (every slot's restart_lsn stays before it), three segments
+		// switched, and the first WAL file after the pg_recvlogical-like slot's restart_lsn
+		// damaged on the standby (zeros), both consumers reading: each copy's next advance fails
+		// there (copy_cannot_decode). Then that slot copied again, its consumer away, from its
+		// older slot advanced first to the current position (its backlog skipped, its
+		// restart_lsn kept before the damage by the open transaction): the sidecar, with
+		// --exact-copy-after 5s (16+; 13-15: the state-file method's own copy), replaces its own
+		// copy, ahead of the away consumer, by an exact copy whose WAL from restart_lsn crosses
+		// the damaged file and was never read on the standby (rule 4, its WAL:
+		// copy_wal_unverified, then copy_cannot_decode once the read fails). The consumer
+		// returning to the promoted standby cannot decode past the damaged file.
+		{Name: "hook-exact-copy-wal-damaged", Live: 14000 * ms, Hook: true, Kill: true, ExactCopyAfter: 5 * time.Second, Steps: []Step{
+			{At: 500 * ms, Fault: FaultLongTransaction, For: 10000 * ms},
+			{At: 1000 * ms, Fault: FaultWALSwitched},
+			{At: 1500 * ms, Fault: FaultStandbyWALDamaged, Slot: "drill_test_decoding"},
+			{At: 2500 * ms, Fault: FaultSlotBehindSkipped, Slot: "drill_test_decoding", Away: true},
+			{At: 13800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 	}
 }
 
