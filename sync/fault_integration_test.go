@@ -429,6 +429,22 @@ func TestCopyBeyondWALLimit(t *testing.T) {
 	})
 }
 
+// newCopyBehindSegments is a fixture whose engine takes the primary for gone after a second,
+// with cdc's copy READY, its consumer idle, two rows inserted and three WAL segments switched
+// after it: the copy's WAL from its restart_lsn spans files the standby keeps for it alone (the
+// WAL-gone tests).
+func newCopyBehindSegments(t *testing.T, major int) *fixture {
+	t.Helper()
+	f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+	f.eng.Close()
+	f.cfg.PrimaryGoneAfter = time.Second
+	f.startEngine()
+	f.readyCopy()
+	f.insert(2)
+	f.switchSegments(3)
+	return f
+}
+
 // TestStandbyWALCleanedUnderACopy (rule 4, its WAL): the standby's WAL before its last
 // restartpoint removed from pg_wal behind the server's back (pg_archivecleanup aimed at pg_wal by a
 // misconfigured archive_cleanup_command) under the copy of a slot whose consumer is idle: the
@@ -439,13 +455,7 @@ func TestCopyBeyondWALLimit(t *testing.T) {
 // the oldest WAL file.)
 func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
-		f.eng.Close()
-		f.cfg.PrimaryGoneAfter = time.Second
-		f.startEngine()
-		f.readyCopy()
-		f.insert(2)
-		f.switchSegments(3)
+		f := newCopyBehindSegments(t, major)
 		removed, redo, err := f.pair.CleanStandbyWAL(f.ctx)
 		f.must(err)
 		if removed == 0 {
@@ -467,13 +477,7 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 // says NOT READY copy_wal_missing; it said READY before it read the whole of pg_wal.
 func TestStandbyWALHoleUnderACopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
-		f.eng.Close()
-		f.cfg.PrimaryGoneAfter = time.Second
-		f.startEngine()
-		f.readyCopy()
-		f.insert(2)
-		f.switchSegments(3)
+		f := newCopyBehindSegments(t, major)
 		f.pass()
 		cp, ok := f.slotOn(f.pair.Standby, "cdc")
 		if !ok {
