@@ -709,7 +709,9 @@ func (wd *world) makeBehind(ctx context.Context) error {
 
 // recreateBehind drops a slot and copies it again from its copy made before any write: a new
 // incarnation behind the copy on the standby, as an operator restoring a slot from an older one
-// would make. Its consumer starts over from there and is owed everything.
+// would make. Its consumer starts over from there and is owed everything; with skip, the older
+// slot is first advanced to the primary's current position (FaultSlotBehindSkipped), and the
+// consumer is owed only what commits after.
 func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip bool) error {
 	if wd.pair.Major < 12 {
 		return skipped("no pg_copy_logical_replication_slot before 12")
@@ -725,24 +727,21 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
-		if !skip {
-			if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
+		floor, open := 0, map[int]bool(nil)
+		if skip {
+			// No commit between the advance and the floor: the writer waits.
+			wd.w.mu.Lock()
+			defer wd.w.mu.Unlock()
+			if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
 				return err
 			}
-			f.c.restartedAfter(0, nil)
-			return wd.setFailover(ctx, slot) // a copy does not inherit failover
-		}
-		// Its backlog skipped: no commit between the advance and the floor (the writer waits).
-		wd.w.mu.Lock()
-		defer wd.w.mu.Unlock()
-		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
-			return err
+			floor, open = wd.w.next, wd.w.open
 		}
 		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
 			return err
 		}
-		f.c.restartedAfter(wd.w.next, wd.w.open)
-		return wd.setFailover(ctx, slot)
+		f.c.restartedAfter(floor, open)
+		return wd.setFailover(ctx, slot) // a copy does not inherit failover
 	})
 }
 
