@@ -480,21 +480,15 @@ func (p *Pair) DamageStandbyWAL(ctx context.Context, after lsncheck.LSN) (string
 	if err != nil || f == "" {
 		return "", err
 	}
-	fh, err := os.OpenFile(f, os.O_WRONLY, 0)
+	st, err := os.Stat(f)
 	if err != nil {
 		return "", err
 	}
-	st, err := fh.Stat()
-	if err == nil {
-		_, err = fh.Write(make([]byte, st.Size()))
+	// Cut to nothing and grown back: its size kept, its bytes read as zeros.
+	if err := os.Truncate(f, 0); err != nil {
+		return "", err
 	}
-	if err == nil {
-		err = fh.Sync()
-	}
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	return filepath.Base(f), err
+	return filepath.Base(f), os.Truncate(f, st.Size())
 }
 
 // standbyWALFileBetween is the path of the first WAL file of the standby's pg_wal whose segment
