@@ -465,7 +465,7 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 			t.Fatalf("the gate with the primary, %d WAL files before %s gone from the standby's pg_wal: %v %s, want NOT READY %s",
 				removed, redo, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
 		}
-		f.walGoneThenPromoted("the copy's WAL gone from the standby's pg_wal")
+		f.walGoneThenPromoted("the copy's WAL gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
 	})
 }
 
@@ -492,17 +492,50 @@ func TestStandbyWALHoleUnderACopy(t *testing.T) {
 			t.Fatalf("the gate with the primary, %s gone from the standby's pg_wal (the copy's restart_lsn %s): %v %s, want NOT READY %s",
 				removed, cp.RestartLSN, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
 		}
-		f.walGoneThenPromoted("a WAL file after the copy's restart_lsn gone from the standby's pg_wal")
+		f.walGoneThenPromoted("a WAL file after the copy's restart_lsn gone from the standby's pg_wal", lsncheck.ReasonCopyWALMissing)
 	})
 }
 
-// walGoneThenPromoted kills the primary, wants the gate without it NOT READY copy_wal_missing
-// for cdc (what says why), then promotes the standby anyway: cdc's consumer must not be able to
+// TestStandbyWALDamagedUnderACopy (rule 4, its WAL): a WAL file after a copy's restart_lsn
+// overwritten with zeros on the standby (a file damaged on disk, which the standby replayed and
+// reads no more), the consumer reading on: the copy's next advance decodes from restart_lsn and
+// fails at the damaged file, so the gate, with and without the primary, says NOT READY
+// copy_cannot_decode; promoted anyway, the consumer cannot resume. (The fault explorer's
+// hook-exact-copy-wal-damaged; mutant readiness:copy_cannot_decode.)
+func TestStandbyWALDamagedUnderACopy(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newCopyBehindSegments(t, major)
+		f.pass()
+		cp, ok := f.slotOn(f.pair.Standby, "cdc")
+		if !ok {
+			t.Fatal("setup: no copy of cdc on the standby")
+		}
+		damaged, err := f.pair.DamageStandbyWAL(f.ctx, cp.RestartLSN)
+		f.must(err)
+		if damaged == "" {
+			t.Fatalf("setup: no WAL file between the copy's restart_lsn %s and the standby's replay position", cp.RestartLSN)
+		}
+		f.consume(f.pair.Primary, "cdc")
+		rep, err := f.eng.RunOnce(f.ctx)
+		f.must(err)
+		if r := reportOf(rep, "cdc"); r.Error == "" {
+			t.Fatalf("setup: the copy's advance over %s did not fail: %+v", damaged, r)
+		}
+		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyCannotDecode) {
+			t.Fatalf("the gate with the primary, %s damaged on the standby (the copy's restart_lsn %s): %v %s, want NOT READY %s",
+				damaged, cp.RestartLSN, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyCannotDecode)
+		}
+		f.walGoneThenPromoted("a WAL file after the copy's restart_lsn damaged on the standby", lsncheck.ReasonCopyCannotDecode)
+	})
+}
+
+// walGoneThenPromoted kills the primary, wants the gate without it NOT READY for cdc with
+// reason (what says why), then promotes the standby anyway: cdc's consumer must not be able to
 // resume there, or the answer was stricter than the loss it names.
-func (f *fixture) walGoneThenPromoted(what string) {
+func (f *fixture) walGoneThenPromoted(what string, reason lsncheck.Reason) {
 	f.t.Helper()
 	f.must(f.pair.Primary.Kill(f.ctx))
-	f.notReadyWithoutPrimary(what, lsncheck.ReasonCopyWALMissing)
+	f.notReadyWithoutPrimary(what, reason)
 	f.must(f.pair.Promote(f.ctx))
 	conn, err := f.pair.Standby.Connect(f.ctx, "app")
 	f.must(err)
