@@ -520,6 +520,38 @@ func (p *Pair) standbyWALFileBetween(ctx context.Context, after lsncheck.LSN) (s
 	return "", nil
 }
 
+// SwitchSegments switches the primary's WAL segment n times, each time out of a segment the
+// primary wrote into: pg_switch_wal switches nothing when nothing was written since the last
+// switch, so a switch that left the insert position in its segment is followed by a CHECKPOINT
+// (WAL no logical consumer decodes) and tried again, up to twice per segment.
+func (p *Pair) SwitchSegments(ctx context.Context, n int) error {
+	q := "SELECT pg_walfile_name(pg_current_wal_insert_lsn())"
+	var seg string
+	if err := p.Primary.QueryRow(ctx, q, nil, &seg); err != nil {
+		return err
+	}
+	for switched, tries := 0, 0; switched < n; tries++ {
+		if tries == 3*n {
+			return fmt.Errorf("%d of %d WAL segments switched after %d tries", switched, n, tries)
+		}
+		if err := p.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
+			return err
+		}
+		var now string
+		if err := p.Primary.QueryRow(ctx, q, nil, &now); err != nil {
+			return err
+		}
+		if now != seg {
+			seg, switched = now, switched+1
+			continue
+		}
+		if err := p.Primary.Exec(ctx, "CHECKPOINT"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // WaitCaughtUp waits until the standby has replayed everything the primary wrote so far.
 func (p *Pair) WaitCaughtUp(ctx context.Context) error {
 	lsn, err := p.CurrentLSN(ctx)

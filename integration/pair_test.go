@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slotsync/slotsync/lsncheck"
 )
 
 func TestParseMajors(t *testing.T) {
@@ -134,20 +136,28 @@ func TestStartTakesAnotherPortWhenItsPortIsTaken(t *testing.T) {
 // started for it (cloneOfPrimary, as for a Twin); the pair's standby streams again when
 // AddStandby returns (its WAL receiver would otherwise wait wal_retrieve_retry_interval, and the
 // first seconds of a three-node test would run without it).
-func TestAddStandbyKeepsTheFirstStreaming(t *testing.T) {
+// newPair15 is a pair of 15 (Debian's), closed when the test ends; the test is skipped with
+// -short or without 15.
+func newPair15(ctx context.Context, t *testing.T) *Pair {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: runs real servers")
 	}
 	if _, err := FindBinaries(15); err != nil {
 		t.Skip(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
 	p, err := NewPair(ctx, Options{Major: 15})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+func TestAddStandbyKeepsTheFirstStreaming(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := newPair15(ctx, t)
 	if _, err := p.AddStandby(ctx, "second"); err != nil {
 		t.Fatal(err)
 	}
@@ -158,5 +168,33 @@ func TestAddStandbyKeepsTheFirstStreaming(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatal("the pair's standby does not stream when AddStandby returns")
+	}
+}
+
+// TestSwitchSegmentsSwitchesWhenNothingWasWritten: three switches in a row after a switch, with
+// nothing written between, still leave three segments behind (pg_switch_wal alone switches none).
+func TestSwitchSegmentsSwitchesWhenNothingWasWritten(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p := newPair15(ctx, t)
+	segment := func() string {
+		var s string
+		if err := p.Primary.QueryRow(ctx, "SELECT pg_walfile_name(pg_current_wal_insert_lsn())", nil, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := p.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
+		t.Fatal(err)
+	}
+	before := segment()
+	if err := p.SwitchSegments(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	after := segment()
+	from, _ := lsncheck.SegmentStart(before, 16<<20)
+	to, _ := lsncheck.SegmentStart(after, 16<<20)
+	if got := (to - from) / (16 << 20); got != 3 {
+		t.Fatalf("from %s to %s: %d segments switched, want 3", before, after, got)
 	}
 }
