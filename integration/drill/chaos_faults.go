@@ -381,11 +381,7 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 	case FaultRestartpoint:
 		return wd.pair.Restartpoint(ctx)
 	case FaultWALSwitched:
-		for range 3 {
-			if err := wd.pair.Primary.Exec(ctx, "SELECT pg_switch_wal()"); err != nil {
-				return err
-			}
-		}
+		return wd.pair.SwitchSegments(ctx, 3)
 	case FaultWritesPaused:
 		wd.w.pausedUntil.Store(time.Now().Add(s.For).UnixNano())
 	case FaultSnapshotsRemoved:
@@ -454,7 +450,7 @@ func (wd *world) holeStandbyWAL(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	removed, err := wd.pair.HoleStandbyWAL(ctx, after)
+	removed, err := wd.replayedWALFile(ctx, after, wd.pair.HoleStandbyWAL)
 	if err != nil {
 		return err
 	}
@@ -480,7 +476,7 @@ func (wd *world) damageStandbyWAL(ctx context.Context, slot string) error {
 	if err != nil || after == 0 {
 		return skipped(fmt.Sprintf("no restart_lsn of %s on the primary (%q)", slot, restart))
 	}
-	damaged, err := wd.damageReplayedWAL(ctx, after)
+	damaged, err := wd.replayedWALFile(ctx, after, wd.pair.DamageStandbyWAL)
 	if err != nil {
 		return err
 	}
@@ -491,27 +487,25 @@ func (wd *world) damageStandbyWAL(ctx context.Context, slot string) error {
 	return nil
 }
 
-// damageReplayedWAL damages the first WAL file after the one holding after that the standby has
-// replayed (integration.Pair.DamageStandbyWAL), once the standby caught up with the primary; when
-// no whole segment lies between yet (pg_switch_wal switches nothing when nothing was written
-// since the last switch), it switches one itself, after a CHECKPOINT that writes WAL no consumer
-// decodes, up to three times.
-func (wd *world) damageReplayedWAL(ctx context.Context, after lsncheck.LSN) (string, error) {
+// replayedWALFile applies act (integration.Pair.HoleStandbyWAL or DamageStandbyWAL) to the first
+// WAL file after the one holding after that the standby has replayed, once the standby caught up
+// with the primary; when no whole segment lies between yet, it switches one more
+// (integration.Pair.SwitchSegments), up to three times. It returns the file acted on ("" when
+// none).
+func (wd *world) replayedWALFile(ctx context.Context, after lsncheck.LSN, act func(context.Context, lsncheck.LSN) (string, error)) (string, error) {
 	for try := 0; ; try++ {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		caughtUp := wd.pair.WaitCaughtUp(wctx)
 		cancel()
 		if caughtUp != nil && ctx.Err() == nil {
-			wd.log.Warn("the standby did not catch up before the damage", "error", caughtUp)
+			wd.log.Warn("the standby did not catch up before the WAL fault", "error", caughtUp)
 		}
-		damaged, err := wd.pair.DamageStandbyWAL(ctx, after)
-		if err != nil || damaged != "" || try == 3 {
-			return damaged, err
+		file, err := act(ctx, after)
+		if err != nil || file != "" || try == 3 {
+			return file, err
 		}
-		for _, q := range []string{"CHECKPOINT", "SELECT pg_switch_wal()"} {
-			if err := wd.pair.Primary.Exec(ctx, q); err != nil {
-				return "", err
-			}
+		if err := wd.pair.SwitchSegments(ctx, 1); err != nil {
+			return "", err
 		}
 	}
 }

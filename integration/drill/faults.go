@@ -77,7 +77,8 @@ const (
 	// the standby's max_slot_wal_keep_size set to 1 MB (a reload), as a configuration applied
 	// to every node sets it
 	FaultSlotWALLimit Fault = "standby_slot_wal_limited"
-	// three WAL segments switched on the primary (pg_switch_wal): a copy left behind them is
+	// three WAL segments switched on the primary (integration.Pair.SwitchSegments: each a
+	// segment written into, a CHECKPOINT first where nothing was): a copy left behind them is
 	// beyond a 1 MB max_slot_wal_keep_size, though no restartpoint has invalidated it yet
 	FaultWALSwitched Fault = "wal_segments_switched"
 	// a checkpoint on the primary, replayed, then one on the standby: a restartpoint, which
