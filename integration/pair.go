@@ -523,7 +523,7 @@ func (p *Pair) standbyWALFileBetween(ctx context.Context, after lsncheck.LSN) (s
 // SwitchSegments switches the primary's WAL segment n times, each time out of a segment the
 // primary wrote into: pg_switch_wal switches nothing when nothing was written since the last
 // switch, so a switch that left the insert position in its segment is followed by a CHECKPOINT
-// (WAL no logical consumer decodes) and tried again, up to twice per segment.
+// (WAL no logical consumer decodes) and tried again, within 3n switches in all.
 func (p *Pair) SwitchSegments(ctx context.Context, n int) error {
 	q := "SELECT pg_walfile_name(pg_current_wal_insert_lsn())"
 	var seg string
