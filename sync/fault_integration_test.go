@@ -478,16 +478,7 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 func TestStandbyWALHoleUnderACopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
-		f.pass()
-		cp, ok := f.slotOn(f.pair.Standby, "cdc")
-		if !ok {
-			t.Fatal("setup: no copy of cdc on the standby")
-		}
-		removed, err := f.pair.HoleStandbyWAL(f.ctx, cp.RestartLSN)
-		f.must(err)
-		if removed == "" {
-			t.Fatalf("setup: no WAL file between the copy's restart_lsn %s and the standby's replay position", cp.RestartLSN)
-		}
+		removed, cp := f.walFileAfterCopy(f.pair.HoleStandbyWAL)
 		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
 			t.Fatalf("the gate with the primary, %s gone from the standby's pg_wal (the copy's restart_lsn %s): %v %s, want NOT READY %s",
 				removed, cp.RestartLSN, r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyWALMissing)
@@ -505,16 +496,7 @@ func TestStandbyWALHoleUnderACopy(t *testing.T) {
 func TestStandbyWALDamagedUnderACopy(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
-		f.pass()
-		cp, ok := f.slotOn(f.pair.Standby, "cdc")
-		if !ok {
-			t.Fatal("setup: no copy of cdc on the standby")
-		}
-		damaged, err := f.pair.DamageStandbyWAL(f.ctx, cp.RestartLSN)
-		f.must(err)
-		if damaged == "" {
-			t.Fatalf("setup: no WAL file between the copy's restart_lsn %s and the standby's replay position", cp.RestartLSN)
-		}
+		damaged, cp := f.walFileAfterCopy(f.pair.DamageStandbyWAL)
 		f.consume(f.pair.Primary, "cdc")
 		rep, err := f.eng.RunOnce(f.ctx)
 		f.must(err)
@@ -527,6 +509,24 @@ func TestStandbyWALDamagedUnderACopy(t *testing.T) {
 		}
 		f.walGoneThenPromoted("a WAL file after the copy's restart_lsn damaged on the standby", lsncheck.ReasonCopyCannotDecode)
 	})
+}
+
+// walFileAfterCopy runs a pass, then act (integration.Pair.HoleStandbyWAL or DamageStandbyWAL)
+// on the first WAL file of the standby after cdc's copy's restart_lsn: the file acted on, and the
+// copy as it stood.
+func (f *fixture) walFileAfterCopy(act func(context.Context, lsncheck.LSN) (string, error)) (string, topology.Slot) {
+	f.t.Helper()
+	f.pass()
+	cp, ok := f.slotOn(f.pair.Standby, "cdc")
+	if !ok {
+		f.t.Fatal("setup: no copy of cdc on the standby")
+	}
+	file, err := act(f.ctx, cp.RestartLSN)
+	f.must(err)
+	if file == "" {
+		f.t.Fatalf("setup: no WAL file between the copy's restart_lsn %s and the standby's replay position", cp.RestartLSN)
+	}
+	return file, cp
 }
 
 // walGoneThenPromoted kills the primary, wants the gate without it NOT READY for cdc with
