@@ -450,15 +450,8 @@ func (wd *world) holeStandbyWAL(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	removed, err := wd.replayedWALFile(ctx, after, wd.pair.HoleStandbyWAL)
-	if err != nil {
-		return err
-	}
-	if removed == "" {
-		return skipped("no WAL file on the standby between its slots' oldest restart_lsn " + oldest + " and its replay position")
-	}
-	wd.log.Info("a WAL file removed from the middle of the standby's pg_wal", "file", removed, "after", oldest)
-	return nil
+	return wd.walFileFault(ctx, after, wd.pair.HoleStandbyWAL, "a WAL file removed from the middle of the standby's pg_wal",
+		"its slots' oldest restart_lsn "+oldest)
 }
 
 // damageStandbyWAL is FaultStandbyWALDamaged (integration.Pair.DamageStandbyWAL), after slot's
@@ -476,14 +469,21 @@ func (wd *world) damageStandbyWAL(ctx context.Context, slot string) error {
 	if err != nil || after == 0 {
 		return skipped(fmt.Sprintf("no restart_lsn of %s on the primary (%q)", slot, restart))
 	}
-	damaged, err := wd.replayedWALFile(ctx, after, wd.pair.DamageStandbyWAL)
+	return wd.walFileFault(ctx, after, wd.pair.DamageStandbyWAL, "a WAL file of the standby damaged",
+		fmt.Sprintf("%s's restart_lsn %s", slot, restart))
+}
+
+// walFileFault applies act to a WAL file of the standby after after (replayedWALFile) and logs
+// did; with no file to act on it is skipped, since is what after is.
+func (wd *world) walFileFault(ctx context.Context, after lsncheck.LSN, act func(context.Context, lsncheck.LSN) (string, error), did, since string) error {
+	file, err := wd.replayedWALFile(ctx, after, act)
 	if err != nil {
 		return err
 	}
-	if damaged == "" {
-		return skipped(fmt.Sprintf("no WAL file on the standby between %s's restart_lsn %s and its replay position", slot, restart))
+	if file == "" {
+		return skipped("no WAL file on the standby between " + since + " and its replay position")
 	}
-	wd.log.Info("a WAL file of the standby damaged", "file", damaged, "after", restart)
+	wd.log.Info(did, "file", file, "after", after.String())
 	return nil
 }
 
