@@ -254,6 +254,10 @@ type world struct {
 	// demoteSkipped: Plan.Demote could not be carried out on this pair (Docker): the primary
 	// was killed or stopped instead.
 	demoteSkipped bool
+	// siblingSkipped: Plan.Sibling could not be carried out (no second standby); leader: the
+	// leader's address the standby streams through in it.
+	siblingSkipped bool
+	leader         *integration.Proxy
 	// second: the sidecar beside a second standby (Plan.SecondStandby); secondSkipped: why
 	// there is none ("" when there is).
 	second        *sidecar
@@ -554,6 +558,9 @@ func (wd *world) close() {
 		_ = wd.second.stop(wd.stopWithin)
 	}
 	_ = wd.proxy.Close()
+	if wd.leader != nil {
+		_ = wd.leader.Close()
+	}
 }
 
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.

@@ -42,6 +42,9 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 		if wd.demoteSkipped {
 			it.Skipped = append(it.Skipped, "demote: a restart read-only needs a local pair; the primary was killed or stopped instead")
 		}
+		if wd.siblingSkipped {
+			it.Skipped = append(it.Skipped, "sibling promoted: no second standby in this iteration ("+wd.secondSkipped+"); the primary was killed or stopped instead")
+		}
 	}()
 	wd.liveStart = time.Now()
 	it.Problems = append(it.Problems, wd.faults(ctx, plan, it)...)
@@ -200,6 +203,11 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	if plan.Hook {
 		return wd.hookCutover(ctx)
 	}
+	if plan.Sibling && wd.secondNode != nil {
+		with, without, err = wd.siblingCutover(ctx)
+		return with, without, false, err
+	}
+	wd.siblingSkipped = plan.Sibling
 	issued := wd.w.issued()
 	if plan.Freeze && !statefileMethod(wd.pair, wd.method) {
 		wd.side.signal(syscall.SIGSTOP)
@@ -482,9 +490,10 @@ const (
 // anything the standby lacked at its promotion, and no step of the plan acted from the
 // question on: whatever was lost then, the gate's READY had promised. A consumer ahead of the
 // standby it had promised against only as of the question (judgeAnswers): a transaction in
-// flight may commit between that reading and the kill.
+// flight may commit between that reading and the kill. After a sibling's promotion the standby
+// promoted is not the one the answer judged: it follows another timeline.
 func (wd *world) bindingByServers(plan Plan, walEnd pglogrepl.LSN) bool {
-	if !plan.Kill || plan.Hook || wd.switched > 0 {
+	if !plan.Kill || plan.Hook || plan.Sibling || wd.switched > 0 {
 		return false
 	}
 	question := plan.Live + plan.Quiesce

@@ -217,6 +217,12 @@ type Plan struct {
 	// three-node cluster (16+, not with a switchover): two sidecars copying the same slots from
 	// one primary, each with its own catalog holds and record, must not disturb each other.
 	SecondStandby bool `json:"second_standby,omitempty"`
+	// Sibling: with SecondStandby, the failover goes through the second standby first: cut off
+	// and promoted while the primary lives on, it takes writes; the primary is killed after a
+	// last segment switch its consumers confirm past, slotsync paused just before; the standby
+	// is re-pointed to follow the second one onto its new timeline, and the second one is
+	// killed before the gate is asked without a primary (siblingCutover); written plans only.
+	Sibling bool `json:"sibling_promoted,omitempty"`
 	// ExactCopyAfter: the sidecar runs with --exact-copy-after (16+, sql and native methods),
 	// restarting the standby with the drill's commands as the state-file method does; written
 	// plans only (never drawn).
@@ -385,7 +391,9 @@ func (p Plan) String() string {
 	if p.KeepStale {
 		b.WriteString(" without --drop-stale")
 	}
-	if p.Hook {
+	if p.Sibling {
+		b.WriteString("; failover: the second standby promoted while the primary lives on, the primary killed -9, the standby following the second one, which is killed")
+	} else if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
 	} else if p.Demote && p.Kill {
 		b.WriteString("; failover: the primary killed -9 and restarted read-only")
@@ -404,6 +412,9 @@ func (p Plan) String() string {
 func (p Plan) Check() error {
 	if p.Linger > 0 && (p.Hook || p.Freeze) {
 		return errors.New("linger with the hook's or the freeze's cutover, which ends the primary at the answer: drop one of them")
+	}
+	if p.Sibling && (!p.SecondStandby || p.Hook || p.Linger > 0 || p.Demote || !p.Kill) {
+		return errors.New("sibling promoted needs a second standby and a kill -9 of the primary, and is a cutover of its own: drop hook, linger and demote")
 	}
 	if p.Stall > 0 && p.Failpoint == "" {
 		return errors.New("stall with no failpoint to stall at: name one, or drop the stall")

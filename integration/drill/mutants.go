@@ -65,6 +65,7 @@ var mutantPlans = map[string][]string{
 	"without:not_synced":                   {"switchover-stale-copies"},
 	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
 	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
+	"without:record_of_another_timeline":   {"sibling-promoted-then-kill"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -309,6 +310,12 @@ func MatrixPlans() []Plan {
 			{At: 6500 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
 			{At: 7000 * ms, Fault: FaultCopyDropped, Slot: "drill_pgoutput", Second: true},
 			{At: 10000 * ms, Fault: FaultAddressMoved, Slot: "drill_pgoutput", Second: true, For: 20000 * ms}}},
+		// Three nodes failing over twice (Plan.Sibling): the second standby promoted while the
+		// primary lives on and takes writes, the primary killed after a segment switch its
+		// consumers confirmed past, the standby following the second one onto its timeline and
+		// the second one killed: slotsync's record, of the first timeline, says the copies are
+		// READY, and the second one's transactions lie before the consumers' offsets (rule 8).
+		{Name: "sibling-promoted-then-kill", Live: 8000 * ms, Kill: true, SecondStandby: true, Sibling: true},
 		// A slot made again, then at once a transaction kept open: on 16+ the new copy's
 		// creation on the standby waits for it to end, its positions unknown meanwhile (rule 4).
 		// (Opened before, it would hold the primary slot's own creation instead.)
