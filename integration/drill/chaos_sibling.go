@@ -28,6 +28,10 @@ func (wd *world) siblingCutover(ctx context.Context) (with, without GateAnswer, 
 		return with, without, fmt.Errorf("the standby streaming through the leader's address: %w", err)
 	}
 	wd.pauseWrites()
+	if err := wd.pair.WaitCaughtUp(ctx); err != nil {
+		return with, without, err
+	}
+	wd.stopFeeds() // the consumers away while the second one forks off: none confirms WAL the standby lacks
 	if err := wd.siblingForks(ctx, s2); err != nil {
 		return with, without, fmt.Errorf("the second standby promoted: %w", err)
 	}
@@ -94,12 +98,9 @@ func (wd *world) streamThroughLeader(ctx context.Context) error {
 }
 
 // siblingForks stops the second standby's sidecar, stalls the primary's walsender to the
-// standby, cuts the second standby off once the standby has no WAL it lacks, promotes it and
-// writes on it: the second one's new timeline forks off where the standby stands.
+// standby, cuts the second standby off once it has all the standby has, promotes it and writes
+// on it: the second one's new timeline forks off at or after where the standby stands.
 func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
-	if err := wd.pair.WaitCaughtUp(ctx); err != nil {
-		return err
-	}
 	if wd.second != nil {
 		if err := wd.second.stop(wd.stopWithin); err != nil {
 			wd.log.Warn("the second standby's sidecar did not stop", "error", err)
@@ -148,12 +149,15 @@ func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
 	return wd.w.batch(ctx, s2, 100)
 }
 
-// switchPastConsumers switches the primary's segment and waits (10 s at most) until every drill
-// slot confirmed past the switch, which its consumers, idle, do from the keepalives; it returns
-// the primary's end of WAL.
+// switchPastConsumers switches the primary's segment, brings the consumers back to it and waits
+// (10 s at most) until every drill slot confirmed past the switch, which its consumers, idle,
+// do from the keepalives; it returns the primary's end of WAL.
 func (wd *world) switchPastConsumers(ctx context.Context) (pglogrepl.LSN, error) {
 	if err := wd.pair.SwitchSegments(ctx, 1); err != nil {
 		return 0, err
+	}
+	for i := range wd.feeds {
+		wd.startFeed(ctx, i, wd.pair.Primary)
 	}
 	end, err := wd.pair.CurrentLSN(ctx)
 	if err != nil {
