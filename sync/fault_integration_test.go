@@ -246,6 +246,49 @@ func TestFaultRecordStandbyCutOff(t *testing.T) {
 	})
 }
 
+// TestFaultRecordOfAnotherTimeline: the standby streams through the leader's address (a VIP);
+// the primary stops, a sibling standby is promoted and the address moves to it, so the standby
+// follows it onto a new timeline with no change of its own configuration; then the sibling is
+// killed. Its WAL receiver gone, the standby's last restartpoint is still of the first
+// timeline; the WAL files it received of the second say where it is: the gate without a
+// primary must not judge from the record of the first (rule 8, record_of_another_timeline).
+func TestFaultRecordOfAnotherTimeline(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
+		f.must(err)
+		vip := f.standbyThroughProxy()
+		f.readyCopy()
+		if slots := f.pass(); !slots["cdc"].Verdict.Ready {
+			t.Fatalf("the pass that records the gate: %+v", slots["cdc"])
+		}
+		f.must(f.pair.Primary.Stop(f.ctx))
+		f.must(sibling.Exec(f.ctx, "SELECT pg_promote(true, 60)"))
+		f.must(sibling.Exec(f.ctx, "SELECT pg_create_physical_replication_slot($1, true)", integration.PhysicalSlot))
+		addr, err := sibling.Addr(f.ctx)
+		f.must(err)
+		vip.Redirect(addr)
+		f.must(integration.Poll(f.ctx, time.Minute, "the standby to stream on timeline 2", func(ctx context.Context) (bool, error) {
+			var n int
+			err := f.pair.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming' AND received_tli = 2", nil, &n)
+			return n == 1, err
+		}))
+		f.must(sibling.Kill(f.ctx))
+		if !f.waitReceivers("", false, 30*time.Second) {
+			t.Fatal("the standby's WAL receiver outlived the killed sibling")
+		}
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil {
+			t.Fatalf("the gate without the primary: %v %+v", err, rep.WithoutPrimary)
+		}
+		for _, s := range rep.Slots {
+			if s.Name == "cdc" && (s.Verdict.Ready || !slices.Contains(s.Verdict.Reasons, lsncheck.ReasonRecordOtherTimeline)) {
+				t.Fatalf("a copy judged from a record of timeline 1 on a standby of timeline 2: %+v", s.Verdict)
+			}
+		}
+	})
+}
+
 // TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
 // daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
 func TestFaultNodesCrashMidPass(t *testing.T) {

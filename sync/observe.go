@@ -251,13 +251,8 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
-	if i.InRecovery && i.CanListWAL && i.WALSegmentBytes > 0 && !failpoint.Mutant("wal-files-unchecked") {
-		if obs.Standby.Info.OldestWAL, obs.Standby.Info.WALGaps, err = topology.ReadWALFiles(ctx, sconn, i.WALSegmentBytes); err != nil {
-			return Observation{}, &NodeError{"standby", err}
-		}
-		if failpoint.Mutant("wal-holes-unchecked") {
-			obs.Standby.Info.WALGaps = nil
-		}
+	if err := readWALFiles(ctx, sconn, &obs.Standby.Info); err != nil {
+		return Observation{}, &NodeError{"standby", err}
 	}
 	standbyOnly := func(perr error) (Observation, error) {
 		if perr != nil {
@@ -447,4 +442,26 @@ func (o *pgObserver) Watch(ctx context.Context, names []string) (WatchSample, er
 		o.reset(&o.pconn)
 	}
 	return s, err
+}
+
+// readWALFiles reads, on a standby whose role may list pg_wal, where its oldest WAL file begins,
+// the stretches missing after it (rule 4), and the newest timeline of its files, which its
+// history timeline takes when newer (rule 8: a standby whose new upstream died has no WAL
+// receiver to say the timeline it follows).
+func readWALFiles(ctx context.Context, conn *pgx.Conn, i *topology.NodeInfo) error {
+	if !i.InRecovery || !i.CanListWAL || i.WALSegmentBytes == 0 || failpoint.Mutant("wal-files-unchecked") {
+		return nil
+	}
+	oldest, gaps, tli, err := topology.ReadWALFiles(ctx, conn, i.WALSegmentBytes)
+	if err != nil {
+		return err
+	}
+	i.OldestWAL, i.WALGaps = oldest, gaps
+	if failpoint.Mutant("wal-holes-unchecked") {
+		i.WALGaps = nil
+	}
+	if !failpoint.Mutant("wal-timeline-unread") {
+		i.HistoryTimeline = max(i.HistoryTimeline, tli)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,7 +45,8 @@ type NodeInfo struct {
 	// receiver receives (0 when it does not stream, or the role may not see it).
 	Timeline int
 	// HistoryTimeline: on a standby, the timeline of its WAL history as far as it knows without
-	// a WAL receiver: the one it receives, else its last restartpoint's (0 when unknown).
+	// a WAL receiver: the one it receives, else its last restartpoint's (0 when unknown); the
+	// newest of its WAL files' when they are read (ReadWALFiles), if newer.
 	HistoryTimeline int
 	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
 	ManagedByPatroni bool
@@ -129,21 +131,44 @@ func (n NodeInfo) WALLostFrom(restart lsncheck.LSN) string {
 	return ""
 }
 
-// ReadWALFiles reads where the oldest WAL file in the node's pg_wal begins and which stretches
-// are missing between it and the newest (pg_ls_waldir(), which skips a file removed while it
-// lists; files of every timeline count alike, as a segment of any of them holds that WAL). It
-// is a query of its own, asked only of a role that may list pg_wal: PostgreSQL checks a
-// function's privilege when it plans the query, even in a CASE branch never taken.
-func ReadWALFiles(ctx context.Context, conn *pgx.Conn, segBytes uint64) (lsncheck.LSN, []WALGap, error) {
-	rows, err := conn.Query(ctx, `SELECT DISTINCT right(name, 16) FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' ORDER BY 1`)
+// ReadWALFiles reads where the oldest WAL file in the node's pg_wal begins, which stretches are
+// missing between it and the newest (pg_ls_waldir(), which skips a file removed while it lists;
+// files of every timeline count alike, as a segment of any of them holds that WAL), and the
+// newest timeline of its files (WALTimeline). It is a query of its own, asked only of a role
+// that may list pg_wal: PostgreSQL checks a function's privilege when it plans the query, even
+// in a CASE branch never taken.
+func ReadWALFiles(ctx context.Context, conn *pgx.Conn, segBytes uint64) (oldest lsncheck.LSN, gaps []WALGap, timeline int, err error) {
+	rows, err := conn.Query(ctx, `SELECT name FROM pg_ls_waldir() WHERE name ~ '^[0-9A-F]{24}$' ORDER BY right(name, 16), name`)
 	if err != nil {
-		return 0, nil, fmt.Errorf("list the WAL files: %w", err)
+		return 0, nil, 0, fmt.Errorf("list the WAL files: %w", err)
 	}
-	segments, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, nil, fmt.Errorf("list the WAL files: %w", err)
+		return 0, nil, 0, fmt.Errorf("list the WAL files: %w", err)
 	}
-	return WALFiles(segments, segBytes)
+	var segments []string
+	for _, name := range names {
+		if seg := name[8:]; len(segments) == 0 || segments[len(segments)-1] != seg {
+			segments = append(segments, seg)
+		}
+	}
+	oldest, gaps, err = WALFiles(segments, segBytes)
+	return oldest, gaps, WALTimeline(names), err
+}
+
+// WALTimeline is the newest timeline of the WAL files named (their first 8 hex digits; 0 for
+// none). A standby's WAL receiver writes only the timeline it follows, and a restore_command
+// restores only those of its history, so a standby holding a file of a timeline follows it,
+// though its last restartpoint, which pg_control_checkpoint() shows, may be of an older one and
+// its WAL receiver may be gone. It is pure.
+func WALTimeline(names []string) int {
+	newest := 0
+	for _, name := range names {
+		if tli, err := strconv.ParseUint(name[:min(8, len(name))], 16, 32); err == nil && int(tli) > newest {
+			newest = int(tli)
+		}
+	}
+	return newest
 }
 
 // WALFiles maps the sorted segment parts of the WAL file names in a pg_wal (their last 16 hex

@@ -110,3 +110,21 @@ func TestWALFiles(t *testing.T) {
 		}
 	}
 }
+
+func TestWALTimeline(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		names []string
+		want  int
+	}{
+		{"none", nil, 0},
+		{"one timeline", []string{"000000010000000000000003", "000000010000000000000004"}, 1},
+		{"a switch", []string{"000000010000000000000003", "000000020000000000000003", "000000020000000000000004"}, 2},
+		{"the newest file of an older timeline", []string{"0000000A0000000000000003", "000000030000000000000009"}, 10},
+		{"not a name", []string{"ZZZZZZZZ0000000000000003", "000000020000000000000003"}, 2},
+	} {
+		if got := WALTimeline(c.names); got != c.want {
+			t.Errorf("%s: WALTimeline = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -392,7 +392,8 @@ func (p Plan) String() string {
 		b.WriteString(" without --drop-stale")
 	}
 	if p.Sibling {
-		b.WriteString("; failover: the second standby promoted while the primary lives on, the primary killed -9, the standby following the second one, which is killed")
+		b.WriteString("; failover: the second standby promoted while the primary lives on, the primary killed -9, " +
+			"the standby following the second one, which is killed")
 	} else if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
 	} else if p.Demote && p.Kill {

@@ -66,6 +66,7 @@ var mutantPlans = map[string][]string{
 	"readiness:two_phase_prepared_pending": {"hook-copy-made-while-prepared"},
 	"without:copy_behind_consumer":         {"exact-copies-behind-then-kill"},
 	"without:record_of_another_timeline":   {"sibling-promoted-then-kill"},
+	"wal-timeline-unread":                  {"sibling-promoted-then-kill"},
 }
 
 // reasonMutants: every NOT READY reason of the gate with the primary (lsncheck.Readiness) and
@@ -145,6 +146,12 @@ func Mutants() []Mutant {
 			Name: "wal-holes-unchecked",
 			Why: "the gate reads only the oldest file of the standby's pg_wal: a file missing after a copy's restart_lsn, " +
 				"between files still there, leaves its wal_status reserved (round 23's fix)",
+		},
+		Mutant{
+			Name:   "wal-timeline-unread",
+			Majors: []int{16, 17, 18},
+			Why: "the standby's timeline without a WAL receiver is its last restartpoint's, not that of the WAL files it received: " +
+				"a standby that followed a promoted sibling, which died, is taken for one still on the record's timeline",
 		},
 		Mutant{
 			Name: "without:copy_being_made",
