@@ -253,7 +253,7 @@ func TestFaultRecordStandbyCutOff(t *testing.T) {
 // timeline; the WAL files it received of the second say where it is: the gate without a
 // primary must not judge from the record of the first (rule 8, record_of_another_timeline).
 func TestFaultRecordOfAnotherTimeline(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
 		f.must(err)
