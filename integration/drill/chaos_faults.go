@@ -995,17 +995,25 @@ func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string)
 	if conninfo == "" {
 		return skipped("the standby has no primary_conninfo")
 	}
-	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = " + pgQuote(to), "SELECT pg_reload_conf()"} {
-		if err := sb.Exec(ctx, sql); err != nil {
-			return err
-		}
+	if err := setPrimaryConninfo(ctx, sb, to); err != nil {
+		return err
 	}
 	time.AfterFunc(d, func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = sb.Exec(rctx, "ALTER SYSTEM SET primary_conninfo = "+pgQuote(conninfo))
-		_ = sb.Exec(rctx, "SELECT pg_reload_conf()")
+		_ = setPrimaryConninfo(rctx, sb, conninfo)
 	})
+	return nil
+}
+
+// setPrimaryConninfo sets a standby's primary_conninfo and reloads its configuration: its WAL
+// receiver stops, and starts again for to unless to is empty.
+func setPrimaryConninfo(ctx context.Context, n *integration.Node, to string) error {
+	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = " + pgQuote(to), "SELECT pg_reload_conf()"} {
+		if err := n.Exec(ctx, sql); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

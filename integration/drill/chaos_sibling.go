@@ -79,10 +79,8 @@ func (wd *world) streamThroughLeader(ctx context.Context) error {
 		return err
 	}
 	to := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=standby", wd.leader.Port(), integration.Superuser)
-	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = " + pgQuote(to), "SELECT pg_reload_conf()"} {
-		if err := wd.pair.Standby.Exec(ctx, sql); err != nil {
-			return err
-		}
+	if err := setPrimaryConninfo(ctx, wd.pair.Standby, to); err != nil {
+		return err
 	}
 	err = integration.Poll(ctx, time.Minute, "the standby to stream through the leader's address", func(ctx context.Context) (bool, error) {
 		var n int
@@ -123,16 +121,11 @@ func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
 	if err != nil {
 		return err
 	}
-	if err := integration.Poll(ctx, time.Minute, "the second standby to receive what the standby has", func(ctx context.Context) (bool, error) {
-		got, err := standbyWALEnd(ctx, s2)
-		return got >= sent, err
-	}); err != nil {
+	if err := waitWALEnd(ctx, s2, sent, "the second standby to receive what the standby has"); err != nil {
 		return err
 	}
-	for _, sql := range []string{"ALTER SYSTEM SET primary_conninfo = ''", "SELECT pg_reload_conf()"} {
-		if err := s2.Exec(ctx, sql); err != nil {
-			return err
-		}
+	if err := setPrimaryConninfo(ctx, s2, ""); err != nil {
+		return err
 	}
 	if err := integration.Poll(ctx, time.Minute, "the second standby's WAL receiver to stop", func(ctx context.Context) (bool, error) {
 		var n int
@@ -215,8 +208,13 @@ func (wd *world) followSibling(ctx context.Context, s2 *integration.Node) error 
 		return err
 	}
 	wd.leader.Redirect(addr)
-	return integration.Poll(ctx, time.Minute, "the standby to receive the promoted second standby's WAL", func(ctx context.Context) (bool, error) {
-		got, err := standbyWALEnd(ctx, wd.pair.Standby)
-		return got >= end, err
+	return waitWALEnd(ctx, wd.pair.Standby, end, "the standby to receive the promoted second standby's WAL")
+}
+
+// waitWALEnd waits (a minute at most) until a standby holds WAL up to lsn (standbyWALEnd).
+func waitWALEnd(ctx context.Context, n *integration.Node, lsn pglogrepl.LSN, what string) error {
+	return integration.Poll(ctx, time.Minute, what, func(ctx context.Context) (bool, error) {
+		got, err := standbyWALEnd(ctx, n)
+		return got >= lsn, err
 	})
 }
