@@ -52,18 +52,10 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		// the standby's packets): the consumers, served by their own walsenders, get ahead of the
 		// standby, and what it was not sent is lost with a kill of the primary. (Stopping the
 		// standby's receiver instead leaves the WAL sent in its socket, read once it goes on.)
-		var pid int
-		if err := p.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL "+
-			"LIMIT 1), 0)", nil, &pid); err != nil {
+		pid, err := wd.stallSender(ctx)
+		if err != nil {
 			return err
 		}
-		if pid == 0 {
-			return skipped("no walsender streams to the standby")
-		}
-		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			return fmt.Errorf("stop the walsender %d: %w", pid, err)
-		}
-		wd.stalled.Store(int64(pid))
 		time.AfterFunc(s.For, func() {
 			if wd.stalled.CompareAndSwap(int64(pid), 0) {
 				_ = syscall.Kill(pid, syscall.SIGCONT)
@@ -1004,6 +996,25 @@ func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string)
 		_ = setPrimaryConninfo(rctx, sb, conninfo)
 	})
 	return nil
+}
+
+// stallSender stops (SIGSTOP) the primary's walsender to the standby, the one on its physical
+// slot (a second standby streams through a slot of its own), and keeps its pid in wd.stalled:
+// a kill of the primary kills it too.
+func (wd *world) stallSender(ctx context.Context) (int, error) {
+	var pid int
+	if err := wd.pair.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1), 0)",
+		[]any{integration.PhysicalSlot}, &pid); err != nil {
+		return 0, err
+	}
+	if pid == 0 {
+		return 0, skipped("no walsender streams to the standby")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return 0, fmt.Errorf("stop the walsender %d: %w", pid, err)
+	}
+	wd.stalled.Store(int64(pid))
+	return pid, nil
 }
 
 // setPrimaryConninfo sets a standby's primary_conninfo and reloads its configuration: its WAL

@@ -105,18 +105,9 @@ func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
 		}
 		wd.second = nil
 	}
-	var pid int
-	if err := wd.pair.Primary.QueryRow(ctx, "SELECT coalesce((SELECT active_pid FROM pg_replication_slots WHERE slot_name = $1), 0)",
-		[]any{integration.PhysicalSlot}, &pid); err != nil {
+	if _, err := wd.stallSender(ctx); err != nil {
 		return err
 	}
-	if pid == 0 {
-		return fmt.Errorf("no walsender streams to the standby")
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("stop the walsender %d: %w", pid, err)
-	}
-	wd.stalled.Store(int64(pid)) // killed with the primary
 	sent, err := standbyWALEnd(ctx, wd.pair.Standby)
 	if err != nil {
 		return err
