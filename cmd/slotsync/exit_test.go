@@ -76,9 +76,12 @@ func harnessModule(text string) string {
 	return ""
 }
 
-// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md): 16.5 MB, and
-// 1 MB more for the exporters' TLS and basic authentication (prometheus/exporter-toolkit).
-const maxReleaseBytes = 17_500_000
+// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md): 16.5 MB, 1 MB
+// more for the exporters' TLS and basic authentication (prometheus/exporter-toolkit), and 0.5 MB
+// more for the project's own growth since (the chaos drill's written plans and faults, which
+// `slotsync drill` carries; no new module). A new dependency still shows here, and in the
+// modules checked below.
+const maxReleaseBytes = 18_000_000
 
 // TestReleaseBinaryIsLean builds the binary as releases and the image do (the build tags of
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it
