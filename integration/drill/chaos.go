@@ -340,7 +340,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err := setup(ctx, pair); err != nil {
 		return nil, err
 	}
-	if (plan.Has(FaultSlotBehind) || plan.Has(FaultSlotBehindSkipped)) && pair.Major >= 12 {
+	if (plan.Has(FaultSlotBehind) || plan.Has(FaultSlotBehindSkipped) || plan.Has(FaultSlotBehindOtherPlugin)) && pair.Major >= 12 {
 		if err := (&world{pair: pair}).makeBehind(ctx); err != nil {
 			return nil, err
 		}

@@ -83,7 +83,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultOtherPlugin:
 		f := wd.feeds[wd.feedOf(s.Slot)]
 		wd.stopFeed(wd.feedOf(s.Slot)) // before its consumer changes plugin
-		f.c.plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[f.c.plugin]
+		f.c.plugin = otherPlugin(f.c.plugin)
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, false)
@@ -386,6 +386,11 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.damageStandbyWAL(ctx, s.Slot)
 	case FaultSlotBehindSkipped:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
+	case FaultSlotBehindOtherPlugin:
+		f := wd.feeds[wd.feedOf(s.Slot)]
+		wd.stopFeed(wd.feedOf(s.Slot)) // before its consumer changes plugin
+		f.c.plugin = otherPlugin(f.c.plugin)
+		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
@@ -395,6 +400,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 				wd.log.Warn("the standby's replay resumed", "error", err)
 			}
 		})
+	case FaultReplayHeldAtRestart:
+		return wd.holdReplayAtRestart(ctx, s.For)
 	case FaultFeedbackOff:
 		if err := wd.pair.SetStandbyFeedback(ctx, false); err != nil {
 			return err
@@ -405,6 +412,41 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 			}
 		})
 	}
+	return nil
+}
+
+// holdReplayAtRestart is FaultReplayHeldAtRestart: it waits (20 s at most) for the standby to
+// start again, pauses its replay, then lets the stalled walsender go (it finds its standby gone
+// and ends, and the standby's WAL receiver, started only once the standby replayed its own
+// pg_wal, streams through the slot it held). Paused before its restart, the standby would have
+// replayed at its start whatever it had received.
+func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error {
+	if wd.pair.Dir == "" {
+		return skipped("the standby's restarts are seen on a local pair only")
+	}
+	var before string
+	if err := wd.pair.Standby.QueryRow(ctx, "SELECT pg_postmaster_start_time()::text", nil, &before); err != nil {
+		return err
+	}
+	restarted := integration.Poll(ctx, 20*time.Second, "the standby to start again", func(ctx context.Context) (bool, error) {
+		var at string
+		err := wd.pair.Standby.QueryRow(ctx, "SELECT pg_postmaster_start_time()::text", nil, &at)
+		return err == nil && at != before, nil // down while it restarts
+	})
+	if pid := wd.stalled.Swap(0); pid != 0 {
+		defer func() { _ = syscall.Kill(int(pid), syscall.SIGCONT) }()
+	}
+	if restarted != nil {
+		return skipped("the standby did not start again within 20 s (no state-file copy made)")
+	}
+	if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		return err
+	}
+	time.AfterFunc(d, func() {
+		if err := wd.pair.Standby.Exec(context.Background(), "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
+			wd.log.Warn("the standby's replay resumed", "error", err)
+		}
+	})
 	return nil
 }
 
@@ -723,12 +765,18 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 			}
 			floor, open = wd.w.next, wd.w.open
 		}
-		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false)", behind(slot), slot); err != nil {
+		// The consumer's plugin (FaultSlotBehindOtherPlugin changed it): the copy takes it.
+		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false, $3)", behind(slot), slot, f.c.plugin); err != nil {
 			return err
 		}
 		f.c.restartedAfter(floor, open)
 		return wd.setFailover(ctx, slot) // a copy does not inherit failover
 	})
+}
+
+// otherPlugin is the drill's other output plugin.
+func otherPlugin(plugin string) string {
+	return map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[plugin]
 }
 
 // whileIdle stops a slot's consumer, ends its walsender and runs op (tried again while the slot
@@ -748,6 +796,7 @@ func (wd *world) whileIdle(ctx context.Context, slot string, away bool, op func(
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
+		wd.log.Info("a slot's change tried again while its consumer goes", "slot", slot, "error", err)
 		sleepUntil(ctx, time.Now().Add(300*time.Millisecond))
 	}
 }

@@ -114,7 +114,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 // paused it (an HA manager resumes a paused standby it promotes), the transactions left
 // prepared committed, and the promotion's checkpoint done at once if the plan says so.
 func (wd *world) promote(ctx context.Context, plan Plan) error {
-	if plan.Has(FaultReplayPaused) {
+	if plan.Has(FaultReplayPaused) || plan.Has(FaultReplayHeldAtRestart) {
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
 			return fmt.Errorf("resume the standby's replay: %w", err)
 		}

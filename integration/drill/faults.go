@@ -93,6 +93,13 @@ const (
 	// receiving WAL, its consumers confirm beyond what it replayed, and no copy can be moved past
 	// its replay
 	FaultReplayPaused Fault = "standby_replay_paused"
+	// the standby's replay paused (pg_wal_replay_pause()) as soon as it takes connections again
+	// after its next restart (slotsync's, which loads a state-file copy), then the primary's
+	// walsender to it, stalled before (FaultSenderStalled), let go: the WAL it missed while
+	// stalled is received and not replayed, its WAL receiver streaming and its feedback going
+	// on, and no pass can read a copy made ahead of its replay; replay resumed after For, or at
+	// the promotion (local pairs; skipped when the standby does not restart within 20 s)
+	FaultReplayHeldAtRestart Fault = "standby_replay_held_at_restart"
 	// the drill's writes paused for a while, the consumers and slotsync going on: a quiet
 	// primary, on which the server's sync persists new copies
 	FaultWritesPaused Fault = "writes_paused"
@@ -122,6 +129,10 @@ const (
 	// restart_lsn back), then the slot dropped and copied again from it, as FaultSlotBehind: its
 	// consumer is owed only what commits after the advance
 	FaultSlotBehindSkipped Fault = "slot_recreated_behind_skipped"
+	// FaultSlotBehindSkipped with the other plugin (pg_copy_logical_replication_slot's plugin
+	// argument), its consumer speaking that one: the copy is made again for its identity,
+	// whatever its positions say
+	FaultSlotBehindOtherPlugin Fault = "slot_recreated_behind_other_plugin"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

@@ -30,6 +30,7 @@ var mutantPlans = map[string][]string{
 	"readiness:copy_wal_missing":           {"hook-copy-wal-beyond-limit"},
 	"readiness:copy_not_ours":              {"hook-journal-lost"},
 	"readiness:copy_cannot_decode":         {"hook-standby-wal-cleaned", "hook-exact-copy-wal-damaged"},
+	"readiness:copy_wal_unverified":        {"hook-copy-wal-unread-replay-held"},
 	"wal-files-unchecked":                  {"hook-standby-wal-cleaned-consumers-away"},
 	"wal-holes-unchecked":                  {"hook-standby-wal-hole-consumers-away"},
 	"without:copy_wal_missing":             {"copy-wal-beyond-limit-then-kill", "hook-copy-wal-beyond-limit"},
@@ -456,6 +457,25 @@ func walFilePlans() []Plan {
 			{At: 1500 * ms, Fault: FaultStandbyWALDamaged, Slot: "drill_test_decoding"},
 			{At: 2500 * ms, Fault: FaultSlotBehindSkipped, Slot: "drill_test_decoding", Away: true},
 			{At: 13800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// The same damage, then the standby's restartpoint past it, the primary's walsender to
+		// the standby stalled and the slot copied again while it is (its confirmed_flush beyond
+		// the standby's WAL), its consumer away: the state-file copy slotsync makes is loaded at
+		// the standby's restart, whose replay is paused as soon as it takes connections, before
+		// the walsender is let go. The standby receives the WAL past the copy and its feedback
+		// covers the copy's catalog rows, but no pass can read the copy's WAL (a read waits for
+		// its confirmed_flush replayed): the copy is NOT READY copy_wal_unverified alone (rule
+		// 4, its WAL; 13-15, the state-file method). Its consumer, returning to the promoted
+		// standby, cannot decode past the damaged file. pgoutput's consumer reads on: its copy's
+		// advances fail on the file (copy_cannot_decode).
+		{Name: "hook-copy-wal-unread-replay-held", Live: 16000 * ms, Hook: true, Kill: true, Method: "statefile", Steps: []Step{
+			{At: 500 * ms, Fault: FaultLongTransaction, For: 12000 * ms},
+			{At: 1000 * ms, Fault: FaultWALSwitched},
+			{At: 1500 * ms, Fault: FaultStandbyWALDamaged, Slot: "drill_test_decoding"},
+			{At: 2500 * ms, Fault: FaultRestartpoint},
+			{At: 3000 * ms, Fault: FaultSenderStalled, For: 30 * time.Second},
+			{At: 3200 * ms, Fault: FaultSlotBehindOtherPlugin, Slot: "drill_test_decoding", Away: true},
+			{At: 3400 * ms, Fault: FaultReplayHeldAtRestart, For: time.Minute},
+			{At: 15800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 	}
 }
 
