@@ -84,8 +84,12 @@ type ChaosIteration struct {
 	// Truths: what the servers said right before the question and the primary's end (Truth);
 	// BindingByServers: the answer with the primary is binding because the servers said no
 	// consumer held anything the standby lacked when the primary went, though writes went on.
+	// StopUnsent: the primary was stopped cleanly after writes that followed the question, the
+	// standby not streaming then (stopUnsent): the answer with the primary promised no consumer
+	// ahead only as of the question.
 	Truths           []Truth `json:"truths,omitempty"`
 	BindingByServers bool    `json:"binding_by_servers,omitempty"`
+	StopUnsent       bool    `json:"stop_unsent,omitempty"`
 	// Timeline: what the standby showed change through the iteration, from the start of the
 	// live phase: whether it streamed, and where its copies stood (each pass's advances); the
 	// faults applied, the truths and the hook's answers carry their own times.
@@ -225,10 +229,11 @@ type world struct {
 	// frozen: slotsync is paused from the question with the primary to the promotion (Plan.Freeze).
 	frozen bool
 	// hook: the cutover was a hook's (Plan.Hook); byServers: the answer with the primary binds
-	// by the servers' word (bindingByServers); walEnd: the standby's end of WAL at its
-	// promotion.
-	hook, byServers bool
-	walEnd          pglogrepl.LSN
+	// by the servers' word (bindingByServers); stopUnsent: a clean stop could not send the
+	// standby what was written after the answer (stopUnsent); walEnd: the standby's end of WAL
+	// at its promotion.
+	hook, byServers, stopUnsent bool
+	walEnd                      pglogrepl.LSN
 	// exact: the gate is asked with --exact (Plan.GateExact); native: how the native method
 	// runs (Plan.ServerSync, Plan.KeepStale).
 	exact  bool

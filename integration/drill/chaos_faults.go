@@ -416,10 +416,11 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 }
 
 // holdReplayAtRestart is FaultReplayHeldAtRestart: it waits (20 s at most) for the standby to
-// start again, pauses its replay, then lets the stalled walsender go (it finds its standby gone
-// and ends, and the standby's WAL receiver, started only once the standby replayed its own
-// pg_wal, streams through the slot it held). Paused before its restart, the standby would have
-// replayed at its start whatever it had received.
+// start again and to replay the WAL it had (its WAL receiver starts only once it has), pauses
+// its replay, then lets the stalled walsender go (it finds its standby gone and ends, and the
+// standby's WAL receiver streams through the slot it held). Paused before its restart, the
+// standby would replay at its start whatever it had received; paused while it replays its own
+// pg_wal, it would never start its WAL receiver.
 func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error {
 	if wd.pair.Dir == "" {
 		return skipped("the standby's restarts are seen on a local pair only")
@@ -428,16 +429,15 @@ func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error
 	if err := wd.pair.Standby.QueryRow(ctx, "SELECT pg_postmaster_start_time()::text", nil, &before); err != nil {
 		return err
 	}
-	restarted := integration.Poll(ctx, 20*time.Second, "the standby to start again", func(ctx context.Context) (bool, error) {
-		var at string
-		err := wd.pair.Standby.QueryRow(ctx, "SELECT pg_postmaster_start_time()::text", nil, &at)
-		return err == nil && at != before, nil // down while it restarts
-	})
+	had, err := standbyWALEnd(ctx, wd.pair.Standby)
+	if err != nil {
+		return err
+	}
 	if pid := wd.stalled.Swap(0); pid != 0 {
 		defer func() { _ = syscall.Kill(int(pid), syscall.SIGCONT) }()
 	}
-	if restarted != nil {
-		return skipped("the standby did not start again within 20 s (no state-file copy made)")
+	if err := wd.replayedOwnWAL(ctx, before, had); err != nil {
+		return err
 	}
 	if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 		return err
@@ -447,6 +447,32 @@ func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error
 			wd.log.Warn("the standby's replay resumed", "error", err)
 		}
 	})
+	return nil
+}
+
+// replayedOwnWAL waits (20 s at most) until the standby started after before and replayed what
+// it had received before (had; the last record may have come in part, so replay that stays at a
+// position for half a second counts as done).
+func (wd *world) replayedOwnWAL(ctx context.Context, before string, had pglogrepl.LSN) error {
+	var last string
+	var since time.Time
+	err := integration.Poll(ctx, 20*time.Second, "the standby to start again and replay its own WAL", func(ctx context.Context) (bool, error) {
+		var at, replay string
+		q := "SELECT pg_postmaster_start_time()::text, coalesce(pg_last_wal_replay_lsn()::text, '')"
+		if err := wd.pair.Standby.QueryRow(ctx, q, nil, &at, &replay); err != nil || at == before || replay == "" {
+			return false, nil // down, or not started again yet
+		}
+		if lsn, err := pglogrepl.ParseLSN(replay); err == nil && lsn >= had {
+			return true, nil
+		}
+		if replay != last {
+			last, since = replay, time.Now()
+		}
+		return time.Since(since) >= 500*time.Millisecond, nil
+	})
+	if err != nil {
+		return skipped("the standby did not start again and replay its own WAL within 20 s (no state-file copy made)")
+	}
 	return nil
 }
 

@@ -69,6 +69,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if !binding && wd.bindingByServers(plan, walEnd) {
 		binding, it.BindingByServers, wd.byServers = true, true, true
 	}
+	it.StopUnsent = wd.stopUnsent
 	durable := make([]map[int]int, len(wd.feeds))
 	consumers := make([]*consumer, len(wd.feeds))
 	for i, f := range wd.feeds {
@@ -242,7 +243,9 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		return with, without, false, err
 	}
 	wd.pauseWrites()
-	binding = !plan.Kill || wd.w.issued() == issued
+	wrote := wd.w.issued() != issued
+	binding = !plan.Kill || !wrote
+	wd.stopUnsent = stopUnsent(plan, wrote, wd.truthOf(truthEnd))
 	wd.stopFeeds()
 	without, err = wd.askWithoutPrimary(ctx)
 	wd.log.Info("gate", "with_primary", fmt.Sprint(with.Slots), "with_cannot_tell", with.CannotTell,
@@ -405,9 +408,10 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					promised = promised || live
 				}
 			}
-			if (wd.hook || wd.byServers) && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
-				// The writes went on after the answer (a hook's cutover, or a kill bound by the
-				// servers' word, whose last reading comes a moment before the kill): a consumer
+			if (wd.hook || wd.byServers || wd.stopUnsent) && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
+				// The writes went on after the answer (a hook's cutover, a kill bound by the
+				// servers' word, whose last reading comes a moment before the kill, or a clean
+				// stop that could not send them to the standby): a consumer
 				// that went ahead of the standby after it did so on its own; the answer
 				// promised only that none was ahead when it was asked: as the servers said
 				// right before it, else as the consumer recorded.
@@ -484,6 +488,15 @@ const (
 	truthQuestion = "question"
 	truthEnd      = "primary's end"
 )
+
+// stopUnsent: a clean stop (or a demotion's) sends a standby what the primary wrote after the
+// answer only if the standby streams then. One that did not, as the servers said right before
+// the stop (a standby restarting to load state-file copies: the long run of round 27, seed
+// 27001036 on 13), misses what the consumers got after the answer, as after a kill: the answer
+// promised only that no consumer was ahead when it was asked.
+func stopUnsent(plan Plan, wrote bool, end Truth) bool {
+	return !plan.Kill && !plan.Hook && wrote && !(end.StandbyStreaming && end.Err == "")
+}
 
 // bindingByServers: an answer with the primary followed by a kill while the writes went on
 // still binds the gate when the servers said, right before the kill, that no consumer held

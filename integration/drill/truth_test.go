@@ -105,3 +105,65 @@ func TestAheadAfterTheLastReading(t *testing.T) {
 		}
 	}
 }
+
+// TestStopUnsent (the long run of round 27, seed 27001036 on 13): a clean stop after writes
+// that followed the question, the standby restarting (slotsync loading a state-file copy) and so
+// not streaming right before the stop: the stop could not send it what the consumers got after
+// the answer. With the standby streaming, or nothing written after the question, or a kill (the
+// servers' word decides there), it is not one.
+func TestStopUnsent(t *testing.T) {
+	down := Truth{When: truthEnd, At: time.Now(), PrimaryWAL: 23079152, Err: "standby: connect to standby: connection refused",
+		Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: 23079152, Sent: 23079152}}}
+	up := down
+	up.StandbyStreaming, up.StandbyReceived, up.Err = true, 23079152, ""
+	stop, kill, hook := Plan{}, Plan{Kill: true}, Plan{Hook: true, Kill: true}
+	for _, c := range []struct {
+		name  string
+		plan  Plan
+		wrote bool
+		end   Truth
+		want  bool
+	}{
+		{"the seed's: a clean stop, writes after the question, the standby down", stop, true, down, true},
+		{"the standby streaming at the stop", stop, true, up, false},
+		{"nothing written after the question", stop, false, down, false},
+		{"a kill", kill, true, down, false},
+		{"a hook's kill", hook, true, down, false},
+	} {
+		if got := stopUnsent(c.plan, c.wrote, c.end); got != c.want {
+			t.Errorf("%s: stopUnsent %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAheadAfterACleanStopUnsent (the same seed): the answer with the primary said READY with no
+// consumer ahead (both at 23058512, the standby's end, when asked); pgoutput's consumer then got
+// nine changes the standby, restarting, never received before the clean stop. The answer promised
+// only that none was ahead when it was asked: no lie. Before stopUnsent the oracle called it READY
+// while loss. A consumer ahead at the question still is one.
+func TestAheadAfterACleanStopUnsent(t *testing.T) {
+	asked := time.Unix(100, 0)
+	for _, c := range []struct {
+		name     string
+		question pglogrepl.LSN
+		lie      bool
+	}{
+		{"went ahead after the answer", 23058512, false},
+		{"ahead at the question", 23060000, true},
+	} {
+		a := newConsumer("drill_pgoutput", "pgoutput")
+		a.history = []confirmation{{asked.Add(-time.Second), c.question}, {asked.Add(300 * time.Millisecond), 23079152}}
+		wd := &world{feeds: []*feed{{c: a}}, walEnd: 23058512, stopUnsent: true, recv: &receiverLog{}, truths: []Truth{
+			{When: truthQuestion, At: asked.Add(-10 * time.Millisecond), StandbyStreaming: true, StandbyReceived: 23058512,
+				Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: c.question, Sent: c.question}}},
+			{When: truthEnd, At: asked.Add(200 * time.Millisecond), Err: "standby: connect to standby: connection refused",
+				Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: 23079152, Sent: 23079152}}},
+		}}
+		fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: "drill_pgoutput", Ahead: []int{724, 725, 726, 727, 728, 729, 730, 731, 732}, AheadOfStandby: true}}}
+		with := GateAnswer{Asked: asked, Slots: map[string]Answer{"drill_pgoutput": AnswerReady}}
+		j := wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
+		if j.Asked != askedWithPrimary || !j.Binding || j.Lie != c.lie {
+			t.Errorf("%s: %s: binding %v, lie %v (%s), want %v", c.name, j.Asked, j.Binding, j.Lie, j.Why, c.lie)
+		}
+	}
+}
