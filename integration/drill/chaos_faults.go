@@ -44,7 +44,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		wd.proxy.Blackhole()
 		time.AfterFunc(s.For, wd.proxy.Restore)
 	case FaultWALReceiver:
-		return p.Primary.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_type = 'physical' AND active_pid IS NOT NULL")
+		return wd.cutReceiver(ctx)
 	case FaultStandbyRestart:
 		return wd.restartStandby(ctx)
 	case FaultSenderStalled:
@@ -1090,6 +1090,20 @@ func (wd *world) stallSender(ctx context.Context) (int, error) {
 	}
 	wd.stalled.Store(int64(pid))
 	return pid, nil
+}
+
+// cutReceiver is FaultWALReceiver: the primary's walsender on the standby's own physical slot is
+// terminated (a second standby's is left alone); the standby's WAL receiver connects again.
+func (wd *world) cutReceiver(ctx context.Context) error {
+	var n int
+	q := "SELECT count(pg_terminate_backend(active_pid)) FROM pg_replication_slots WHERE slot_name = $1 AND active_pid IS NOT NULL"
+	if err := wd.pair.Primary.QueryRow(ctx, q, []any{integration.PhysicalSlot}, &n); err != nil {
+		return err
+	}
+	if n == 0 {
+		return skipped("no walsender streams to the standby from the primary (a cascade, or the standby reconnecting)")
+	}
+	return nil
 }
 
 // setPrimaryConninfo sets a standby's primary_conninfo and reloads its configuration: its WAL
