@@ -420,7 +420,8 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 // its replay, then lets the stalled walsender go (it finds its standby gone and ends, and the
 // standby's WAL receiver streams through the slot it held). Paused before its restart, the
 // standby would replay at its start whatever it had received; paused while it replays its own
-// pg_wal, it would never start its WAL receiver.
+// pg_wal, it never starts its WAL receiver: when the standby does not stream within 15 s, its
+// replay is resumed and the fault is reported skipped.
 func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error {
 	if wd.pair.Dir == "" {
 		return skipped("the standby's restarts are seen on a local pair only")
@@ -433,26 +434,40 @@ func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error
 	if err != nil {
 		return err
 	}
-	if pid := wd.stalled.Swap(0); pid != 0 {
-		defer func() { _ = syscall.Kill(int(pid), syscall.SIGCONT) }()
+	release := func() {
+		if pid := wd.stalled.Swap(0); pid != 0 {
+			_ = syscall.Kill(int(pid), syscall.SIGCONT)
+		}
 	}
+	defer release()
 	if err := wd.replayedOwnWAL(ctx, before, had); err != nil {
 		return err
 	}
 	if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 		return err
 	}
-	time.AfterFunc(d, func() {
+	release()
+	resume := func() {
 		if err := wd.pair.Standby.Exec(context.Background(), "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
 			wd.log.Warn("the standby's replay resumed", "error", err)
 		}
+	}
+	streams := integration.Poll(ctx, 15*time.Second, "the standby to stream with its replay paused", func(ctx context.Context) (bool, error) {
+		var n int
+		err := wd.pair.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n)
+		return n == 1, err
 	})
+	if streams != nil {
+		resume()
+		return skipped("the standby did not stream within 15 s with its replay paused: resumed")
+	}
+	time.AfterFunc(d, resume)
 	return nil
 }
 
 // replayedOwnWAL waits (20 s at most) until the standby started after before and replayed what
 // it had received before (had; the last record may have come in part, so replay that stays at a
-// position for half a second counts as done).
+// position for 2 s counts as done).
 func (wd *world) replayedOwnWAL(ctx context.Context, before string, had pglogrepl.LSN) error {
 	var last string
 	var since time.Time
@@ -463,12 +478,14 @@ func (wd *world) replayedOwnWAL(ctx context.Context, before string, had pglogrep
 			return false, nil // down, or not started again yet
 		}
 		if lsn, err := pglogrepl.ParseLSN(replay); err == nil && lsn >= had {
+			wd.faultNote = fmt.Sprintf("replayed %s of the %s it had", replay, had)
 			return true, nil
 		}
 		if replay != last {
 			last, since = replay, time.Now()
 		}
-		return time.Since(since) >= 500*time.Millisecond, nil
+		wd.faultNote = fmt.Sprintf("replay stood at %s for 2 s, of the %s it had", replay, had)
+		return time.Since(since) >= 2*time.Second, nil
 	})
 	if err != nil {
 		return skipped("the standby did not start again and replay its own WAL within 20 s (no state-file copy made)")
