@@ -493,9 +493,10 @@ const (
 // answer only if the standby streams then. One that did not, as the servers said right before
 // the stop (a standby restarting to load state-file copies: the long run of round 27, seed
 // 27001036 on 13), misses what the consumers got after the answer, as after a kill: the answer
-// promised only that no consumer was ahead when it was asked.
+// promised only that no consumer was ahead when it was asked. The standby is read whatever the
+// primary's read gave (readTruth): streaming is its word alone.
 func stopUnsent(plan Plan, wrote bool, end Truth) bool {
-	return !plan.Kill && !plan.Hook && wrote && !(end.StandbyStreaming && end.Err == "")
+	return !plan.Kill && !plan.Hook && wrote && !end.StandbyStreaming
 }
 
 // bindingByServers: an answer with the primary followed by a kill while the writes went on

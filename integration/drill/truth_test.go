@@ -116,6 +116,8 @@ func TestStopUnsent(t *testing.T) {
 		Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: 23079152, Sent: 23079152}}}
 	up := down
 	up.StandbyStreaming, up.StandbyReceived, up.Err = true, 23079152, ""
+	primaryUnread := up
+	primaryUnread.Err = "primary: timeout"
 	stop, kill, hook := Plan{}, Plan{Kill: true}, Plan{Hook: true, Kill: true}
 	for _, c := range []struct {
 		name  string
@@ -126,6 +128,7 @@ func TestStopUnsent(t *testing.T) {
 	}{
 		{"the seed's: a clean stop, writes after the question, the standby down", stop, true, down, true},
 		{"the standby streaming at the stop", stop, true, up, false},
+		{"the standby streaming, the primary's read failed", stop, true, primaryUnread, false},
 		{"nothing written after the question", stop, false, down, false},
 		{"a kill", kill, true, down, false},
 		{"a hook's kill", hook, true, down, false},
