@@ -81,9 +81,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultSlotRecreated:
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultOtherPlugin:
-		f := wd.feeds[wd.feedOf(s.Slot)]
-		wd.stopFeed(wd.feedOf(s.Slot)) // before its consumer changes plugin
-		f.c.plugin = otherPlugin(f.c.plugin)
+		wd.switchPlugin(s.Slot)
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, false)
@@ -387,19 +385,13 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 	case FaultSlotBehindSkipped:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
 	case FaultSlotBehindOtherPlugin:
-		f := wd.feeds[wd.feedOf(s.Slot)]
-		wd.stopFeed(wd.feedOf(s.Slot)) // before its consumer changes plugin
-		f.c.plugin = otherPlugin(f.c.plugin)
+		wd.switchPlugin(s.Slot)
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
 	case FaultReplayPaused:
 		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
 			return err
 		}
-		time.AfterFunc(s.For, func() {
-			if err := wd.pair.Standby.Exec(context.Background(), "SELECT pg_wal_replay_resume()"); err != nil {
-				wd.log.Warn("the standby's replay resumed", "error", err)
-			}
-		})
+		time.AfterFunc(s.For, wd.resumeReplay)
 	case FaultReplayHeldAtRestart:
 		return wd.holdReplayAtRestart(ctx, s.For)
 	case FaultFeedbackOff:
@@ -447,23 +439,29 @@ func (wd *world) holdReplayAtRestart(ctx context.Context, d time.Duration) error
 		return err
 	}
 	release()
-	resume := func() {
-		if err := wd.pair.Standby.Exec(context.Background(), "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
-			wd.log.Warn("the standby's replay resumed", "error", err)
-		}
-	}
 	streams := integration.Poll(ctx, 15*time.Second, "the standby to stream with its replay paused", func(ctx context.Context) (bool, error) {
 		var n int
 		err := wd.pair.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_stat_wal_receiver WHERE status = 'streaming'", nil, &n)
 		return n == 1, err
 	})
 	if streams != nil {
-		resume()
+		wd.resumeReplay()
 		return skipped("the standby did not stream within 15 s with its replay paused: resumed")
 	}
-	time.AfterFunc(d, resume)
+	time.AfterFunc(d, wd.resumeReplay)
 	return nil
 }
+
+// resumeReplay resumes the standby's replay a fault paused (FaultReplayPaused,
+// FaultReplayHeldAtRestart) if it still is, and logs what kept it from doing so.
+func (wd *world) resumeReplay() {
+	if err := wd.pair.Standby.Exec(context.Background(), resumeReplaySQL); err != nil {
+		wd.log.Warn("the standby's replay resumed", "error", err)
+	}
+}
+
+// resumeReplaySQL resumes a paused replay; it does nothing to one that runs.
+const resumeReplaySQL = "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"
 
 // replayedOwnWAL waits (20 s at most) until the standby started after before and replayed what
 // it had received before (had; the last record may have come in part, so replay that stays at a
@@ -484,8 +482,11 @@ func (wd *world) replayedOwnWAL(ctx context.Context, before string, had pglogrep
 		if replay != last {
 			last, since = replay, time.Now()
 		}
+		if time.Since(since) < 2*time.Second {
+			return false, nil
+		}
 		wd.faultNote = fmt.Sprintf("replay stood at %s for 2 s, of the %s it had", replay, had)
-		return time.Since(since) >= 2*time.Second, nil
+		return true, nil
 	})
 	if err != nil {
 		return skipped("the standby did not start again and replay its own WAL within 20 s (no state-file copy made)")
@@ -817,9 +818,13 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 	})
 }
 
-// otherPlugin is the drill's other output plugin.
-func otherPlugin(plugin string) string {
-	return map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[plugin]
+// switchPlugin stops slot's consumer and has it speak the drill's other output plugin from its
+// next connection, for a slot about to be made again with that plugin.
+func (wd *world) switchPlugin(slot string) {
+	i := wd.feedOf(slot)
+	wd.stopFeed(i) // before its consumer changes plugin
+	c := wd.feeds[i].c
+	c.plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[c.plugin]
 }
 
 // whileIdle stops a slot's consumer, ends its walsender and runs op (tried again while the slot

@@ -116,7 +116,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 // prepared committed, and the promotion's checkpoint done at once if the plan says so.
 func (wd *world) promote(ctx context.Context, plan Plan) error {
 	if plan.Has(FaultReplayPaused) || plan.Has(FaultReplayHeldAtRestart) {
-		if err := wd.pair.Standby.Exec(ctx, "SELECT pg_wal_replay_resume() WHERE pg_is_wal_replay_paused()"); err != nil {
+		if err := wd.pair.Standby.Exec(ctx, resumeReplaySQL); err != nil {
 			return fmt.Errorf("resume the standby's replay: %w", err)
 		}
 	}

@@ -93,12 +93,13 @@ const (
 	// receiving WAL, its consumers confirm beyond what it replayed, and no copy can be moved past
 	// its replay
 	FaultReplayPaused Fault = "standby_replay_paused"
-	// the standby's replay paused (pg_wal_replay_pause()) as soon as it takes connections again
-	// after its next restart (slotsync's, which loads a state-file copy), then the primary's
+	// the standby's replay paused (pg_wal_replay_pause()) once, after its next restart
+	// (slotsync's, which loads a state-file copy), it replayed the WAL it had, then the primary's
 	// walsender to it, stalled before (FaultSenderStalled), let go: the WAL it missed while
 	// stalled is received and not replayed, its WAL receiver streaming and its feedback going
 	// on, and no pass can read a copy made ahead of its replay; replay resumed after For, or at
-	// the promotion (local pairs; skipped when the standby does not restart within 20 s)
+	// the promotion (local pairs; skipped when the standby does not start again and replay its
+	// WAL within 20 s, or does not stream within 15 s with its replay paused)
 	FaultReplayHeldAtRestart Fault = "standby_replay_held_at_restart"
 	// the drill's writes paused for a while, the consumers and slotsync going on: a quiet
 	// primary, on which the server's sync persists new copies

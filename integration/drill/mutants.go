@@ -459,12 +459,13 @@ func walFilePlans() []Plan {
 			{At: 13800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 		// The same damage, then the standby's restartpoint past it, the primary's walsender to
 		// the standby stalled and the slot copied again while it is (its confirmed_flush beyond
-		// the standby's WAL), its consumer away: the state-file copy slotsync makes is loaded at
-		// the standby's restart, whose replay is paused as soon as it takes connections, before
-		// the walsender is let go. The standby receives the WAL past the copy and its feedback
-		// covers the copy's catalog rows, but no pass can read the copy's WAL (a read waits for
-		// its confirmed_flush replayed): the copy is NOT READY copy_wal_unverified alone (rule
-		// 4, its WAL; 13-15, the state-file method). Its consumer, returning to the promoted
+		// the standby's WAL), with the other plugin (a new identity), its consumer away: the
+		// state-file copy slotsync makes is loaded at the standby's restart, whose replay is
+		// paused once it replayed the WAL it had, before the walsender is let go. The standby
+		// receives the WAL past the copy and its feedback covers the copy's catalog rows, but no
+		// pass can read the copy's WAL (a read waits for its confirmed_flush replayed): the copy
+		// is NOT READY copy_wal_unverified alone (rule 4, its WAL; slotsync --method statefile
+		// on every major). Its consumer, returning to the promoted
 		// standby, cannot decode past the damaged file. pgoutput's consumer reads on: its copy's
 		// advances fail on the file (copy_cannot_decode).
 		{Name: "hook-copy-wal-unread-replay-held", Live: 16000 * ms, Hook: true, Kill: true, Method: "statefile", Steps: []Step{
