@@ -91,15 +91,11 @@ func TestAheadAfterTheLastReading(t *testing.T) {
 		{"went ahead after the answer", 900, false},
 		{"ahead at the question", 1100, true},
 	} {
-		a := newConsumer("a", "test_decoding")
-		a.history = []confirmation{{asked.Add(-time.Second), c.question}, {asked.Add(200 * time.Millisecond), 1200}}
-		wd := &world{feeds: []*feed{{c: a}}, walEnd: 1000, byServers: true, recv: &receiverLog{}, truths: []Truth{
+		wd := &world{walEnd: 1000, byServers: true, truths: []Truth{
 			{When: truthQuestion, At: asked.Add(-10 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: c.question, Sent: c.question}}},
 			{When: truthEnd, At: asked.Add(100 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: 1000, Sent: 1000}}},
 		}}
-		fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: "a", Ahead: []int{7, 8, 9}, AheadOfStandby: true}}}
-		with := GateAnswer{Asked: asked, Slots: map[string]Answer{"a": AnswerReady}}
-		j := wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
+		j := judgeAheadAfterAnswer(wd, newConsumer("a", "test_decoding"), asked, c.question, 1200, []int{7, 8, 9})
 		if j.Asked != askedWithPrimary || j.Lie != c.lie {
 			t.Errorf("%s: %s: lie %v (%s), want %v", c.name, j.Asked, j.Lie, j.Why, c.lie)
 		}
@@ -154,19 +150,27 @@ func TestAheadAfterACleanStopUnsent(t *testing.T) {
 		{"went ahead after the answer", 23058512, false},
 		{"ahead at the question", 23060000, true},
 	} {
-		a := newConsumer("drill_pgoutput", "pgoutput")
-		a.history = []confirmation{{asked.Add(-time.Second), c.question}, {asked.Add(300 * time.Millisecond), 23079152}}
-		wd := &world{feeds: []*feed{{c: a}}, walEnd: 23058512, stopUnsent: true, recv: &receiverLog{}, truths: []Truth{
+		wd := &world{walEnd: 23058512, stopUnsent: true, truths: []Truth{
 			{When: truthQuestion, At: asked.Add(-10 * time.Millisecond), StandbyStreaming: true, StandbyReceived: 23058512,
 				Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: c.question, Sent: c.question}}},
 			{When: truthEnd, At: asked.Add(200 * time.Millisecond), Err: "standby: connect to standby: connection refused",
 				Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: 23079152, Sent: 23079152}}},
 		}}
-		fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: "drill_pgoutput", Ahead: []int{724, 725, 726, 727, 728, 729, 730, 731, 732}, AheadOfStandby: true}}}
-		with := GateAnswer{Asked: asked, Slots: map[string]Answer{"drill_pgoutput": AnswerReady}}
-		j := wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
+		j := judgeAheadAfterAnswer(wd, newConsumer("drill_pgoutput", "pgoutput"), asked, c.question, 23079152,
+			[]int{724, 725, 726, 727, 728, 729, 730, 731, 732})
 		if j.Asked != askedWithPrimary || !j.Binding || j.Lie != c.lie {
 			t.Errorf("%s: %s: binding %v, lie %v (%s), want %v", c.name, j.Asked, j.Binding, j.Lie, j.Why, c.lie)
 		}
 	}
+}
+
+// judgeAheadAfterAnswer judges, in wd (its flags and truths set by the caller), a READY asked
+// with the primary at asked for a's slot, whose consumer had confirmed question right before it
+// and later past the standby's end (later), holding the changes ahead.
+func judgeAheadAfterAnswer(wd *world, a *consumer, asked time.Time, question, later pglogrepl.LSN, ahead []int) Judged {
+	a.history = []confirmation{{asked.Add(-time.Second), question}, {asked.Add(200 * time.Millisecond), later}}
+	wd.feeds, wd.recv = []*feed{{c: a}}, &receiverLog{}
+	fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: a.slot, Ahead: ahead, AheadOfStandby: true}}}
+	with := GateAnswer{Asked: asked, Slots: map[string]Answer{a.slot: AnswerReady}}
+	return wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
 }
