@@ -40,8 +40,11 @@ const (
 	// ReasonCopyBeingMade: with the primary, slotsync's plan makes the copy standing again (rule
 	// 2); without it (rule 8), the copy was being made (again) when the record was written. Also without the primary: the copy was made after the record;
 	// the record is of another timeline than the standby's.
-	ReasonCopyBeingMade       Reason = "copy_being_made"
-	ReasonNotInRecord         Reason = "not_in_record"
+	ReasonCopyBeingMade Reason = "copy_being_made"
+	ReasonNotInRecord   Reason = "not_in_record"
+	// ReasonNotObserved: without the primary, a demoted primary has this slot, which slotsync
+	// never observed with the primary (rule 8).
+	ReasonNotObserved         Reason = "slot_not_observed"
 	ReasonRecordOtherTimeline Reason = "record_of_another_timeline"
 	// ReasonRecordStandbyCutOff: the record was made while the standby did not stream from a
 	// primary that answered (rule 8).

@@ -216,6 +216,91 @@ func TestFaultPrimaryDemotedSlotRemade(t *testing.T) {
 	})
 }
 
+// TestFaultPrimaryDemotedSlotRemadeSamePositions (rules 4 and 8; correctness review 5, finding
+// A): a transaction left open pins every slot's restart_lsn and catalog_xmin, so a slot made again
+// from an older copy of itself has the same two and only its confirmed_flush goes back, which the
+// record's identity check takes for the same slot. A clean demotion saves each slot's
+// confirmed_flush (17+): the copy, advanced to the consumer's position before the slot was made
+// again, stands ahead of the demoted slot's, and its consumer, resuming there, would skip what
+// it had not confirmed. Judged against the demoted slot, NOT READY copy_confirmed_flush_ahead;
+// before, READY, and the promoted standby's copy lost the changes the demoted slot still has.
+func TestFaultPrimaryDemotedSlotRemadeSamePositions(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.readyCopy()
+		open, err := f.pair.Primary.Connect(f.ctx, "app")
+		f.must(err)
+		defer open.Close(context.Background())
+		_, err = open.Exec(f.ctx, "BEGIN; INSERT INTO t VALUES (100000)")
+		f.must(err)
+		// cdc's restart_lsn moves up to the open transaction's start, where it stays.
+		for prev, i := lsncheck.LSN(0), 0; ; i++ {
+			f.logRunningXacts()
+			f.insert(1)
+			f.consume(f.pair.Primary, "cdc")
+			ps, _ := f.slotOn(f.pair.Primary, "cdc")
+			if ps.RestartLSN == prev {
+				break
+			}
+			if i == 20 {
+				t.Fatalf("cdc's restart_lsn keeps moving (%s) with a transaction open", ps.RestartLSN)
+			}
+			prev = ps.RestartLSN
+		}
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_copy_logical_replication_slot('cdc', 'cdc_old')"))
+		want := f.insert(3)
+		if got := f.consume(f.pair.Primary, "cdc"); !equalInts(got, want) {
+			t.Fatalf("the consumer got %v, want %v", got, want)
+		}
+		_, err = open.Exec(f.ctx, "ROLLBACK")
+		f.must(err)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.untilCopyAtConsumer("cdc")
+		// Unobserved by slotsync: cdc made again from its older copy (same restart_lsn and
+		// catalog_xmin, an older confirmed_flush), then a clean demotion.
+		for _, sql := range []string{"SELECT pg_drop_replication_slot('cdc')", "SELECT pg_copy_logical_replication_slot('cdc_old', 'cdc')",
+			"SELECT pg_drop_replication_slot('cdc_old')"} {
+			f.must(f.pair.Primary.ExecDB(f.ctx, "app", sql))
+		}
+		f.must(f.pair.DemotePrimary(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil {
+			t.Fatalf("want a judgement without the demoted primary, got %v", err)
+		}
+		if r := reportOf(rep, "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyConfirmedAhead) {
+			t.Fatalf("a copy ahead of the demoted primary's slot: %v %s, want NOT READY %s", r.Verdict.Reasons, r.Verdict.Detail, lsncheck.ReasonCopyConfirmedAhead)
+		}
+		// The answer is needed: the demoted slot still has the changes the copy would skip.
+		if got := f.peek(f.pair.Primary, "cdc"); !equalInts(got, want) {
+			t.Fatalf("the demoted primary's slot has %v, want %v (the changes a promotion now would skip)", got, want)
+		}
+	})
+}
+
+// TestFaultPrimaryDemotedNewSlot (rule 8; correctness review 5, finding A): a slot made on the
+// primary after slotsync's last pass, then a clean demotion. The demoted primary shows it, the
+// record does not know it: NOT READY slot_not_observed. Before, only the record's slots were
+// judged, READY, and after a promotion its consumer found no slot.
+func TestFaultPrimaryDemotedNewSlot(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.readyCopy()
+		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fresh', 'test_decoding')"))
+		f.must(f.pair.DemotePrimary(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil {
+			t.Fatalf("want a judgement without the demoted primary, got %v", err)
+		}
+		if r := reportOf(rep, "fresh"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonNotObserved) || rep.Ready() {
+			t.Fatalf("a slot the record does not know on the demoted primary: %q %v %s (READY in all: %v), want NOT READY %s",
+				r.Name, r.Verdict.Reasons, r.Verdict.Detail, rep.Ready(), lsncheck.ReasonNotObserved)
+		}
+		if r := reportOf(rep, "cdc"); !r.Verdict.Ready {
+			t.Fatalf("cdc, unchanged: %v %s, want READY", r.Verdict.Reasons, r.Verdict.Detail)
+		}
+	})
+}
+
 // TestFaultRecordStandbyCutOff (rule 8; seen while reading the chaos drill's seed 20261214):
 // the standby stops streaming from a primary that still answers slotsync; a pass records READY
 // (the consumer is not ahead yet); the consumer then receives changes the standby never gets,

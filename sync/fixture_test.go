@@ -228,6 +228,25 @@ func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
 	}
 }
 
+// untilCopyAtConsumer runs passes until the standby's copy of slotName stands at the primary
+// slot's confirmed_flush.
+func (f *fixture) untilCopyAtConsumer(slotName string) {
+	f.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		f.logRunningXacts()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass()
+		ps, _ := f.slotOn(f.pair.Primary, slotName)
+		cp, ok := f.slotOn(f.pair.Standby, slotName)
+		if ok && cp.ConfirmedFlush == ps.ConfirmedFlush {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the copy of %s stayed at %s, the consumer at %s", slotName, cp.ConfirmedFlush, ps.ConfirmedFlush)
+		}
+	}
+}
+
 // readyCopy makes a ready copy of slot "cdc".
 func (f *fixture) readyCopy() {
 	f.t.Helper()

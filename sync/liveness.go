@@ -51,17 +51,24 @@ func (e *Engine) judgeWithoutPrimary(ctx context.Context, rep Report, obs Observ
 	if err != nil {
 		return rep, fmt.Errorf("%w: %w", perr, err)
 	}
+	demoted := errors.Is(perr, ErrPrimaryInRecovery)
+	if demoted && obs.Demoted.SlotsErr != nil {
+		return rep, fmt.Errorf("%w: %w: the demoted primary's slots could not be read (%v): a slot made again or made there since slotsync's last "+
+			"pass would go unseen; ask again", perr, ErrCannotTell, obs.Demoted.SlotsErr)
+	}
 	age := e.now().Sub(rec.ObservedAt)
 	rep.Role = RoleStandby
 	rep.Major = obs.Standby.Info.Major()
 	rep.Method = topology.Method(rec.Method)
 	rep.Standby = summarize(obs.Standby.Info)
 	rep.Slots = JudgeWithoutPrimary(rec.heldBackAt(e.now()), obs.Standby, e.cfg.Select, e.cfg.Exact, obs.Demoted)
-	unknown := notInRecord(rec, e.journal, obs.Standby, e.cfg.Select)
-	rep.Slots = append(rep.Slots, unknown...)
+	rep.Slots = append(rep.Slots, notInRecord(rec, e.journal, obs.Standby, e.cfg.Select)...)
+	if demoted {
+		rep.Slots = append(rep.Slots, demotedUnobserved(rec, e.journal, obs.Demoted, obs.Standby, e.cfg.Select)...)
+	}
 	rep.Selected, rep.Unselected = len(rec.Slots), rec.Unselected
 	rep.WithoutPrimary = &WithoutPrimary{Why: perr.Error(), ObservedAt: rec.ObservedAt, AgeSeconds: age.Seconds(),
-		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major)}
+		SynchronizedStandby: rec.SynchronizedStandby, Meaning: withoutPrimaryMeaning(age, rec.SynchronizedStandby, rep.Major, demoted)}
 	if !e.logged.withoutPrimary {
 		e.log.Warn("the primary cannot be asked: the gate judges without it, from the standby and the last observation of the primary",
 			"why", perr.Error(), "observed_at", rec.ObservedAt.Format(time.RFC3339), "age_seconds", age.Seconds(), "ready", rep.Ready(),

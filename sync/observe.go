@@ -52,9 +52,7 @@ func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, obs
 	case errors.Is(err, ErrPrimaryInRecovery):
 		obs.Demoted.WALEnd = reached.WALEnd() // its consumers may hold up to there
 		// Its slots as it left them: one made again since the record is not the one judged.
-		if slots, serr := topology.LogicalSlots(ctx, pconn, reached.VersionNum); serr == nil {
-			obs.Demoted.Slots = slots
-		}
+		obs.Demoted.Slots, obs.Demoted.SlotsErr = topology.LogicalSlots(ctx, pconn, reached.VersionNum)
 	case Classify(err) == Stop:
 		return Observation{}, err
 	}

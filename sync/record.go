@@ -161,14 +161,17 @@ func (g GateSlot) exact() bool { return g.Copy.ConfirmedFlush >= g.Primary.Confi
 type Demoted struct {
 	WALEnd lsncheck.LSN
 	Slots  map[string]topology.Slot
+	// SlotsErr: its slots could not be read (the gate cannot tell then: rule 8).
+	SlotsErr error
 }
 
 // JudgeWithoutPrimary judges every slot of the record from the standby alone (rule 8): a copy
 // READY then is READY now if it is still there, the same slot, valid, not moved back and its
 // WAL still on the standby; a copy NOT READY then stays NOT READY. It is pure.
 // With exact, a copy is READY only if it stood exactly at its consumer's position then.
-// demoted is what a demoted primary shows: the standby must hold its WAL end, and a slot it
-// dropped since the record is no longer judged, one it has made again since is NOT READY.
+// demoted is what a demoted primary shows: the standby must hold its WAL end, a slot it
+// dropped since the record is no longer judged, and each other copy is judged against its slot
+// there too (onDemoted).
 func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exact bool, demoted Demoted) []SlotReport {
 	var out []SlotReport
 	demotedEnd, other := demoted.WALEnd, standby.Info.OtherSynchronizer()
@@ -177,7 +180,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		if !sel.Matches(name, gs.Identity.Database, gs.Identity.Plugin) {
 			continue
 		}
-		remade, dropped := onDemoted(gs, name, demoted.Slots)
+		cp, hasCopy := standby.Slots[name]
+		against, againstWhy, dropped := onDemoted(gs, name, cp, hasCopy, standby.Info.Major(), demoted.Slots)
 		if dropped {
 			continue // dropped on the primary since the record: as with the primary, not judged
 		}
@@ -185,7 +189,6 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 		sr := SlotReport{Name: name, Database: gs.Identity.Database, Plugin: gs.Identity.Plugin, Action: KindNone,
 			Reason: "judged without the primary", Gate: true, Primary: &primary}
 		v := lsncheck.Verdict{Ready: gs.Ready, Reasons: gs.Reasons, Detail: gs.Detail, ConsumerAheadBytes: gs.ConsumerAheadBytes}
-		cp, hasCopy := standby.Slots[name]
 		if hasCopy {
 			pos := cp.Position
 			sr.Copy = &pos
@@ -213,8 +216,8 @@ func JudgeWithoutPrimary(rec *GateRecord, standby NodeState, sel Selection, exac
 			gs.CopyTwoPhase != nil && cp.TwoPhase != *gs.CopyTwoPhase:
 			notReady(lsncheck.ReasonIdentityMismatch, fmt.Sprintf("the standby slot of this name (database %q, plugin %q, two_phase %v) is not the copy last judged",
 				cp.Database, cp.Plugin, cp.TwoPhase))
-		case remade != "":
-			notReady(lsncheck.ReasonIdentityMismatch, remade)
+		case against != "":
+			notReady(against, againstWhy)
 		case cp.Invalidated:
 			notReady(lsncheck.ReasonCopyInvalidated, "the copy has been invalidated since the last observation")
 		case !cp.WALAvailable():
@@ -288,32 +291,80 @@ func otherTimeline(recorded int, standby topology.NodeInfo) bool {
 	return standby.Timeline != 0 && standby.Timeline != recorded || standby.HistoryTimeline > recorded
 }
 
-// onDemoted compares the record's slot with the demoted primary's slot of its name (slots nil:
-// nothing to compare): remade says why it is not the slot the record judged (made again, or
-// copied from another, since; a confirmed_flush gone back alone, or restart_lsn after the
-// restart a demotion is, is the same slot), dropped that it is gone from the demoted primary.
-func onDemoted(gs GateSlot, name string, slots map[string]topology.Slot) (remade string, dropped bool) {
+// onDemoted judges the record's slot against the demoted primary's slot of its name, as the
+// primary's own would be judged (rules 4 and 8; slots nil: nothing to compare). dropped: it is
+// gone from the demoted primary. Otherwise a reason ("": none) says why the copy is not READY
+// there: the slot was made again, or copied from another, since the record (a confirmed_flush
+// gone back alone, or restart_lsn after the restart a demotion is, is the same slot), or the
+// copy stands ahead of the slot's confirmed_flush. The last is read on 17 and newer only, whose
+// clean shutdown saves every logical slot's confirmed_flush; before 17 a slot saved last when
+// its restart_lsn moved shows an older confirmed_flush than its consumer's (commit e0b2eed0).
+func onDemoted(gs GateSlot, name string, cp topology.Slot, hasCopy bool, major int, slots map[string]topology.Slot) (lsncheck.Reason, string, bool) {
 	if slots == nil {
-		return "", false
+		return "", "", false
 	}
 	ds, ok := slots[name]
 	if !ok {
-		return "", true
+		return "", "", true
 	}
 	prev := lsncheck.Seen{Identity: gs.Identity, Position: gs.Primary}
 	if ch, why := lsncheck.CompareIncarnation(prev, ds.Seen()); ch == lsncheck.NewIncarnation && !lsncheck.SameSlotRegression(prev, ds.Seen(), true) {
-		return "the demoted primary's slot is not the one last observed (" + why + "): it was made again since, and its consumer may start over behind " +
-			"the copy", false
+		return lsncheck.ReasonIdentityMismatch, "the demoted primary's slot is not the one last observed (" + why + "): it was made again since, and its " +
+			"consumer may start over behind the copy", false
 	}
-	return "", false
+	if hasCopy && major >= 17 && ds.ConfirmedFlush != 0 && cp.ConfirmedFlush > ds.ConfirmedFlush {
+		return lsncheck.ReasonCopyConfirmedAhead, fmt.Sprintf("the copy's confirmed_flush %s is %d bytes ahead of the demoted primary's slot's %s "+
+			"(saved at its shutdown): its consumer resumes from there, and the changes in between would be skipped (the slot was made again, or "+
+			"copied from another, with the same restart_lsn and catalog_xmin since the last observation; or the primary crashed, and its slots "+
+			"are as of its last checkpoint)", cp.ConfirmedFlush, lsncheck.Bytes(cp.ConfirmedFlush, ds.ConfirmedFlush), ds.ConfirmedFlush), false
+	}
+	return "", "", false
 }
 
-// withoutPrimaryMeaning says what a verdict without the primary promises.
-func withoutPrimaryMeaning(age time.Duration, synced bool, major int) string {
+// demotedUnobserved reports the selected slots of a demoted primary that neither the record nor
+// slotsync's journal knows (made after slotsync last observed the primary): NOT READY, for no
+// copy of theirs was judged, and promoted now the standby lacks them.
+func demotedUnobserved(rec *GateRecord, j *Journal, demoted Demoted, standby NodeState, sel Selection) []SlotReport {
+	var out []SlotReport
+	for _, name := range sortedKeys(demoted.Slots) {
+		ds := demoted.Slots[name]
+		_, recorded := rec.Slots[name]
+		_, journaled := j.Slots[name]
+		if recorded || journaled || ds.Temporary || !sel.Matches(name, ds.Database, ds.Plugin) || failpoint.Mutant("without:"+string(lsncheck.ReasonNotObserved)) {
+			continue
+		}
+		primary := ds.Position
+		sr := SlotReport{Name: name, Database: ds.Database, Plugin: ds.Plugin, Action: KindNone, Reason: "judged without the primary", Gate: true,
+			Primary: &primary}
+		if cp, ok := standby.Slots[name]; ok {
+			pos := cp.Position
+			sr.Copy = &pos
+		}
+		sr.Verdict = lsncheck.Verdict{Reasons: []lsncheck.Reason{lsncheck.ReasonNotObserved},
+			Detail: "the demoted primary has this slot, which slotsync never observed with the primary (made after its last pass): no copy of it " +
+				"was judged, and its consumer would find no slot after a promotion now (let slotsync observe it: start the old primary again " +
+				"read-write, or have its consumer resnapshot after the promotion)"}
+		out = append(out, sr)
+	}
+	return out
+}
+
+// withoutPrimaryMeaning says what a verdict without the primary promises; demoted: the primary
+// was found demoted, and its slots were read and judged (onDemoted, demotedUnobserved).
+func withoutPrimaryMeaning(age time.Duration, synced bool, major int, demoted bool) string {
 	s := fmt.Sprintf("judged from the standby and the last observation of the primary, %s old: consumers may have confirmed more since; "+
-		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. "+
-		"Slots created, or made again, on the primary since then are unknown here (a demoted primary's are checked). ",
+		"after a promotion they get again at most what they received in that time (redelivery, never loss) unless a consumer was ahead of this standby. ",
 		age.Round(time.Millisecond))
+	switch {
+	case demoted && major >= 17:
+		s += "The demoted primary's slots were read: each copy was checked to be of the same slot and not ahead of its confirmed_flush there, " +
+			"and a slot there that slotsync never observed is NOT READY. "
+	case demoted:
+		s += "The demoted primary's slots were read: each copy was checked to be of the same slot (before PostgreSQL 17 a slot's confirmed_flush " +
+			"there may lag its consumer's, so it is not compared), and a slot there that slotsync never observed is NOT READY. "
+	default:
+		s += "Slots created, or made again, on the primary since then are unknown here. "
+	}
 	switch {
 	case synced:
 		return s + "The primary's synchronized_standby_slots lists this standby: consumers of failover slots could not be ahead of it (each slot says whether it " +

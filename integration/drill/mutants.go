@@ -86,7 +86,7 @@ var withoutMutants = []lsncheck.Reason{
 	lsncheck.ReasonMissing, lsncheck.ReasonIdentityMismatch, lsncheck.ReasonCopyInvalidated, lsncheck.ReasonCopyWALMissing,
 	lsncheck.ReasonTemporary, lsncheck.ReasonRecordOtherTimeline, lsncheck.ReasonRecordStandbyCutOff, lsncheck.ReasonConsumerAheadOfStandby,
 	lsncheck.ReasonCopyBehind, lsncheck.ReasonNotSynced, lsncheck.ReasonOtherSynchronizer, lsncheck.ReasonCatalogUnprotected,
-	lsncheck.ReasonCopySnapshotMissing,
+	lsncheck.ReasonCopySnapshotMissing, lsncheck.ReasonCopyConfirmedAhead, lsncheck.ReasonNotObserved,
 }
 
 // Mutants is the mutation matrix: each reason dropped with and without the primary, and the
