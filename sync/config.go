@@ -31,6 +31,11 @@ type Config struct {
 	// Exact: the gate requires every copy to stand exactly at its consumer's confirmed position
 	// (a planned switchover with zero redelivery); without the primary, at the last observation.
 	Exact bool
+	// ForPromotion: the gate is asked by a promotion hook, right before the standby is promoted
+	// (check --for-promotion): an old primary that answers read-write is alive, and promoting
+	// now would make two primaries (ErrPrimaryAlive), whatever the copies' verdicts. HA managers
+	// demote the primary before they ask, so it is their fencing that failed.
+	ForPromotion bool
 	// MaxRecordAge: without the primary, a gate record older than this is too old to judge from
 	// (CANNOT TELL): slots made since are unknown to it (default 2 minutes: an HA manager's TTL
 	// plus its loop, with room to spare).

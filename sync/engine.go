@@ -283,6 +283,9 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err := e.checkJournalCluster(obs.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
+	if e.cfg.ForPromotion && !apply {
+		return rep, writablePrimaryAlive(obs)
+	}
 	e.noteHorizonGap(obs, apply)
 	method, err := e.chooseMethod(obs.Standby.Info, apply)
 	if err != nil {

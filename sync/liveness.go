@@ -110,6 +110,21 @@ func (primaryAlive) Is(target error) bool {
 	return ok
 }
 
+// writablePrimaryAlive is the answer to a promotion's question (Config.ForPromotion) while the
+// primary answers read-write: it is alive, whether or not this standby streams from it right now,
+// and promoting the standby would make two primaries. HA managers demote the primary before the
+// new leader's hook asks, so a read-write primary then is a fencing that failed (its manager hung,
+// no watchdog).
+func writablePrimaryAlive(obs Observation) error {
+	feeds := "this standby does not stream from it right now"
+	if obs.Physical.Active || obs.Standby.Info.StreamsLive() {
+		feeds = "this standby streams from it"
+	}
+	return primaryAlive{why: fmt.Sprintf("CANNOT TELL: asked before a promotion while the old primary is alive and read-write (%s answers, "+
+		"not in recovery; %s): promoting this standby now would make two primaries, and consumers on the old one would confirm changes "+
+		"this standby never gets; fence the old primary first (stop it, or let the HA manager demote it), then ask again", obs.PrimaryAddr, feeds)}
+}
+
 // cannotTell says why the gate cannot judge without the primary: the standby still streams
 // from it (the primary is alive, only unreachable from here: promoting now would split the
 // cluster, and its consumers may get ahead of this standby), the record is older than maxAge

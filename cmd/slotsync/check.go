@@ -53,6 +53,7 @@ func checkCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON (schema: docs/CLI.md)", EnvVars: []string{"SLOTSYNC_JSON"}},
 			&cli.DurationFlag{Name: "wait", Usage: "keep checking until ready or this long has passed", EnvVars: []string{"SLOTSYNC_WAIT"}},
 			&cli.BoolFlag{Name: "summary", Usage: "with --json: list only the slots that are not READY (a hook's answer; the full one lists every slot)", EnvVars: []string{"SLOTSYNC_SUMMARY"}},
+			&cli.BoolFlag{Name: "for-promotion", Usage: "the question of a promotion hook, asked after the HA manager demoted the primary: an old primary that answers read-write is alive (CANNOT TELL, exit 2, primary_alive): promoting now would make two primaries", EnvVars: []string{"SLOTSYNC_FOR_PROMOTION"}},
 		),
 		Action: func(c *cli.Context) error {
 			if c.Duration("wait") < 0 {

@@ -81,6 +81,7 @@ func buildConfig(c *cli.Context, log hclog.Logger, readOnly bool) (slotsync.Conf
 	cfg := slotsync.DefaultConfig()
 	cfg.PrimaryDSN, cfg.StandbyDSN, cfg.StateDir = c.String("primary"), c.String("standby"), c.String("state-dir")
 	cfg.PrimaryUser, cfg.Strict, cfg.Exact = c.String("primary-user"), c.Bool("strict"), c.Bool("exact")
+	cfg.ForPromotion = readOnly && c.Bool("for-promotion")
 	cfg.Method, cfg.ReadOnly, cfg.Logger = topology.Method(c.String("method")), readOnly, log
 	cfg.Select = slotsync.Selection{Patterns: parseList(c.String("slots")),
 		Databases: parseList(c.String("databases")), Plugins: parseList(c.String("plugins")), Ignore: parseList(c.String("ignore-slots"))}

@@ -22,9 +22,10 @@
 #                            $SLOTSYNC_STATE_DIR/pre-promote-deadline, then proceed. Patroni
 #                            leaves this node out of the leader race for one TTL after a failed
 #                            hook, so another replica whose copies are READY can win meanwhile.
-# Whatever the policy, the hook blocks while the gate says the old primary is alive (the
-# standby still streams from it; only slotsync cannot reach it): promoting would split the
-# cluster.
+# Whatever the policy, the hook blocks while the gate says the old primary is alive: it answers
+# read-write (Patroni demotes the old leader before it runs this hook, so its fencing failed:
+# Patroni hung, no watchdog), or this standby still streams from it and only slotsync cannot reach
+# it. Promoting then would split the cluster.
 set -u
 : "${SLOTSYNC_STANDBY:?set SLOTSYNC_STANDBY (this node's DSN) in Patroni's environment}"
 : "${SLOTSYNC_STATE_DIR:?set SLOTSYNC_STATE_DIR (the slotsync daemon's --state-dir) in Patroni's environment}"
@@ -51,10 +52,15 @@ case "$policy" in
 esac
 deadline_file=$SLOTSYNC_STATE_DIR/pre-promote-deadline
 
-json=$("${SLOTSYNC_BIN:-slotsync}" check --json --summary --wait "${SLOTSYNC_WAIT:-10s}")
+json=$("${SLOTSYNC_BIN:-slotsync}" check --for-promotion --json --summary --wait "${SLOTSYNC_WAIT:-10s}")
 rc=$?
 printf '%s\n' "$json" >&2
 flat=$(printf '%s' "$json" | tr -d '\n')
+if printf '%s' "$flat" | grep -q '"primary_alive": *true'; then
+  alive=$(printf '%s' "$flat" | sed -n 's/.*"error": *"\([^"]*\)".*/\1/p')
+  echo "slotsync pre_promote: BLOCKING the promotion of this node: the old primary is alive${alive:+ ($alive)}; promoting now would split the cluster" >&2
+  exit 1
+fi
 judged=
 if printf '%s' "$flat" | grep -q '"without_primary": *{'; then
   judged=", JUDGED WITHOUT THE PRIMARY (from this node and the daemon's last observation of it)"
@@ -78,10 +84,6 @@ case "$rc" in
   2) why="the gate cannot tell (this node or the daemon's journal cannot be read, or the daemon did not observe the old primary's last moments: check's error says which)" ;;
   *) why="slotsync is misconfigured (exit $rc)" ;;
 esac
-if printf '%s' "$flat" | grep -q '"primary_alive": *true'; then
-  echo "slotsync pre_promote: BLOCKING the promotion of this node: the old primary is alive (this standby still streams from it); promoting now would split the cluster" >&2
-  exit 1
-fi
 if [ "$policy" = block-for ]; then
   now=$(date +%s)
   deadline=$(cat "$deadline_file" 2>/dev/null || echo 0)
