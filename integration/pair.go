@@ -622,6 +622,23 @@ func (p *Pair) DemotePrimary(ctx context.Context) error {
 	return p.DemotePrimaryAfter(ctx, p.Primary.Stop)
 }
 
+// DemotePrimaryFollowing is DemotePrimary with the demoted primary's primary_conninfo set to
+// conninfo, through physical slot slot ("" none), as an HA manager demotes a leader to follow the
+// new one it knows of. Local pairs only.
+func (p *Pair) DemotePrimaryFollowing(ctx context.Context, conninfo, slot string) error {
+	prim, ok := p.Primary.life.(*localServer)
+	if !ok {
+		return errors.New("demote needs a local pair")
+	}
+	if err := p.Primary.Stop(ctx); err != nil {
+		return err
+	}
+	if err := makeStandbyOf(prim.run, prim, p.Major, conninfo, slot, p.standbyConf); err != nil {
+		return fmt.Errorf("demote: %w", err)
+	}
+	return p.Primary.Start(ctx)
+}
+
 // DemotePrimaryAfter is DemotePrimary with the primary ended by end instead of a clean stop: a
 // kill -9, as an HA manager restarts read-only a leader that crashed or lost its lock, leaves on
 // it WAL the standby may not have received. Local pairs only.

@@ -224,12 +224,21 @@ func (e *Engine) lastStreamed() time.Time {
 // returns the latest view of the standby.
 func (e *Engine) primaryLost(ctx context.Context, obs Observation, perr error, apply bool) (Observation, error) {
 	const every = 250 * time.Millisecond
+	start := e.now()
 	for i := 0; ; i++ {
 		demoted := errors.Is(perr, ErrPrimaryInRecovery)
 		since := e.lastStreamed()
 		lost := e.now().Sub(since)
 		last := apply || i > int(e.cfg.PrimaryGoneAfter/every)+4
+		pending := errors.Is(perr, ErrUpstreamPending) && e.now().Sub(start) < e.cfg.PrimaryGoneAfter
 		switch {
+		case pending && apply:
+			return obs, fmt.Errorf("%w: it may be about to follow a primary promoted elsewhere; check watches it for %s (--primary-gone-after) "+
+				"before it takes it for the standby's demoted primary", ErrCannotTell, e.cfg.PrimaryGoneAfter)
+		case pending && i == 0:
+			e.log.Info("the server taken for the primary is in recovery with an upstream configured and follows no one right now: watching "+
+				"whether it follows a primary promoted elsewhere before judging", "watch_seconds", e.cfg.PrimaryGoneAfter.Seconds())
+		case pending:
 		case demoted && (last || obs.Standby.Info.WALEnd() >= obs.Demoted.WALEnd):
 			// Demoted: gone at once, once the standby holds the demoted server's WAL (past the
 			// wait, the verdicts say what the standby lacks).

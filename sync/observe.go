@@ -47,7 +47,12 @@ type Observation struct {
 func (o *pgObserver) inRecovery(ctx context.Context, sconn, pconn *pgx.Conn, obs Observation) (Observation, error) {
 	reached := obs.Primary.Info
 	obs.Primary = NodeState{}
-	err := o.judgeUpstream(ctx, sconn, pconn, obs.Standby.Info, reached)
+	// Its timeline is its WAL files' newest too, as the standby's (rule 8): one that streamed
+	// from a primary promoted elsewhere, and stopped, holds that primary's timeline.
+	err := readWALFiles(ctx, pconn, &reached)
+	if err == nil {
+		err = o.judgeUpstream(ctx, sconn, pconn, obs.Standby.Info, reached)
+	}
 	switch {
 	case errors.Is(err, ErrPrimaryInRecovery):
 		obs.Demoted.WALEnd = reached.WALEnd() // its consumers may hold up to there

@@ -35,9 +35,10 @@ import (
 //	                                     the primary is down (the standby stops streaming), or only
 //	                                     slotsync cannot reach it (the standby streams), or it answers
 //	                                     in recovery (the standby streams from it), or it is back;
-//	                                     primary-demoted [wal=LSN follows-other standby-from-other
+//	                                     primary-demoted [wal=LSN follows-other upstream-configured standby-from-other
 //	                                     itself other-cluster]: the server in recovery has WAL to
-//	                                     LSN, streams from another server, the standby streams from
+//	                                     LSN, streams from another server, has primary_conninfo set
+//	                                     but streams from no one yet, the standby streams from
 //	                                     another server, it is the standby, of another cluster
 //	prepared <db>=<xid>,…                the primary's prepared transactions (none: "prepared")
 //	wal <lsn>                            the primary's WAL insert position
@@ -515,7 +516,7 @@ func indent(s string) string {
 func (h *harness) upstreamOf(t *testing.T, d *datadriven.TestData) UpstreamFacts {
 	sb := h.obs.snap.Standby.Info
 	f := UpstreamFacts{Reached: topology.NodeInfo{SystemID: sb.SystemID, StartedAt: "demoted", InRecovery: true, ReplayLSN: sb.WALEnd(),
-		HistoryTimeline: sb.HistoryTimeline}, StandbyStreamsFromIt: true}
+		HistoryTimeline: sb.HistoryTimeline, CanReadAllSettings: true}, StandbyStreamsFromIt: true}
 	for _, a := range d.CmdArgs {
 		switch a.Key {
 		case "wal":
@@ -526,6 +527,8 @@ func (h *harness) upstreamOf(t *testing.T, d *datadriven.TestData) UpstreamFacts
 			f.Reached.ReplayLSN = l
 		case "follows-other":
 			f.Reached.ReceiverStatus = "streaming"
+		case "upstream-configured":
+			f.Reached.PrimaryConninfo = "host=elsewhere"
 		case "standby-from-other":
 			f.StandbyStreamsFromIt = false
 		case "itself":

@@ -33,7 +33,8 @@ type UpstreamFacts struct {
 // JudgeUpstream sorts a server in recovery reached as the primary (rule 8): ErrPrimaryInRecovery
 // (the demoted primary: gone at once) only when it is of this cluster, is not the standby itself,
 // the standby streams from nothing or from it, and it receives WAL from no one but this standby
-// and is on no newer timeline. A server of another cluster, or the standby itself, is a
+// (streaming from it, or with no upstream configured: ErrUpstreamPending while one is) and is on
+// no newer timeline. A server of another cluster, or the standby itself, is a
 // configuration error. A server that streams from elsewhere, or is on a newer timeline, follows a
 // live primary (CANNOT TELL, primary alive). Otherwise (the standby streams from another server)
 // the error is a primary that cannot be asked, with the standby streaming: the gate's rules
@@ -67,9 +68,29 @@ func JudgeUpstream(f UpstreamFacts) error {
 		return errUpstreamUnproven
 	case s.ReceiverStatus == "streaming" && !f.StandbyStreamsFromIt:
 		return errUpstreamUnproven
+	case !f.ItStreamsFromStandby && (r.PrimaryConninfo != "" || !r.CanReadAllSettings) && !failpoint.Mutant("upstream-pending-unchecked"):
+		return ErrUpstreamPending
 	}
 	return ErrPrimaryInRecovery
 }
+
+// ErrUpstreamPending: the server taken for the primary is in recovery, of this cluster, and
+// follows no one right now, but has an upstream configured (primary_conninfo, or one the role may
+// not read): a demoted primary whose WAL receiver has not connected yet, or is between two
+// attempts, may be about to follow a primary promoted elsewhere. Not proven gone: the gate looks
+// again until --primary-gone-after has passed (primaryLost), then takes it for the demoted
+// primary. It is an ErrPrimaryInRecovery (it takes no writes; the standby streaming from it does
+// not make a primary alive).
+var ErrUpstreamPending error = upstreamPending{}
+
+type upstreamPending struct{}
+
+func (upstreamPending) Error() string {
+	return "the server taken for the primary (--primary, or the standby's primary_conninfo) is in recovery and follows no one right now, " +
+		"but has an upstream configured: not yet proven to be the standby's demoted primary"
+}
+
+func (upstreamPending) Unwrap() error { return ErrPrimaryInRecovery }
 
 // errUpstreamUnproven: the server taken for the primary is in recovery, and nothing shows it is
 // the standby's demoted primary (the standby streams from another server, or what the reached

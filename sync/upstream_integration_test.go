@@ -119,6 +119,40 @@ func TestUpstreamThreeNodesAfterFailover(t *testing.T) {
 	})
 }
 
+// TestUpstreamDemotedWhileASiblingIsPromoted (rule 8; correctness review 5, finding C): three
+// nodes. A, the primary, is demoted (a clean stop, started in recovery with primary_conninfo
+// naming C, which it does not reach yet: its WAL receiver is between two attempts), and C, a
+// second standby of A, is promoted and takes writes. The gate beside B, whose primary_conninfo
+// still names A, must not take A for the demoted primary at once: an upstream configured and not
+// streaming right now is unproven; watched for --primary-gone-after, A follows C, a live primary:
+// CANNOT TELL. Before, READY, judged without the primary at once, while C was the live primary.
+func TestUpstreamDemotedWhileASiblingIsPromoted(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
+		f.must(err)
+		f.readyCopy()
+		f.pass()
+		siblingAddr, err := sibling.Addr(f.ctx)
+		f.must(err)
+		// A's route to C reaches nothing at first (connection refused: A tries again every
+		// wal_retrieve_retry_interval), then C.
+		dead, err := integration.FreePort()
+		f.must(err)
+		route, err := integration.NewProxy(fmt.Sprintf("127.0.0.1:%d", dead))
+		f.must(err)
+		defer route.Close()
+		f.must(f.pair.DemotePrimaryFollowing(f.ctx, fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=demoted",
+			route.Port(), integration.Superuser), ""))
+		var promoted bool
+		f.must(sibling.QueryRow(f.ctx, "SELECT pg_promote(true, 120)", nil, &promoted))
+		f.must(sibling.ExecDB(f.ctx, "app", "INSERT INTO t VALUES (100000)"))
+		time.AfterFunc(time.Second, func() { route.Redirect(siblingAddr) })
+		rep, err := f.checkOn(f.cfg.PrimaryDSN).Inspect(f.ctx)
+		notReady(t, "check beside B, A demoted and following C, promoted", rep, err, isAlive)
+	})
+}
+
 // untilActive waits until physical slot name is active on n (a standby streams through it).
 func (f *fixture) untilActive(n *integration.Node, name string) {
 	f.t.Helper()
