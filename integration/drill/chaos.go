@@ -242,6 +242,9 @@ type world struct {
 	hookAnswers []string
 	// liveness: the gate not READY in a quiet window (world.quiet).
 	liveness []string
+	// disagreements: answers whose exit code, ready and per-slot verdicts disagree
+	// (GateAnswer.disagreement).
+	disagreements []string
 	// armedAt: the failpoint slotsync's first process was armed with (reachedFailpoint).
 	armedAt string
 	// stalled: the primary's walsender to the standby, while FaultSenderStalled holds it.
@@ -584,7 +587,11 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	} else if err != nil {
 		return GateAnswer{}, fmt.Errorf("gate: %w", err)
 	}
-	return parseCheck(out, exit, asked, wd.exact)
+	a, err := parseCheck(out, exit, asked, wd.exact)
+	if d := a.disagreement(); err == nil && d != "" {
+		wd.disagreements = append(wd.disagreements, fmt.Sprintf("the gate's answer disagrees with itself at %s: %s", asked.Format("15:04:05.000"), d))
+	}
+	return a, err
 }
 
 // askWithoutPrimary asks the gate after the primary went away, again while it cannot yet tell

@@ -99,6 +99,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	it.Switchovers, it.SwitchAnswers, it.HookAnswers = wd.switched, wd.switchAnswers, wd.hookAnswers
 	it.Problems = append(it.Problems, wd.liveness...)
+	it.Problems = append(it.Problems, wd.disagreements...)
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
 	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
@@ -288,7 +289,7 @@ func (wd *world) quiet(plan Plan) string {
 }
 
 // hookCutover is the cutover of a hook that promotes on READY (Plan.Hook): the gate asked until
-// it says READY for every slot, the primary killed -9 the moment it does, the writes and the
+// it exits 0 (READY for every slot), the primary killed -9 the moment it does, the writes and the
 // consumers going on until then.
 func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, binding bool, err error) {
 	deadline := time.Now().Add(HookBound)
@@ -298,7 +299,7 @@ func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, bin
 			return with, without, false, err
 		}
 		wd.hookAnswers = append(wd.hookAnswers, with.brief())
-		if with.allReady() || time.Now().After(deadline) {
+		if with.Exit == 0 || time.Now().After(deadline) { // the hook acts on the exit code, as HA managers do
 			break
 		}
 		if !sleepUntil(ctx, time.Now().Add(hookEvery)) {

@@ -146,6 +146,34 @@ func TestParseCheck(t *testing.T) {
 	}
 }
 
+// TestAnswerDisagreement: the exit code is the answer a hook acts on; an answer whose exit code,
+// ready and per-slot verdicts disagree is a problem, whichever way they disagree.
+func TestAnswerDisagreement(t *testing.T) {
+	ready := `"slots":[{"name":"a","gate":true,"verdict":{"ready":true}}]`
+	notReady := `"slots":[{"name":"a","gate":true,"verdict":{"ready":false,"reasons":["missing"]}}]`
+	for _, c := range []struct {
+		name, json string
+		exit       int
+		disagrees  bool
+	}{
+		{"READY, exit 0", `{"ready":true,"exit_code":0,` + ready + `}`, 0, false},
+		{"NOT READY, exit 1", `{"ready":false,"exit_code":1,` + notReady + `}`, 1, false},
+		{"CANNOT TELL, exit 2", `{"ready":false,"exit_code":2,"cannot_tell":true,"error":"x"}`, 2, false},
+		{"exit 0, ready false", `{"ready":false,"exit_code":0,` + ready + `}`, 0, true},
+		{"exit 1, ready true", `{"ready":true,"exit_code":1,` + ready + `}`, 1, true},
+		{"exit 0, a slot NOT READY", `{"ready":true,"exit_code":0,` + notReady + `}`, 0, true},
+		{"exit 0, an error", `{"ready":true,"exit_code":0,"cannot_tell":true,"error":"x"}`, 0, true},
+	} {
+		a, err := parseCheck([]byte(c.json), c.exit, time.Now(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.disagreement(); (got != "") != c.disagrees {
+			t.Errorf("%s: disagreement %q, want one: %v", c.name, got, c.disagrees)
+		}
+	}
+}
+
 func TestTally(t *testing.T) {
 	its := []ChaosIteration{
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultSidecarKill, FaultSidecarKill, FaultPrimaryRoute},

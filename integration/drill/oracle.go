@@ -3,6 +3,7 @@ package drill
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -34,8 +35,11 @@ type GateAnswer struct {
 	Asked time.Time `json:"asked"`
 	// Judged: when the gate judged (its answer's checked_at); a check may watch the standby for
 	// up to --primary-gone-after before it judges without the primary.
-	Judged     time.Time         `json:"judged,omitzero"`
-	Exit       int               `json:"exit_code"`
+	Judged time.Time `json:"judged,omitzero"`
+	Exit   int       `json:"exit_code"`
+	// Ready: the answer's own word for the whole (its "ready"), beside its exit code and the
+	// per-slot verdicts: the three must agree (disagreement).
+	Ready      bool              `json:"ready"`
 	CannotTell bool              `json:"cannot_tell,omitempty"`
 	Error      string            `json:"error,omitempty"`
 	Method     string            `json:"method,omitempty"`
@@ -69,6 +73,7 @@ func parseCheck(out []byte, exit int, asked time.Time, exact bool) (GateAnswer, 
 		Asked:      asked,
 		Judged:     raw.CheckedAt,
 		Exit:       exit,
+		Ready:      raw.Ready,
 		CannotTell: raw.CannotTell,
 		Error:      raw.Error,
 		Slots:      map[string]Answer{},
@@ -167,6 +172,30 @@ func (a GateAnswer) brief() string {
 		}
 	}
 	return b.String()
+}
+
+// disagreement says how an answer's exit code, its ready and its per-slot verdicts disagree (""
+// when they agree): exit 0 is READY for every slot the answer names, and only then is ready
+// true; a hook acts on the exit code alone.
+func (a GateAnswer) disagreement() string {
+	var notReady []string
+	for name, w := range a.Slots {
+		if w != AnswerReady {
+			notReady = append(notReady, name)
+		}
+	}
+	sort.Strings(notReady)
+	switch {
+	case a.Exit == 0 && !a.Ready:
+		return "exit 0 with ready false"
+	case a.Exit != 0 && a.Ready:
+		return fmt.Sprintf("exit %d with ready true", a.Exit)
+	case a.Exit == 0 && len(notReady) > 0:
+		return "exit 0 with slots NOT READY: " + strings.Join(notReady, ", ")
+	case a.Exit == 0 && (a.CannotTell || a.Error != ""):
+		return "exit 0 with an error: " + a.Error
+	}
+	return ""
 }
 
 // allReady: the answer is READY for every drill slot.
