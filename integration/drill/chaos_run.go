@@ -434,7 +434,7 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					early++
 				}
 			}
-			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: a.answer.For(f.c.slot), Binding: a.binding,
+			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.slot), Binding: a.binding,
 				Reasons: a.answer.Reasons[f.c.slot], Detail: a.answer.Details[f.c.slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
@@ -442,6 +442,25 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 		}
 	}
 	return out
+}
+
+// answerFor is an answer's word on one slot's consumer. Exit 0 promises every selected slot, so a
+// slot the answer leaves out while the primary still had it (the servers' truth read right
+// before the question, or right before the primary's end for the answer asked after it) is
+// promised too; one gone from the primary, or not seen there, is not.
+func (wd *world) answerFor(a GateAnswer, asked, slot string) Answer {
+	w := a.For(slot)
+	if _, named := a.Slots[slot]; named || w != AnswerNotReady || a.Exit != 0 {
+		return w
+	}
+	when := truthEnd
+	if asked == askedWithPrimary {
+		when = truthQuestion
+	}
+	if _, onPrimary := wd.truthOf(when).Slots[slot]; onPrimary {
+		return AnswerReady
+	}
+	return w
 }
 
 // promisedAlive: an answer judged without a primary that was alive promised what a judgement

@@ -174,6 +174,26 @@ func TestAnswerDisagreement(t *testing.T) {
 	}
 }
 
+// TestAnswerForALeftOutSlot: exit 0 promises every selected slot; a slot the answer leaves out
+// is promised while the primary had it when the answer was asked, not once it is gone there.
+func TestAnswerForALeftOutSlot(t *testing.T) {
+	wd := &world{truths: []Truth{{When: truthQuestion, Slots: map[string]SlotTruth{"a": {}}}, {When: truthEnd, Slots: map[string]SlotTruth{}}}}
+	ok := GateAnswer{Asked: time.Now(), Exit: 0, Ready: true, Slots: map[string]Answer{"b": AnswerReady}}
+	if w := wd.answerFor(ok, askedWithPrimary, "a"); w != AnswerReady {
+		t.Errorf("left out of an exit-0 answer while on the primary: %s, want READY (promised)", w)
+	}
+	if w := wd.answerFor(ok, "asked without the primary", "a"); w != AnswerNotReady {
+		t.Errorf("left out once gone from the primary: %s, want not promised", w)
+	}
+	notReady := GateAnswer{Asked: time.Now(), Exit: 1, Slots: map[string]Answer{"b": AnswerNotReady}}
+	if w := wd.answerFor(notReady, askedWithPrimary, "a"); w != AnswerNotReady {
+		t.Errorf("left out of an exit-1 answer: %s, want NOT READY", w)
+	}
+	if w := wd.answerFor(ok, askedWithPrimary, "b"); w != AnswerReady {
+		t.Errorf("a named slot: %s", w)
+	}
+}
+
 func TestTally(t *testing.T) {
 	its := []ChaosIteration{
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultSidecarKill, FaultSidecarKill, FaultPrimaryRoute},

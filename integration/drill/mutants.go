@@ -55,6 +55,7 @@ var mutantPlans = map[string][]string{
 	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
 	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
 	"without:identity_mismatch":            {"slot-behind-then-demote"},
+	"without:slot_not_observed":            {"slot-made-again-unobserved-then-demote"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer", "hook-exact-copy-wal-damaged"},
@@ -514,6 +515,15 @@ func recordPlans() []Plan {
 		{Name: "slot-behind-then-demote", Live: 3400 * ms, Demote: true, Steps: []Step{
 			{At: 2800 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
 			{At: 3000 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
+		// A slot dropped (slotsync drops its copy and its record forgets the slot), then, slotsync
+		// paused, made again, its consumer back on it, and the primary demoted within the note of
+		// slotsync's last pass: neither the record nor the journal knows the slot, only the
+		// demoted primary shows it (rule 8, slot_not_observed); promoted, its consumer would find
+		// no slot.
+		{Name: "slot-made-again-unobserved-then-demote", Live: 3400 * ms, Demote: true, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
+			{At: 2800 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 3000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
 		{Name: "route-cut-slot-behind-then-stop", Live: 6000 * ms, Quiesce: 600 * ms, Steps: []Step{
 			{At: 2500 * ms, Fault: FaultPrimaryRoute, For: 10 * time.Second},
 			{At: 4500 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
