@@ -319,7 +319,8 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		e.logWarnings(obs.Warnings)
 		// Write-ahead: record the copies about to be made before making them, so a crash in
 		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-		if err := e.recordIntents(actions, obs.Primary.Info.Timeline, obs.Primary.Info.CurrentLSN); err != nil {
+		exact, err := e.recordIntents(actions, obs.Primary.Info.Timeline, obs.Primary.Info.CurrentLSN)
+		if err != nil {
 			return rep, err
 		}
 		if err := failpoint.Hit("engine.intents-written"); err != nil {
@@ -327,7 +328,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 		}
 		results, rep.StandbyRestarts = e.execute(ctx, obs, actions)
 		_ = failpoint.Hit("engine.actions-done")
-		if err := e.recordResults(actions, results, obs.Primary.Info.StartedAt, obs.Primary.Info.Timeline); err != nil {
+		if err := e.recordResults(actions, results, obs.Primary.Info.StartedAt, obs.Primary.Info.Timeline, exact); err != nil {
 			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
 		}
 		if e.anyChanged(actions, results) {

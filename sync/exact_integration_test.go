@@ -240,3 +240,64 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 		f.promoteExpect("cdc", away)
 	})
 }
+
+// TestExactCopyWaitingKeepsTheOwnCopysRules (rule 4; correctness review 5, finding B): an exact
+// copy decided for an away consumer but held back by the restart rate limit (a second consumer
+// away, due after the first's exact copy took the one restart allowed) leaves the own copy
+// standing under its own rules: its journal entry still names the sql method, and its two_phase
+// guard holds while a transaction prepared right after it was made is pending, after its consumer
+// returns and confirms past it. Before, the entry named the state-file method as soon as the
+// exact copy was decided: READY with the transaction still prepared, which a promotion would send
+// whole to a consumer that holds it prepared.
+func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
+		f.eng.Close()
+		f.cfg.ExactCopyAfter, f.cfg.Statefile.MinRestartInterval = 2*time.Second, 10*time.Minute
+		f.startEngine()
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
+		for range 3 {
+			f.insert(1)
+			f.logRunningXacts()
+			f.consume(p, "cdc")
+		}
+		f.insert(3)
+		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
+			t.Fatalf("the first away consumer's exact copy: replaced %v, %d restarts", replaced, f.restarts)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('tp', 'test_decoding', false, true)"))
+		f.insert(2)
+		f.logRunningXacts()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if r := f.pass()["tp"]; r.Action != KindCreate {
+			t.Fatalf("tp's own copy: %s %s", r.Action, r.Code)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "BEGIN; INSERT INTO t VALUES (3000); PREPARE TRANSACTION 'p1'"))
+		var r SlotReport
+		for deadline := time.Now().Add(60 * time.Second); r.Code != CodeExactForAway; time.Sleep(200 * time.Millisecond) {
+			f.insert(1)
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			if r = f.pass()["tp"]; time.Now().After(deadline) {
+				t.Fatalf("tp's exact copy never decided: %s %s", r.Code, r.Reason)
+			}
+		}
+		if f.restarts != 1 {
+			t.Fatalf("%d standby restarts: the rate limit (10m) was to hold tp's exact copy back", f.restarts)
+		}
+		if ent := f.eng.journal.Slots["tp"]; ent == nil || ent.Method != string(topology.MethodSQL) || ent.TwoPhaseFrom == 0 {
+			t.Errorf("the journal's entry while the exact copy waits: method %q, two_phase from %s; want the own copy's (sql, its two_phase guard)",
+				ent.Method, ent.TwoPhaseFrom)
+		}
+		f.consume(p, "tp") // the consumer returns and confirms past the own copy, p1 still prepared
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		for range 3 {
+			r = f.pass()["tp"]
+		}
+		if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonTwoPhasePreparing) {
+			t.Fatalf("the own copy, its consumer past it, p1 prepared: %s %+v, want NOT READY %s", r.Code, r.Verdict, lsncheck.ReasonTwoPhasePreparing)
+		}
+		f.must(p.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p1'"))
+	})
+}

@@ -232,7 +232,14 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 		e.cfg.StateDir, e.journal.SystemID, systemID), Fix: "give each cluster its own --state-dir"}
 }
 
-func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsncheck.LSN) error {
+// recordIntents writes, ahead of the actions, the journal entries of the copies about to be made
+// and marks them being made in the gate record (rule 8). An exact copy that replaces a copy of the
+// standby's own decoding (--exact-copy-after) is different: the own copy stands until the exact
+// one exists, so its entry, and the rules it names (its two_phase guard), stay until then; the
+// exact copy's entry is returned (exact), for recordResults to write once it is made. A decided
+// exact copy not made (the restart rate limit, its consumer back during the read, a failed read
+// or restart, a crash) leaves the own copy under its own rules, and the plan decides it again.
+func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsncheck.LSN) (exact map[string]*Entry, err error) {
 	var changed, remakes bool
 	var making []string
 	next := e.journal.clone()
@@ -242,7 +249,7 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 		}
 		id, err := NewIncarnationID()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		now := e.now().UTC()
 		if old := next.Slots[a.Slot]; old != nil && a.Kind == KindCreate && old.Identity == a.Primary.Identity {
@@ -253,32 +260,41 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 		if a.Exact {
 			made = topology.MethodStatefile // an exact copy beside the method's own (--exact-copy-after)
 		}
-		next.Slots[a.Slot] = &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
+		ent := &Entry{Incarnation: id, Identity: a.Primary.Identity, FirstSeen: a.Primary.Position,
 			Primary: a.Primary.Position, Method: string(made), CreatedAt: now, UpdatedAt: now, Timeline: timeline}
 		if a.Primary.TwoPhase && TraitsOf(made).OwnDecoding {
-			next.Slots[a.Slot].TwoPhaseFrom = max(primaryLSN, 1)
+			ent.TwoPhaseFrom = max(primaryLSN, 1)
+		}
+		if old := next.Slots[a.Slot]; a.Exact && old != nil && copyTraits(e.traits, old).OwnDecoding && !failpoint.Mutant("exact-intent-early") {
+			if exact == nil {
+				exact = map[string]*Entry{}
+			}
+			exact[a.Slot] = ent // the own copy's entry stays until the exact copy exists
+		} else {
+			next.Slots[a.Slot] = ent
 		}
 		making = append(making, a.Slot)
 		changed, remakes = true, remakes || a.Kind == KindRecreate
 	}
 	if !changed {
-		return nil
+		return nil, nil
 	}
 	// The gate record is written ahead too: a copy about to be made is NOT READY in it (rule 8).
 	next.Gate = next.Gate.beingMade(making)
 	if err := e.commit(next, nil, "the copies about to be made"); err != nil {
-		return fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
+		return nil, fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
 	}
 	// A pass that makes a copy again, between its record and its actions (written plans of the
 	// fault explorer stall it here).
 	if remakes {
-		return failpoint.Hit("journal.remake-intended")
+		return exact, failpoint.Hit("journal.remake-intended")
 	}
-	return nil
+	return exact, nil
 }
 
-// recordResults updates the journal after the pass, in one atomic write.
-func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string, timeline int) error {
+// recordResults updates the journal after the pass, in one atomic write; exact holds the entries
+// of exact copies decided over own ones (recordIntents), written only for those made.
+func (e *Engine) recordResults(actions []Action, results []result, primaryStartedAt string, timeline int, exact map[string]*Entry) error {
 	next := e.journal.clone()
 	changed := false
 	if primaryStartedAt != "" && next.PrimaryStartedAt != primaryStartedAt {
@@ -324,6 +340,9 @@ func (e *Engine) recordResults(actions []Action, results []result, primaryStarte
 				}
 			}
 		case KindCreate, KindRecreate:
+			if ent := exact[a.Slot]; ent != nil {
+				next.Slots[a.Slot], changed = ent, true // the exact copy exists now: its entry and rules
+			}
 			if ent := next.Slots[a.Slot]; ent != nil && ent.ScratchAt != results[i].ScratchAt {
 				ent.ScratchAt, changed = results[i].ScratchAt, true
 			}

@@ -396,7 +396,7 @@ func (h *harness) pass(apply bool) string {
 func (h *harness) crashAfterActions() string {
 	h.app.calls = nil
 	actions := Plan(h.planInput())
-	if err := h.eng.recordIntents(actions, h.obs.snap.Primary.Info.Timeline, h.obs.snap.Primary.Info.CurrentLSN); err != nil {
+	if _, err := h.eng.recordIntents(actions, h.obs.snap.Primary.Info.Timeline, h.obs.snap.Primary.Info.CurrentLSN); err != nil {
 		return "error: " + err.Error() + "\n"
 	}
 	for _, a := range actions {
