@@ -105,8 +105,10 @@ func Mutants() []Mutant {
 		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
 		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
-		Mutant{Name: "upstream-pending-unchecked", Why: "a server in recovery with an upstream configured and no WAL receiver streaming is the demoted primary at once " +
-			"(correctness review 5, finding C)"},
+		Mutant{
+			Name: "upstream-pending-unchecked",
+			Why:  "a server in recovery with an upstream configured and no WAL receiver streaming is the demoted primary at once (correctness review 5, finding C)",
+		},
 		Mutant{
 			Name:   "watch-unbound",
 			Majors: []int{16, 17, 18},
