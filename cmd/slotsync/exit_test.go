@@ -87,6 +87,9 @@ const maxReleaseBytes = 18_000_000
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it
 // against the size aim, and what Go records of it against the test harness's modules.
 func TestReleaseBinaryIsLean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the release binary twice (the full run checks it)")
+	}
 	gr, err := os.ReadFile("../../.goreleaser.yaml")
 	if err != nil {
 		t.Fatal(err)
