@@ -48,10 +48,6 @@ var mutantSample = []struct {
 	// makes the copy again ahead of the consumer (the window of the long run's finding, held
 	// open by pausing slotsync until the answer).
 	{name: "readiness:copy_being_made", major: 17, plan: "slot-made-again-then-switchover"},
-	// Rule 8's write-ahead: slotsync stalled between the record that says a copy is being made
-	// again and the action, a slot gone behind its copy (its consumer away), the primary killed
-	// -9: only the record's mark stands between the gate without the primary and READY.
-	{name: "without:copy_being_made", major: 17, plan: "copy-being-made-then-kill"},
 	// Issue 34's redelivery window: a window that begins at the consumer's position, nothing
 	// said to come again, while the copies stand behind it (slotsync paused at the question).
 	{name: "redelivery-window-late", major: 17, plan: "hook-copies-frozen"},
