@@ -298,6 +298,9 @@ func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 		if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonTwoPhasePreparing) {
 			t.Fatalf("the own copy, its consumer past it, p1 prepared: %s %+v, want NOT READY %s", r.Code, r.Verdict, lsncheck.ReasonTwoPhasePreparing)
 		}
+		if r.ExactCopy {
+			t.Error("status calls the own copy an exact one")
+		}
 		f.must(p.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p1'"))
 	})
 }
