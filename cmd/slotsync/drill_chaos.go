@@ -51,7 +51,11 @@ func printChaos(w io.Writer, rep drill.ChaosReport) {
 		if it.Lies > 0 {
 			verdict = fmt.Sprintf("THE GATE WAS WRONG %d times", it.Lies)
 		}
-		fmt.Fprintf(w, "failover %d (PostgreSQL %d, %s) %s\n  %s\n", it.Number, it.Major, it.Method, verdict, it.Plan)
+		server := fmt.Sprint(it.Major)
+		if it.ServerVersion != "" {
+			server = it.ServerVersion
+		}
+		fmt.Fprintf(w, "failover %d (PostgreSQL %s, %s) %s\n  %s\n", it.Number, server, it.Method, verdict, it.Plan)
 		for _, j := range it.Judged {
 			fmt.Fprintf(w, "  %-20s %-20s %-11s lost %d, received again %d", j.Slot, j.Asked, j.Answer, j.Lost, j.Repeated)
 			if j.Why != "" {
@@ -64,6 +68,9 @@ func printChaos(w io.Writer, rep drill.ChaosReport) {
 		}
 	}
 	rep.Tally.Markdown(w)
+	if b := rep.Slotsync; b.SHA256 != "" {
+		fmt.Fprintf(w, "slotsync judged: %s (sha256 %s, commit %s)\n", b.Path, b.SHA256, b.Commit)
+	}
 	t := rep.Tally.Total
 	fmt.Fprintf(
 		w,

@@ -2,6 +2,9 @@ package drill
 
 import (
 	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -54,12 +57,14 @@ type ChaosIteration struct {
 	Seed   int64  `json:"seed"`
 	Plan   string `json:"plan"`
 	// Drawn is the plan itself, with its draw version: replayed whole by drill --plan FILE.
-	Drawn    Plan            `json:"plan_drawn"`
-	Faults   []Fault         `json:"faults"`
-	Major    int             `json:"major"`
-	Method   string          `json:"method"`
-	Failover FailoverVerdict `json:"failover"`
-	Judged   []Judged        `json:"judged"`
+	Drawn  Plan    `json:"plan_drawn"`
+	Faults []Fault `json:"faults"`
+	Major  int     `json:"major"`
+	// ServerVersion: the primary's server_version, the minor release the iteration ran on.
+	ServerVersion string          `json:"server_version,omitempty"`
+	Method        string          `json:"method"`
+	Failover      FailoverVerdict `json:"failover"`
+	Judged        []Judged        `json:"judged"`
 	// SlotsyncCrashes: kill -9 and failpoint crashes of the sidecar (each restarted).
 	SlotsyncCrashes int `json:"slotsync_crashes"`
 	// LongestHold: the longest a slotsync_hold_% slot stayed on the primary.
@@ -98,7 +103,9 @@ type ChaosIteration struct {
 
 // ChaosReport is a chaos run.
 type ChaosReport struct {
-	Seed       int64            `json:"seed"`
+	Seed int64 `json:"seed"`
+	// Slotsync: the binary that ran as sidecar and gate, so a report names what it judged.
+	Slotsync   BinaryID         `json:"slotsync"`
 	OK         bool             `json:"ok"`
 	Iterations []ChaosIteration `json:"iterations"`
 	Tally      Tally            `json:"tally"`
@@ -110,7 +117,7 @@ func Chaos(ctx context.Context, opts ChaosOptions) (ChaosReport, error) {
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	rep := ChaosReport{Seed: opts.Seed, OK: true}
+	rep := ChaosReport{Seed: opts.Seed, OK: true, Slotsync: identify(opts.Slotsync)}
 	opts.Logger.Info("chaos drill", "seed", opts.Seed, "iterations", opts.Iterations, "failpoints", opts.Arm != nil)
 	n := opts.Iterations
 	if len(opts.Plans) > 0 {
@@ -155,6 +162,9 @@ func chaosIteration(ctx context.Context, opts ChaosOptions, n int, plan Plan) (C
 	}
 	defer pair.Close()
 	it.Major = pair.Major
+	if err := pair.Primary.QueryRow(ctx, "SHOW server_version", nil, &it.ServerVersion); err != nil {
+		it.ServerVersion = "unknown: " + err.Error()
+	}
 	ictx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	wd, err := newWorld(ictx, pair, opts, filepath.Join(opts.StateDir, fmt.Sprint(n)), plan, log)
@@ -609,4 +619,39 @@ func (wd *world) askWithoutPrimary(ctx context.Context) (GateAnswer, error) {
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// BinaryID names a binary: its path, the SHA-256 of its bytes and the commit Go recorded in it
+// ("unknown" when it records none, "" fields when the file cannot be read).
+type BinaryID struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Commit string `json:"commit"`
+}
+
+// identify reads what names the binary at path ("": none given).
+func identify(path string) BinaryID {
+	id := BinaryID{Path: path}
+	if path == "" {
+		return id
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return id
+	}
+	sum := sha256.Sum256(data)
+	id.SHA256, id.Commit = hex.EncodeToString(sum[:]), "unknown"
+	if info, err := buildinfo.ReadFile(path); err == nil {
+		for _, st := range info.Settings {
+			if st.Key == "vcs.revision" {
+				id.Commit = st.Value
+			}
+		}
+		for _, st := range info.Settings {
+			if st.Key == "vcs.modified" && st.Value == "true" && id.Commit != "unknown" {
+				id.Commit += "-dirty"
+			}
+		}
+	}
+	return id
 }

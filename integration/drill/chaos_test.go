@@ -3,6 +3,8 @@ package drill
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -699,5 +701,26 @@ func TestStandbyRestartingErrors(t *testing.T) {
 		if got := standbyRestarting(c.err); got != c.skip {
 			t.Errorf("%v: skipped %v, want %v", c.err, got, c.skip)
 		}
+	}
+}
+
+// TestIdentifyNamesTheBinary: a report names the slotsync binary it ran by the SHA-256 of its
+// bytes and the commit Go recorded in it.
+func TestIdentifyNamesTheBinary(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := identify(self)
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	if id.Path != self || id.SHA256 != hex.EncodeToString(sum[:]) || id.Commit == "" {
+		t.Fatalf("identify(%s) = %+v", self, id)
+	}
+	if none := identify(filepath.Join(t.TempDir(), "missing")); none.SHA256 != "" {
+		t.Fatalf("a missing binary: %+v", none)
 	}
 }
