@@ -361,7 +361,8 @@ func withoutPrimaryMeaning(age time.Duration, synced bool, major int, demoted bo
 			"and a slot there that slotsync never observed is NOT READY. "
 	case demoted:
 		s += "The demoted primary's slots were read: each copy was checked to be of the same slot (before PostgreSQL 17 a slot's confirmed_flush " +
-			"there may lag its consumer's, so it is not compared), and a slot there that slotsync never observed is NOT READY. "
+			"there may lag its consumer's, so it is not compared: a slot made again from a copy of itself since slotsync's last pass, with the same " +
+			"restart_lsn and catalog_xmin, goes unseen), and a slot there that slotsync never observed is NOT READY. "
 	default:
 		s += "Slots created, or made again, on the primary since then are unknown here. "
 	}

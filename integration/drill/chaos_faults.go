@@ -384,6 +384,14 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.damageStandbyWAL(ctx, s.Slot)
 	case FaultSlotBehindSkipped:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
+	case FaultSlotCopiedAside:
+		if wd.pair.Major < 12 {
+			return skipped("no pg_copy_logical_replication_slot before 12")
+		}
+		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", behind(s.Slot)); err != nil {
+			return err
+		}
+		return wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2)", s.Slot, behind(s.Slot))
 	case FaultSlotBehindOtherPlugin:
 		wd.switchPlugin(s.Slot)
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)

@@ -134,6 +134,11 @@ const (
 	// argument), its consumer speaking that one: the copy is made again for its identity,
 	// whatever its positions say
 	FaultSlotBehindOtherPlugin Fault = "slot_recreated_behind_other_plugin"
+	// FaultSlotCopiedAside replaces the older copy FaultSlotBehind copies back from by a copy of
+	// the slot as it is now: with a transaction open across (FaultLongTransaction) the two share
+	// restart_lsn and catalog_xmin, and a slot copied back later differs from the one slotsync
+	// judged by its confirmed_flush alone.
+	FaultSlotCopiedAside Fault = "slot_copied_aside"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.

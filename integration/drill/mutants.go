@@ -56,6 +56,7 @@ var mutantPlans = map[string][]string{
 	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
 	"without:identity_mismatch":            {"slot-behind-then-demote"},
 	"without:slot_not_observed":            {"slot-made-again-unobserved-then-demote"},
+	"without:copy_confirmed_flush_ahead":   {"slot-copied-back-same-positions-then-demote"},
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer", "hook-exact-copy-wal-damaged"},
@@ -98,7 +99,11 @@ func Mutants() []Mutant {
 		out = append(out, Mutant{Name: "readiness:" + string(r), Why: "the gate with the primary never says " + string(r)})
 	}
 	for _, r := range withoutMutants {
-		out = append(out, Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)})
+		m := Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)}
+		if r == lsncheck.ReasonCopyConfirmedAhead {
+			m.Majors = []int{17, 18} // said of a demoted primary's slot only where its shutdown saves confirmed_flush
+		}
+		out = append(out, m)
 	}
 	out = append(
 		out,
@@ -526,6 +531,18 @@ func recordPlans() []Plan {
 			{At: 1000 * ms, Fault: FaultSlotDropped, Slot: "drill_pgoutput"},
 			{At: 2800 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
 			{At: 3000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput"}}},
+		// A transaction open for seconds pins every slot's restart_lsn and catalog_xmin; the
+		// slot is copied aside, its consumer confirms on and slotsync advances the copy; then,
+		// slotsync paused, the slot is made again from that copy (its confirmed_flush alone gone
+		// back, its consumer away and starting over from there) and the primary demoted: only
+		// the demoted slot's confirmed_flush (17+) shows the copy ahead of it (rule 4 against
+		// the demoted primary).
+		{Name: "slot-copied-back-same-positions-then-demote", Live: 6400 * ms, Demote: true, Steps: []Step{
+			{At: 2000 * ms, Fault: FaultLongTransaction, For: 10 * time.Second},
+			{At: 2200 * ms, Fault: FaultRunningXacts, For: 1800 * ms},
+			{At: 4200 * ms, Fault: FaultSlotCopiedAside, Slot: "drill_test_decoding"},
+			{At: 5800 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
+			{At: 6000 * ms, Fault: FaultSlotBehind, Slot: "drill_test_decoding", Away: true}}},
 		{Name: "route-cut-slot-behind-then-stop", Live: 6000 * ms, Quiesce: 600 * ms, Steps: []Step{
 			{At: 2500 * ms, Fault: FaultPrimaryRoute, For: 10 * time.Second},
 			{At: 4500 * ms, Fault: FaultSlotBehind, Slot: "drill_pgoutput", Away: true}}},
