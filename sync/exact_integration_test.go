@@ -18,9 +18,18 @@ import (
 // whose consumer confirmed a few changes (its restart_lsn moved to a running-xacts record, so
 // the primary has a decoding snapshot there) and then went away, leaving away unconsumed.
 func exactFixture(t *testing.T, major int, after time.Duration) (f *fixture, away []int) {
-	f = newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
+	return exactFixtureWith(t, major, after, 0, integration.Options{})
+}
+
+// exactFixtureWith is exactFixture on a pair made with opts, the standby restarted at most every
+// minRestart (0: the fixture's, at once).
+func exactFixtureWith(t *testing.T, major int, after, minRestart time.Duration, opts integration.Options) (f *fixture, away []int) {
+	f = newFixtureWith(t, major, topology.MethodSQL, opts)
 	f.eng.Close()
 	f.cfg.ExactCopyAfter = after
+	if minRestart > 0 {
+		f.cfg.Statefile.MinRestartInterval = minRestart
+	}
 	f.startEngine()
 	p := f.pair.Primary
 	f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -251,18 +260,8 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 // whole to a consumer that holds it prepared.
 func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
-		f.eng.Close()
-		f.cfg.ExactCopyAfter, f.cfg.Statefile.MinRestartInterval = 2*time.Second, 10*time.Minute
-		f.startEngine()
+		f, _ := exactFixtureWith(t, major, 2*time.Second, 10*time.Minute, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
 		p := f.pair.Primary
-		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
-		for range 3 {
-			f.insert(1)
-			f.logRunningXacts()
-			f.consume(p, "cdc")
-		}
-		f.insert(3)
 		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
 			t.Fatalf("the first away consumer's exact copy: replaced %v, %d restarts", replaced, f.restarts)
 		}
