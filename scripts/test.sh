@@ -44,8 +44,8 @@ tags=()
 # The two longest packages (the engine's real-pair tests, the fault explorer) first: go test
 # starts test binaries in the order given, so each runs beside the others from the start instead
 # of last, on two cores.
-first=(./sync ./integration/drill)
-rest=$(go list ./... | grep -vx -e "$(go list -m)/sync" -e "$(go list -m)/integration/drill")
+first=(./sync ./integration/explore)
+rest=$(go list ./... | grep -vx -e "$(go list -m)/sync" -e "$(go list -m)/integration/explore")
 # Each package's bound: the two longest take about 23 minutes on two cores (the explorer's short
 # run and its sample of mutants), so 30 minutes left too little room on a slower machine.
 go test -count=1 -timeout 45m "${tags[@]}" "$@" "${first[@]}" $rest

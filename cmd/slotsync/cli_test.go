@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
-	"github.com/slotsync/slotsync/integration/drill"
 	"github.com/slotsync/slotsync/integration/pgtest"
 	"github.com/slotsync/slotsync/internal/atomicfile"
 	slotsync "github.com/slotsync/slotsync/sync"
@@ -615,36 +614,6 @@ func TestDrillCommand(t *testing.T) {
 		}
 		if r.code != 0 || !rep.OK || rep.Passed != 1 || rep.Runs[0].Major != major {
 			t.Fatalf("drill: exit %d %+v\n%s", r.code, rep, r.stderr)
-		}
-	})
-}
-
-// TestDrillChaosCommand: `drill --local --mode chaos` runs the fault explorer with the installed
-// binary as the sidecar and the gate, and says per failover whether the gate was right.
-func TestDrillChaosCommand(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
-		r := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "chaos", "--seed", "11", "--iterations", "1", "--json")
-		var rep struct {
-			OK         bool  `json:"ok"`
-			Seed       int64 `json:"seed"`
-			Iterations []struct {
-				Seed   int64 `json:"seed"`
-				Major  int   `json:"major"`
-				Judged []struct {
-					Answer string `json:"answer"`
-				} `json:"judged"`
-			} `json:"iterations"`
-		}
-		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
-			t.Fatalf("drill --mode chaos --json: %v\n%s\n%s", err, r.stdout, r.stderr)
-		}
-		if r.code != 0 || !rep.OK || rep.Seed != 11 || len(rep.Iterations) != 1 || rep.Iterations[0].Major != major ||
-			len(rep.Iterations[0].Judged) != 4 {
-			t.Fatalf("chaos drill: exit %d %+v\n%s", r.code, rep, r.stderr)
-		}
-		text := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "chaos", "--seed", "11", "--iterations", "1")
-		if text.code != 0 || !strings.Contains(text.stdout, "the gate was right") || !strings.Contains(text.stdout, fmt.Sprintf("seed 11, draw %d (replay", drill.DrawVersion)) {
-			t.Fatalf("chaos drill, text: exit %d\n%s%s", text.code, text.stdout, text.stderr)
 		}
 	})
 }

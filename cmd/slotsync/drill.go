@@ -41,9 +41,8 @@ func drillCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "local", Usage: "drill on throwaway local pairs", EnvVars: []string{"SLOTSYNC_DRILL_LOCAL"}},
 			&cli.IntFlag{Name: "major", Usage: "PostgreSQL major for --local (default: the newest installed)", EnvVars: []string{"SLOTSYNC_DRILL_MAJOR"}},
-			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9), both, random (--local: each iteration draws kill or clean, one or two failovers and the live phase's length from --seed), or chaos (--local: each iteration fails over at a random moment under faults drawn from --seed, asks the gate with and without the primary, and says whether it was right)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
-			&cli.StringFlag{Name: "plan", Usage: "with --mode chaos: replay the plans in this file (JSON lines: a chaos report's iterations, or plans), whatever draw made them", EnvVars: []string{"SLOTSYNC_DRILL_PLAN"}},
-			&cli.Int64Flag{Name: "seed", Usage: "seed for --mode random or chaos (default: from the clock; printed; chaos iteration i uses seed+i)", EnvVars: []string{"SLOTSYNC_DRILL_SEED"}},
+			&cli.StringFlag{Name: "mode", Value: "both", Usage: "clean, kill (the primary is killed -9), both, or random (--local: each iteration draws kill or clean, one or two failovers and the live phase's length from --seed)", EnvVars: []string{"SLOTSYNC_DRILL_MODE"}},
+			&cli.Int64Flag{Name: "seed", Usage: "seed for --mode random (default: from the clock; printed)", EnvVars: []string{"SLOTSYNC_DRILL_SEED"}},
 			&cli.BoolFlag{Name: "switch-back", Usage: "fail over twice: the old primary rejoins as a standby and the consumers survive a switch back (--local)", EnvVars: []string{"SLOTSYNC_DRILL_SWITCH_BACK"}},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "repeat the drill this many times (--local)", EnvVars: []string{"SLOTSYNC_DRILL_ITERATIONS"}},
 			&cli.DurationFlag{Name: "duration", Value: 3 * time.Second, Usage: "live phase before each failover", EnvVars: []string{"SLOTSYNC_DRILL_DURATION"}},
@@ -78,9 +77,6 @@ func drillAction(c *cli.Context) error {
 	}
 	defer os.RemoveAll(stateDir)
 
-	if plan.chaos {
-		return drillChaos(ctx, c, plan, stateDir, log)
-	}
 	rep := drillReport{OK: true}
 	runOne := func(pair *integration.Pair, kill bool, fo int, duration time.Duration) error {
 		v, err := drill.Run(ctx, pair, drill.Options{Duration: duration, Kill: kill, Failovers: fo,
@@ -134,7 +130,6 @@ type drillRun struct {
 	failovers  int
 	iterations int
 	random     bool
-	chaos      bool
 	seed       int64
 	duration   time.Duration
 }
@@ -161,12 +156,9 @@ func planDrill(c *cli.Context) (drillRun, error) {
 	case "random":
 		p.kills, p.random = []bool{false}, true
 	case "chaos":
-		p.chaos = true
-		if !p.local {
-			return p, configError("--mode chaos needs --local: it kills, cuts and restarts servers slotsync started")
-		}
+		return p, configError("--mode chaos: the fault explorer is its own program: slotsync-explore run --major N --seed S --iterations K")
 	default:
-		return p, configError("--mode %q: use clean, kill, both, random or chaos", c.String("mode"))
+		return p, configError("--mode %q: use clean, kill, both or random", c.String("mode"))
 	}
 	if c.Bool("switch-back") {
 		p.failovers = 2

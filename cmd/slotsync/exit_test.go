@@ -59,7 +59,7 @@ func TestSidecarLinksNoTestCode(t *testing.T) {
 	}
 	for _, pkg := range strings.Fields(string(out)) {
 		if pkg == "testing" || harnessModule(pkg) != "" || strings.HasSuffix(pkg, "/pgtest") ||
-			strings.HasSuffix(pkg, "/drilltest") || strings.HasSuffix(pkg, "integration/docker") {
+			strings.HasSuffix(pkg, "/drilltest") || strings.HasSuffix(pkg, "integration/docker") || strings.HasSuffix(pkg, "integration/explore") {
 			t.Errorf("the slotsync binary links %s", pkg)
 		}
 	}
@@ -76,12 +76,11 @@ func harnessModule(text string) string {
 	return ""
 }
 
-// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md): 16.5 MB, 1 MB
-// more for the exporters' TLS and basic authentication (prometheus/exporter-toolkit), and 0.5 MB
-// more for the project's own growth since (the chaos drill's written plans and faults, which
-// `slotsync drill` carries; no new module). A new dependency still shows here, and in the
-// modules checked below.
-const maxReleaseBytes = 18_000_000
+// maxReleaseBytes is the aim for the stripped release binary (docs/BENCHMARKS.md): 16.5 MB, and
+// 0.7 MB more for the exporters' TLS and basic authentication (prometheus/exporter-toolkit). The
+// fault explorer is its own program (cmd/slotsync-explore) and stays out. A new dependency still
+// shows here, and in the modules checked below.
+const maxReleaseBytes = 17_200_000
 
 // TestReleaseBinaryIsLean builds the binary as releases and the image do (the build tags of
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it

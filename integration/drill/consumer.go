@@ -16,11 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 )
 
-// consumer is a real logical replication client (START_REPLICATION over the replication
+// Consumer is a real logical replication client (START_REPLICATION over the replication
 // protocol) that records every inserted id with the end LSN of its transaction and acknowledges
 // as it goes, like a CDC tool that stores its offset.
-type consumer struct {
-	slot, plugin string
+type Consumer struct {
+	Slot, Plugin string
 
 	mu        stdsync.Mutex
 	confirmed pglogrepl.LSN // the last position acknowledged: the consumer's stored offset
@@ -38,11 +38,11 @@ type consumer struct {
 	twoPhase bool
 	// connections: every stream the consumer started, for tracing where a change came from.
 	connections []connection
-	// fromSlot: after a promotion the consumer resumes from the slot's own position (start 0,
+	// FromSlot: after a promotion the consumer resumes from the slot's own position (start 0,
 	// as pg_recvlogical without --startpos), not from its offset, so it gets again whatever the
 	// copy stands behind it: the redelivery window the gate gave (chaos). resuming: the next
 	// stream is that resumption.
-	fromSlot, resuming bool
+	FromSlot, resuming bool
 }
 
 // connection is one START_REPLICATION of the consumer: when, to which server, from where.
@@ -70,24 +70,24 @@ type receipt struct {
 
 var testDecodingInsert = regexp.MustCompile(`^table public\.events: INSERT: id\[integer\]:(\d+)`)
 
-func newConsumer(slot, plugin string) *consumer {
-	return &consumer{slot: slot, plugin: plugin}
+func NewConsumer(slot, plugin string) *Consumer {
+	return &Consumer{Slot: slot, Plugin: plugin}
 }
 
-func (c *consumer) pluginArgs() []string {
+func (c *Consumer) pluginArgs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case c.plugin == "pgoutput" && c.twoPhase:
+	case c.Plugin == "pgoutput" && c.twoPhase:
 		return []string{"proto_version '3'", "two_phase 'on'", "publication_names 'drill_pub'"}
-	case c.plugin == "pgoutput":
+	case c.Plugin == "pgoutput":
 		return []string{"proto_version '1'", "publication_names 'drill_pub'"}
 	}
 	return nil
 }
 
-// askTwoPhase makes the consumer ask for two-phase decoding from its next connection on.
-func (c *consumer) askTwoPhase() {
+// AskTwoPhase makes the consumer ask for two-phase decoding from its next connection on.
+func (c *Consumer) AskTwoPhase() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.twoPhase = true
@@ -96,15 +96,15 @@ func (c *consumer) askTwoPhase() {
 // stream reads from the slot on dsn starting at the consumer's confirmed position until ctx ends
 // or, when until is set, the stream has passed until and gone quiet. It acknowledges each
 // transaction as soon as it is recorded.
-func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglogrepl.LSN) error {
+func (c *Consumer) stream(ctx context.Context, dsn string, phase int, until pglogrepl.LSN) error {
 	conn, err := pgconn.Connect(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("consumer %s: connect: %w", c.slot, err)
+		return fmt.Errorf("consumer %s: connect: %w", c.Slot, err)
 	}
 	defer conn.Close(context.Background())
 	start := c.restart()
-	if err := pglogrepl.StartReplication(ctx, conn, c.slot, start, pglogrepl.StartReplicationOptions{PluginArgs: c.pluginArgs()}); err != nil {
-		return fmt.Errorf("consumer %s: START_REPLICATION at %s: %w", c.slot, start, err)
+	if err := pglogrepl.StartReplication(ctx, conn, c.Slot, start, pglogrepl.StartReplicationOptions{PluginArgs: c.pluginArgs()}); err != nil {
+		return fmt.Errorf("consumer %s: START_REPLICATION at %s: %w", c.Slot, start, err)
 	}
 	c.connected(conn, start, phase)
 	var seen pglogrepl.LSN // furthest position the server reported
@@ -130,12 +130,12 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 				}
 				continue
 			}
-			return fmt.Errorf("consumer %s: receive: %w", c.slot, err)
+			return fmt.Errorf("consumer %s: receive: %w", c.Slot, err)
 		}
 		cd, ok := msg.(*pgproto3.CopyData)
 		if !ok {
 			if er, ok := msg.(*pgproto3.ErrorResponse); ok {
-				return fmt.Errorf("consumer %s: server error: %s", c.slot, er.Message)
+				return fmt.Errorf("consumer %s: server error: %s", c.Slot, er.Message)
 			}
 			continue
 		}
@@ -175,13 +175,13 @@ func (c *consumer) stream(ctx context.Context, dsn string, phase int, until pglo
 // restart begins a new stream at the consumer's offset: a transaction cut off by the last
 // connection's end is sent again from its start, so what was read of it is dropped (kept, it
 // would count as received twice).
-func (c *consumer) restart() pglogrepl.LSN {
+func (c *Consumer) restart() pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending, c.inTxn = c.pending[:0], false
 	if c.resuming {
 		c.resuming = false
-		if c.fromSlot {
+		if c.FromSlot {
 			return 0 // PostgreSQL starts at the slot's confirmed_flush
 		}
 	}
@@ -189,23 +189,23 @@ func (c *consumer) restart() pglogrepl.LSN {
 }
 
 // resumeAfterPromotion: the next stream is the first on the promoted standby.
-func (c *consumer) resumeAfterPromotion() {
+func (c *Consumer) resumeAfterPromotion() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.resuming = true
 }
 
 // handle records one decoded message; it reports whether a transaction just committed.
-func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
+func (c *Consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.plugin == "pgoutput" {
+	if c.Plugin == "pgoutput" {
 		if done, ok := c.twoPhaseMessage(xld.WALData, phase); ok {
 			return done, nil
 		}
 		m, err := pglogrepl.Parse(xld.WALData)
 		if err != nil {
-			return false, fmt.Errorf("consumer %s: parse pgoutput: %w", c.slot, err)
+			return false, fmt.Errorf("consumer %s: parse pgoutput: %w", c.Slot, err)
 		}
 		switch m := m.(type) {
 		case *pglogrepl.BeginMessage:
@@ -216,7 +216,7 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 			}
 			id, err := strconv.Atoi(string(m.Tuple.Columns[0].Data))
 			if err != nil {
-				return false, fmt.Errorf("consumer %s: id %q: %w", c.slot, m.Tuple.Columns[0].Data, err)
+				return false, fmt.Errorf("consumer %s: id %q: %w", c.Slot, m.Tuple.Columns[0].Data, err)
 			}
 			c.pending = append(c.pending, id)
 		case *pglogrepl.CommitMessage:
@@ -246,7 +246,7 @@ func (c *consumer) handle(xld pglogrepl.XLogData, phase int) (bool, error) {
 // parse: BEGIN PREPARE opens a transaction, PREPARE ends it with its changes (its end LSN after a
 // flags byte and the prepare LSN), COMMIT PREPARED confirms its own end and brings no change.
 // ok is false for any other message.
-func (c *consumer) twoPhaseMessage(data []byte, phase int) (committed, ok bool) {
+func (c *Consumer) twoPhaseMessage(data []byte, phase int) (committed, ok bool) {
 	if len(data) == 0 {
 		return false, false
 	}
@@ -265,7 +265,7 @@ func (c *consumer) twoPhaseMessage(data []byte, phase int) (committed, ok bool) 
 }
 
 // connected records a stream that started.
-func (c *consumer) connected(conn *pgconn.PgConn, start pglogrepl.LSN, phase int) {
+func (c *Consumer) connected(conn *pgconn.PgConn, start pglogrepl.LSN, phase int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	addr := conn.Conn().RemoteAddr().String()
@@ -274,7 +274,7 @@ func (c *consumer) connected(conn *pgconn.PgConn, start pglogrepl.LSN, phase int
 
 // trace says, for each of ids (at most ten), which connection delivered it and at which commit
 // end, then lists the connections: how a lost, repeated or unexplained change came about.
-func (c *consumer) trace(ids []int) []string {
+func (c *Consumer) trace(ids []int) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	want := map[int]bool{}
@@ -293,7 +293,7 @@ func (c *consumer) trace(ids []int) []string {
 	return out
 }
 
-func (c *consumer) commit(end pglogrepl.LSN, phase int) {
+func (c *Consumer) commit(end pglogrepl.LSN, phase int) {
 	c.inTxn = false
 	for _, id := range c.pending {
 		c.received = append(c.received, receipt{id: id, end: end, phase: phase, conn: len(c.connections) - 1, at: time.Now()})
@@ -309,7 +309,7 @@ func (c *consumer) commit(end pglogrepl.LSN, phase int) {
 // subscriptions do: nothing before it is still to come. (A consumer that confirms only commit
 // ends keeps a walsender waiting at the primary's shutdown for a flush report up to what it
 // sent, which a commit end may not reach.)
-func (c *consumer) idleAt(walEnd pglogrepl.LSN) {
+func (c *Consumer) idleAt(walEnd pglogrepl.LSN) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.inTxn && walEnd > c.confirmed {
@@ -318,8 +318,8 @@ func (c *consumer) idleAt(walEnd pglogrepl.LSN) {
 	}
 }
 
-// confirmedAt is the consumer's offset at time t.
-func (c *consumer) confirmedAt(t time.Time) pglogrepl.LSN {
+// ConfirmedAt is the consumer's offset at time t.
+func (c *Consumer) ConfirmedAt(t time.Time) pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var at pglogrepl.LSN
@@ -332,10 +332,10 @@ func (c *consumer) confirmedAt(t time.Time) pglogrepl.LSN {
 	return at
 }
 
-// restartedAfter forgets the previous incarnation of the slot: the consumer starts over from the
+// RestartedAfter forgets the previous incarnation of the slot: the consumer starts over from the
 // new slot's own position, owed only the ids after floor, and may get those of open (ids up to
 // floor whose transaction had not ended: committed after the slot was made, it carries them).
-func (c *consumer) restartedAfter(floor int, open map[int]bool) {
+func (c *Consumer) RestartedAfter(floor int, open map[int]bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.confirmed, c.received, c.pending, c.history, c.floor = 0, nil, nil, nil, floor
@@ -346,14 +346,14 @@ func (c *consumer) restartedAfter(floor int, open map[int]bool) {
 }
 
 // mayHave is what this incarnation of the slot may or may not carry (see restartedAfter).
-func (c *consumer) mayHave() map[int]bool {
+func (c *Consumer) mayHave() map[int]bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.may
 }
 
 // owed is the part of truth this incarnation of the slot owes the consumer.
-func (c *consumer) owed(truth map[int]bool) map[int]bool {
+func (c *Consumer) owed(truth map[int]bool) map[int]bool {
 	c.mu.Lock()
 	floor := c.floor
 	c.mu.Unlock()
@@ -369,9 +369,9 @@ func (c *consumer) owed(truth map[int]bool) map[int]bool {
 	return out
 }
 
-// firstEnd is the commit end of the first receipt of each id (to tell a redelivery the gate
+// FirstEnd is the commit end of the first receipt of each id (to tell a redelivery the gate
 // allowed from one it did not).
-func (c *consumer) firstEnd() map[int]pglogrepl.LSN {
+func (c *Consumer) FirstEnd() map[int]pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[int]pglogrepl.LSN{}
@@ -383,9 +383,9 @@ func (c *consumer) firstEnd() map[int]pglogrepl.LSN {
 	return out
 }
 
-// follow streams from the DSN dsn gives (taken again at each reconnection) until ctx ends, reconnecting after any failure (a primary restart, a
+// Follow streams from the DSN dsn gives (taken again at each reconnection) until ctx ends, reconnecting after any failure (a primary restart, a
 // terminated walsender, a reconnect the explorer asked for through next), as a CDC tool does.
-func (c *consumer) follow(ctx context.Context, dsn func() string, phase int, next <-chan struct{}) {
+func (c *Consumer) Follow(ctx context.Context, dsn func() string, phase int, next <-chan struct{}) {
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -409,7 +409,7 @@ func (c *consumer) follow(ctx context.Context, dsn func() string, phase int, nex
 
 // ack sends the consumer's confirmed position (its stored offset) to the server; everything
 // received up to it becomes durable.
-func (c *consumer) ack(ctx context.Context, conn *pgconn.PgConn) error {
+func (c *Consumer) ack(ctx context.Context, conn *pgconn.PgConn) error {
 	c.mu.Lock()
 	pos := c.confirmed
 	c.mu.Unlock()
@@ -417,13 +417,13 @@ func (c *consumer) ack(ctx context.Context, conn *pgconn.PgConn) error {
 		return nil
 	}
 	if err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pos}); err != nil {
-		return fmt.Errorf("consumer %s: acknowledge %s: %w", c.slot, pos, err)
+		return fmt.Errorf("consumer %s: acknowledge %s: %w", c.Slot, pos, err)
 	}
 	return nil
 }
 
-// snapshotDurable freezes what the consumer has acknowledged, at a failover.
-func (c *consumer) snapshotDurable() (pglogrepl.LSN, map[int]int) {
+// SnapshotDurable freezes what the consumer has acknowledged, at a failover.
+func (c *Consumer) SnapshotDurable() (pglogrepl.LSN, map[int]int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := map[int]int{}
@@ -436,7 +436,7 @@ func (c *consumer) snapshotDurable() (pglogrepl.LSN, map[int]int) {
 }
 
 // receivedIn returns the ids received in a phase.
-func (c *consumer) receivedIn(phase int) []int {
+func (c *Consumer) receivedIn(phase int) []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var ids []int
@@ -448,9 +448,9 @@ func (c *consumer) receivedIn(phase int) []int {
 	return ids
 }
 
-// gaps counts, among the ids up to upTo, those this incarnation of the slot owes the consumer
+// Gaps counts, among the ids up to upTo, those this incarnation of the slot owes the consumer
 // (held by truth) that it has not received, and those it received that truth lacks.
-func (c *consumer) gaps(truth map[int]bool, upTo int) (missing, ahead int) {
+func (c *Consumer) Gaps(truth map[int]bool, upTo int) (missing, ahead int) {
 	owed := c.owed(truth)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -467,4 +467,14 @@ func (c *consumer) gaps(truth map[int]bool, upTo int) (missing, ahead int) {
 		}
 	}
 	return missing, ahead
+}
+
+// NoteConfirmed records that the consumer confirmed lsn at at, as a replayed report says.
+func (c *Consumer) NoteConfirmed(at time.Time, lsn pglogrepl.LSN) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.history = append(c.history, confirmation{at, lsn})
+	if lsn > c.confirmed {
+		c.confirmed = lsn
+	}
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"sort"
 	stdsync "sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
 	slotsync "github.com/slotsync/slotsync/sync"
@@ -97,9 +95,12 @@ type Verdict struct {
 	Error     string            `json:"error,omitempty"`
 }
 
-var slots = []struct{ name, plugin string }{{"drill_pgoutput", "pgoutput"}, {"drill_test_decoding", "test_decoding"}}
+// SlotSpec names a drill slot and its output plugin.
+type SlotSpec struct{ Name, Plugin string }
 
-const db = "drill"
+var Slots = []SlotSpec{{"drill_pgoutput", "pgoutput"}, {"drill_test_decoding", "test_decoding"}}
+
+const DB = "drill"
 
 // Run drills failovers on pair. An error means the drill could not be carried out; losses are
 // in the verdict (OK false), never hidden in an error.
@@ -112,14 +113,14 @@ func Run(ctx context.Context, pair *integration.Pair, opts Options) (Verdict, er
 	if opts.Failovers > 1 && pair.Dir == "" {
 		return v, errors.New("drill: more than one failover needs a local pair (the old primary is rebuilt as a standby)")
 	}
-	if err := setup(ctx, pair); err != nil {
+	if err := Setup(ctx, pair); err != nil {
 		return v, err
 	}
-	consumers := make([]*consumer, len(slots))
-	for i, s := range slots {
-		consumers[i] = newConsumer(s.name, s.plugin)
+	consumers := make([]*Consumer, len(Slots))
+	for i, s := range Slots {
+		consumers[i] = NewConsumer(s.Name, s.Plugin)
 	}
-	w := &writer{}
+	w := &Writer{}
 	for n := 1; n <= opts.Failovers; n++ {
 		if n > 1 {
 			opts.Logger.Info("rebuilding the old primary as a standby of the new one")
@@ -141,19 +142,19 @@ func Run(ctx context.Context, pair *integration.Pair, opts Options) (Verdict, er
 	return v, nil
 }
 
-func setup(ctx context.Context, pair *integration.Pair) error {
+func Setup(ctx context.Context, pair *integration.Pair) error {
 	p := pair.Primary
 	for _, step := range []struct{ db, sql string }{
-		{"postgres", "CREATE DATABASE " + db},
-		{db, "CREATE TABLE events (id int PRIMARY KEY, payload text NOT NULL)"},
-		{db, "CREATE PUBLICATION drill_pub FOR TABLE events"},
+		{"postgres", "CREATE DATABASE " + DB},
+		{DB, "CREATE TABLE events (id int PRIMARY KEY, payload text NOT NULL)"},
+		{DB, "CREATE PUBLICATION drill_pub FOR TABLE events"},
 	} {
 		if err := p.ExecDB(ctx, step.db, step.sql); err != nil {
 			return fmt.Errorf("drill setup: %w", err)
 		}
 	}
-	for _, s := range slots {
-		if err := p.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", s.name, s.plugin); err != nil {
+	for _, s := range Slots {
+		if err := p.ExecDB(ctx, DB, "SELECT pg_create_logical_replication_slot($1, $2)", s.Name, s.Plugin); err != nil {
 			return fmt.Errorf("drill setup: %w", err)
 		}
 	}
@@ -161,7 +162,7 @@ func setup(ctx context.Context, pair *integration.Pair) error {
 }
 
 // failover runs one live phase, the gate, the promotion, the resumption and the verdict.
-func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer, w *writer, n int, opts Options) (FailoverVerdict, error) {
+func failover(ctx context.Context, pair *integration.Pair, consumers []*Consumer, w *Writer, n int, opts Options) (FailoverVerdict, error) {
 	log := opts.Logger.With("failover", n)
 	fv := FailoverVerdict{Number: n, Mode: "clean"}
 	if opts.Kill {
@@ -178,14 +179,14 @@ func failover(ctx context.Context, pair *integration.Pair, consumers []*consumer
 	}
 	durable := make([]map[int]int, len(consumers))
 	for i, c := range consumers {
-		confirmed, d := c.snapshotDurable()
+		confirmed, d := c.SnapshotDurable()
 		durable[i] = d
-		fv.Slots = append(fv.Slots, SlotVerdict{Slot: c.slot, Plugin: c.plugin, Confirmed: confirmed.String(), Durable: countIDs(d)})
+		fv.Slots = append(fv.Slots, SlotVerdict{Slot: c.Slot, Plugin: c.Plugin, Confirmed: confirmed.String(), Durable: CountIDs(d)})
 	}
 	if err := promote(ctx, pair, opts.Kill, log); err != nil {
 		return fv, err
 	}
-	return resume(ctx, pair, consumers, w, durable, 2*n+1, fv, log)
+	return Resume(ctx, pair, consumers, w, durable, 2*n+1, fv, log)
 }
 
 // engines makes the syncing engine and the read-only gate of failover n.
@@ -220,8 +221,8 @@ func live(
 	ctx context.Context,
 	pair *integration.Pair,
 	eng, gate *slotsync.Engine,
-	consumers []*consumer,
-	w *writer,
+	consumers []*Consumer,
+	w *Writer,
 	phase int,
 	opts Options,
 	log hclog.Logger,
@@ -232,15 +233,15 @@ func live(
 	go func() { syncDone <- eng.Run(runCtx, nil) }()
 	writeCtx, stopWrites := context.WithCancel(ctx)
 	writeDone := make(chan error, 1)
-	go func() { writeDone <- w.run(writeCtx, pair.Primary) }()
+	go func() { writeDone <- w.Run(writeCtx, pair.Primary) }()
 	consumeCtx, stopConsumers := context.WithCancel(ctx)
 	var wg stdsync.WaitGroup
 	errs := make(chan error, len(consumers))
 	for _, c := range consumers {
 		wg.Add(1)
-		go func(c *consumer) {
+		go func(c *Consumer) {
 			defer wg.Done()
-			if err := c.stream(consumeCtx, pair.Primary.ReplicationDSN(db, true), phase, 0); err != nil {
+			if err := c.stream(consumeCtx, pair.Primary.ReplicationDSN(DB, true), phase, 0); err != nil {
 				errs <- err
 			}
 		}(c)
@@ -293,23 +294,23 @@ func promote(ctx context.Context, pair *integration.Pair, kill bool, log hclog.L
 	return pair.Promote(ctx)
 }
 
-// resume writes on the new primary and has each consumer resume (from its own offset, or from
+// Resume writes on the new primary and has each consumer Resume (from its own offset, or from
 // the slot's position for one that asks so), then
 // judges what each got against what the new primary holds.
-func resume(
+func Resume(
 	ctx context.Context,
 	pair *integration.Pair,
-	consumers []*consumer,
-	w *writer,
+	consumers []*Consumer,
+	w *Writer,
 	durable []map[int]int,
 	phase int,
 	fv FailoverVerdict,
 	log hclog.Logger,
 ) (FailoverVerdict, error) {
-	if err := w.batch(ctx, pair.Standby, 5); err != nil {
+	if err := w.Batch(ctx, pair.Standby, 5); err != nil {
 		return fv, err
 	}
-	truth, err := tableIDs(ctx, pair.Standby)
+	truth, err := TableIDs(ctx, pair.Standby)
 	if err != nil {
 		return fv, err
 	}
@@ -326,12 +327,12 @@ func resume(
 	for i, c := range consumers {
 		rctx, cancel := context.WithTimeout(ctx, time.Minute)
 		c.resumeAfterPromotion()
-		err := c.stream(rctx, pair.Standby.ReplicationDSN(db, true), phase, until)
+		err := c.stream(rctx, pair.Standby.ReplicationDSN(DB, true), phase, until)
 		cancel()
 		sv := &fv.Slots[i]
 		if err != nil {
 			// The slot is missing or unusable on the new primary: everything since the offset is lost.
-			log.Error("consumer cannot resume on the new primary", "slot", c.slot, "error", err)
+			log.Error("consumer cannot resume on the new primary", "slot", c.Slot, "error", err)
 		}
 		judge(sv, c.owed(truth), c.mayHave(), durable[i], c.receivedIn(phase))
 		if slotUnusable(err) {
@@ -375,7 +376,7 @@ func judge(sv *SlotVerdict, truth, may map[int]bool, durable map[int]int, after 
 	sv.OK = len(sv.Lost) == 0 && len(sv.Repeated) == 0 && len(sv.Ahead) == 0
 }
 
-func countIDs(m map[int]int) int {
+func CountIDs(m map[int]int) int {
 	n := 0
 	for _, c := range m {
 		n += c
@@ -416,8 +417,8 @@ func waitReady(ctx context.Context, pair *integration.Pair, gate *slotsync.Engin
 	}
 }
 
-func tableIDs(ctx context.Context, n *integration.Node) (map[int]bool, error) {
-	conn, err := n.Connect(ctx, db)
+func TableIDs(ctx context.Context, n *integration.Node) (map[int]bool, error) {
+	conn, err := n.Connect(ctx, DB)
 	if err != nil {
 		return nil, err
 	}
@@ -436,89 +437,6 @@ func tableIDs(ctx context.Context, n *integration.Node) (map[int]bool, error) {
 		ids[id] = true
 	}
 	return ids, rows.Err()
-}
-
-// writer inserts rows with increasing ids, three per transaction.
-type writer struct {
-	mu   stdsync.Mutex
-	next int
-	// open: ids handed out whose transaction has not ended yet. A slot made meanwhile may or may
-	// not decode them, depending on whether they commit before it.
-	open map[int]bool
-	// pausedUntil: the writes wait until then (unix nanoseconds; FaultWritesPaused).
-	pausedUntil atomic.Int64
-}
-
-// ids hands out n ids for one transaction; ended says when it is over.
-func (w *writer) ids(n int) []int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.open == nil {
-		w.open = map[int]bool{}
-	}
-	out := make([]int, n)
-	for i := range out {
-		w.next++
-		out[i] = w.next
-		w.open[w.next] = true
-	}
-	return out
-}
-
-// ended: the transaction of ids committed or failed.
-func (w *writer) ended(ids []int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, id := range ids {
-		delete(w.open, id)
-	}
-}
-
-// exec runs one insert of fresh ids on conn.
-func (w *writer) exec(ctx context.Context, conn *pgx.Conn, payload string) error {
-	ids := w.ids(3)
-	defer w.ended(ids)
-	_, err := conn.Exec(ctx, "INSERT INTO events SELECT g, $2 FROM unnest($1::int[]) g", ids, payload)
-	return err
-}
-
-func (w *writer) batch(ctx context.Context, n *integration.Node, txns int) error {
-	conn, err := n.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	for i := 0; i < txns; i++ {
-		if err := w.exec(ctx, conn, "drill"); err != nil {
-			return fmt.Errorf("drill write: %w", err)
-		}
-	}
-	return nil
-}
-
-// run writes about 50 transactions a second until ctx ends.
-func (w *writer) run(ctx context.Context, n *integration.Node) error {
-	conn, err := n.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().UnixNano() < w.pausedUntil.Load() {
-			continue
-		}
-		if err := w.exec(ctx, conn, "drill"); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("drill write: %w", err)
-		}
-	}
 }
 
 // inSync reports whether every gated copy is exactly at its consumer's confirmed position.

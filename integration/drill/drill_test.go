@@ -175,7 +175,7 @@ func (s soakTally) String() string {
 // TestTwoPhaseMessages: a prepared transaction's changes count at its PREPARE (at the end LSN
 // pgoutput sends after a flags byte and the prepare LSN), its COMMIT PREPARED only confirms.
 func TestTwoPhaseMessages(t *testing.T) {
-	c := newConsumer("s", "pgoutput")
+	c := NewConsumer("s", "pgoutput")
 	msg := func(kind byte, end uint64) []byte {
 		b := make([]byte, 30)
 		b[0] = kind
@@ -201,7 +201,7 @@ func TestTwoPhaseMessages(t *testing.T) {
 // TestConsumerDropsACutTransaction: a transaction cut off by a reconnection is sent again whole;
 // what the consumer had read of it is dropped, so no change counts as received twice.
 func TestConsumerDropsACutTransaction(t *testing.T) {
-	c := newConsumer("s", "test_decoding")
+	c := NewConsumer("s", "test_decoding")
 	msg := func(text string, at uint64) pglogrepl.XLogData {
 		return pglogrepl.XLogData{WALStart: pglogrepl.LSN(at), WALData: []byte(text)}
 	}
@@ -216,7 +216,7 @@ func TestConsumerDropsACutTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, d := c.snapshotDurable(); d[229] != 1 {
+	if _, d := c.SnapshotDurable(); d[229] != 1 {
 		t.Fatalf("id 229 received %d times, want once", d[229])
 	}
 }
@@ -224,7 +224,7 @@ func TestConsumerDropsACutTransaction(t *testing.T) {
 // TestConsumerTrace: a change in question is traced to the connection that delivered it, and
 // every connection is listed with its server and start.
 func TestConsumerTrace(t *testing.T) {
-	c := newConsumer("s", "test_decoding")
+	c := NewConsumer("s", "test_decoding")
 	c.connections = []connection{{addr: "127.0.0.1:5001", start: 0x100, phase: 1}, {addr: "127.0.0.1:5002", start: 0x200, phase: 2}}
 	for _, m := range []string{"BEGIN 700", "table public.events: INSERT: id[integer]:109 payload[text]:'drill'", "COMMIT 700"} {
 		if _, err := c.handle(pglogrepl.XLogData{WALStart: 0x300, WALData: []byte(m)}, 2); err != nil {

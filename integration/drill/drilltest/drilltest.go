@@ -11,6 +11,7 @@ import (
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/docker"
 	"github.com/slotsync/slotsync/integration/drill"
+	"github.com/slotsync/slotsync/integration/explore"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
@@ -70,10 +71,10 @@ func Check(t testing.TB, pairOpts integration.Options, opts drill.Options) drill
 // slotsync (empty: the one in PATH) as the sidecar and as the gate an HA hook asks. It fails the
 // test when the gate said READY and a consumer then lost a change, or when the standby was left
 // down or slotsync exited by itself, and logs the seed that replays it.
-func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iterations int, seed int64) drill.ChaosReport {
+func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iterations int, seed int64) explore.ChaosReport {
 	t.Helper()
 	pairOpts = backend(t, pairOpts)
-	pairOpts.Conf = append(pairOpts.Conf, drill.ChaosConf...)
+	pairOpts.Conf = append(pairOpts.Conf, explore.ChaosConf...)
 	if slotsync == "" {
 		path, err := exec.LookPath("slotsync")
 		if err != nil {
@@ -86,7 +87,7 @@ func Chaos(t testing.TB, pairOpts integration.Options, slotsync string, iteratio
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(iterations)*4*time.Minute)
 	defer cancel()
-	rep, err := drill.Chaos(ctx, drill.ChaosOptions{Seed: seed, Iterations: iterations, Slotsync: slotsync, StateDir: t.TempDir(),
+	rep, err := explore.Chaos(ctx, explore.ChaosOptions{Seed: seed, Iterations: iterations, Slotsync: slotsync, StateDir: t.TempDir(),
 		NewPair: func(ctx context.Context) (*integration.Pair, error) { return integration.NewPair(ctx, pairOpts) }})
 	t.Logf("chaos drill, seed %d", seed)
 	for _, it := range rep.Iterations {

@@ -1,4 +1,4 @@
-package drill
+package explore
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,10 +62,10 @@ type ChaosIteration struct {
 	Faults []Fault `json:"faults"`
 	Major  int     `json:"major"`
 	// ServerVersion: the primary's server_version, the minor release the iteration ran on.
-	ServerVersion string          `json:"server_version,omitempty"`
-	Method        string          `json:"method"`
-	Failover      FailoverVerdict `json:"failover"`
-	Judged        []Judged        `json:"judged"`
+	ServerVersion string                `json:"server_version,omitempty"`
+	Method        string                `json:"method"`
+	Failover      drill.FailoverVerdict `json:"failover"`
+	Judged        []Judged              `json:"judged"`
 	// SlotsyncCrashes: kill -9 and failpoint crashes of the sidecar (each restarted).
 	SlotsyncCrashes int `json:"slotsync_crashes"`
 	// LongestHold: the longest a slotsync_hold_% slot stayed on the primary.
@@ -213,7 +214,7 @@ type world struct {
 	proxy    *integration.Proxy
 	side     *sidecar
 	feeds    []*feed
-	w        *writer
+	w        *drill.Writer
 	writes   writes
 	bin      string
 	method   string
@@ -311,7 +312,7 @@ func (wd *world) listStandby(ctx context.Context, plan Plan) (string, error) {
 func (wd *world) slotNames() []string {
 	out := make([]string, len(wd.feeds))
 	for i, f := range wd.feeds {
-		out[i] = f.c.slot
+		out[i] = f.c.Slot
 	}
 	return out
 }
@@ -345,7 +346,7 @@ type writes struct {
 
 // feed is a consumer following its slot, stopped and started around a slot's recreation.
 type feed struct {
-	c      *consumer
+	c      *drill.Consumer
 	next   chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -355,7 +356,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := setup(ctx, pair); err != nil {
+	if err := drill.Setup(ctx, pair); err != nil {
 		return nil, err
 	}
 	if (plan.Has(FaultSlotBehind) || plan.Has(FaultSlotBehindSkipped) || plan.Has(FaultSlotBehindOtherPlugin)) && pair.Major >= 12 {
@@ -371,7 +372,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err != nil {
 		return nil, err
 	}
-	wd := &world{pair: pair, proxy: proxy, w: &writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
+	wd := &world{pair: pair, proxy: proxy, w: &drill.Writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
 		liveEnds: make(chan struct{}),
 		recv:     &receiverLog{}, exact: plan.GateExact}
 	wd.recv.node.Store(pair.Standby)
@@ -403,11 +404,11 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		proxy.Close()
 		return nil, err
 	}
-	for _, s := range slots {
-		c := newConsumer(s.name, s.plugin)
+	for _, s := range drill.Slots {
+		c := drill.NewConsumer(s.Name, s.Plugin)
 		// The test_decoding consumer resumes from the slot's position, as pg_recvlogical does
 		// without --startpos: what it gets twice is checked against the gate's redelivery window.
-		c.fromSlot = s.plugin == "test_decoding"
+		c.FromSlot = s.Plugin == "test_decoding"
 		wd.feeds = append(wd.feeds, &feed{c: c, next: make(chan struct{}, 1)})
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
@@ -511,8 +512,8 @@ func sidecarArgs(pair *integration.Pair, method string, exact time.Duration, com
 // failover slots (native), synchronized_standby_slots, a second standby with its sidecar.
 func (wd *world) arrange(ctx context.Context, plan Plan, opts ChaosOptions) error {
 	if opts.Method == "native" {
-		for _, s := range slots {
-			if err := wd.setFailover(ctx, s.name); err != nil {
+		for _, s := range drill.Slots {
+			if err := wd.setFailover(ctx, s.Name); err != nil {
 				return err
 			}
 		}

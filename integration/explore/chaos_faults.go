@@ -1,9 +1,10 @@
-package drill
+package explore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"net"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 	case FaultCatalogVacuum:
 		for _, sql := range []string{"ALTER TABLE events ADD COLUMN chaos_tmp int", "ALTER TABLE events DROP COLUMN chaos_tmp",
 			"VACUUM pg_attribute", "VACUUM pg_class"} {
-			if err := p.Primary.ExecDB(ctx, db, sql); err != nil {
+			if err := p.Primary.ExecDB(ctx, drill.DB, sql); err != nil {
 				return err
 			}
 		}
@@ -283,7 +284,7 @@ func (wd *world) killStandby(ctx context.Context) error {
 
 func (wd *world) feedOf(slot string) int {
 	for i, f := range wd.feeds {
-		if f.c.slot == slot {
+		if f.c.Slot == slot {
 			return i
 		}
 	}
@@ -300,12 +301,16 @@ func (wd *world) recreate(ctx context.Context, slot string, away bool) error {
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
-		wd.w.mu.Lock()
-		defer wd.w.mu.Unlock()
-		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_create_logical_replication_slot($1, $2)", slot, f.c.plugin); err != nil {
+		err := wd.w.Held(func(next int, open map[int]bool) error {
+			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_create_logical_replication_slot($1, $2)", slot, f.c.Plugin); err != nil {
+				return err
+			}
+			f.c.RestartedAfter(next, open)
+			return nil
+		})
+		if err != nil {
 			return err
 		}
-		f.c.restartedAfter(wd.w.next, wd.w.open)
 		return wd.setFailover(ctx, slot)
 	})
 }
@@ -317,7 +322,7 @@ func (wd *world) setFailover(ctx context.Context, slot string) error {
 	if wd.method != "native" {
 		return nil
 	}
-	conn, err := pgconn.Connect(ctx, wd.pair.Primary.ReplicationDSN(db, true))
+	conn, err := pgconn.Connect(ctx, wd.pair.Primary.ReplicationDSN(drill.DB, true))
 	if err != nil {
 		return err
 	}
@@ -373,7 +378,7 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 	case FaultWALSwitched:
 		return wd.pair.SwitchSegments(ctx, 3)
 	case FaultWritesPaused:
-		wd.w.pausedUntil.Store(time.Now().Add(s.For).UnixNano())
+		wd.w.PauseFor(s.For)
 	case FaultSnapshotsRemoved:
 		return wd.removeSnapshots()
 	case FaultStandbyWALCleaned:
@@ -391,7 +396,7 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", behind(s.Slot)); err != nil {
 			return err
 		}
-		return wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2)", s.Slot, behind(s.Slot))
+		return wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_copy_logical_replication_slot($1, $2)", s.Slot, behind(s.Slot))
 	case FaultSlotBehindOtherPlugin:
 		wd.switchPlugin(s.Slot)
 		return wd.recreateBehind(ctx, s.Slot, s.Away, true)
@@ -701,11 +706,11 @@ func (wd *world) pruneCatalog(ctx context.Context, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	var holding string
 	for {
-		if err := p.ExecDB(ctx, db, "CHECKPOINT"); err != nil {
+		if err := p.ExecDB(ctx, drill.DB, "CHECKPOINT"); err != nil {
 			return err
 		}
 		time.Sleep(300 * time.Millisecond) // the consumers confirm past the record
-		if err := p.QueryRowDB(ctx, db, slotsBehindChange, nil, &holding); err != nil {
+		if err := p.QueryRowDB(ctx, drill.DB, slotsBehindChange, nil, &holding); err != nil {
 			return err
 		}
 		if holding == "" || time.Now().After(deadline) {
@@ -713,10 +718,10 @@ func (wd *world) pruneCatalog(ctx context.Context, within time.Duration) error {
 		}
 	}
 	if holding != "" {
-		return errors.Join(p.ExecDB(ctx, db, "VACUUM pg_attribute"), p.ExecDB(ctx, db, "VACUUM pg_class"),
+		return errors.Join(p.ExecDB(ctx, drill.DB, "VACUUM pg_attribute"), p.ExecDB(ctx, drill.DB, "VACUUM pg_class"),
 			skipped("the catalog_xmin of "+holding+" had not passed the last catalog change: the catalogs were vacuumed, its dead rows kept"))
 	}
-	dead, err := p.VacuumCatalogs(ctx, db)
+	dead, err := p.VacuumCatalogs(ctx, drill.DB)
 	if err == nil && dead != 0 {
 		err = skipped(fmt.Sprintf("pg_class kept %d dead rows after ten VACUUMs", dead))
 	}
@@ -738,23 +743,23 @@ func (wd *world) changeCatalogBehind(ctx context.Context) error {
 	p := wd.pair.Primary
 	for _, sql := range []string{"CREATE TABLE " + catalogTable + " (id int)", "INSERT INTO " + catalogTable + " VALUES (1)",
 		"ALTER TABLE " + catalogTable + " ADD COLUMN extra int"} {
-		if err := p.ExecDB(ctx, db, sql); err != nil {
+		if err := p.ExecDB(ctx, drill.DB, sql); err != nil {
 			return err
 		}
 	}
 	for range 3 {
 		// A running-xacts record after the change, then the slots moved past it.
-		if err := p.ExecDB(ctx, db, "CHECKPOINT"); err != nil {
+		if err := p.ExecDB(ctx, drill.DB, "CHECKPOINT"); err != nil {
 			return err
 		}
-		for _, s := range slots {
-			if err := p.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", s.name); err != nil {
+		for _, s := range drill.Slots {
+			if err := p.ExecDB(ctx, drill.DB, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", s.Name); err != nil {
 				return err
 			}
 		}
 	}
 	var holding string
-	if err := p.QueryRowDB(ctx, db, slotsBehindChange, nil, &holding); err != nil {
+	if err := p.QueryRowDB(ctx, drill.DB, slotsBehindChange, nil, &holding); err != nil {
 		return err
 	}
 	for _, name := range strings.Split(holding, ", ") {
@@ -779,8 +784,8 @@ func behind(slot string) string { return slot + "_behind" }
 // makeBehind copies every drill slot before anything is written, for FaultSlotBehind
 // (pg_copy_logical_replication_slot: 12 and later).
 func (wd *world) makeBehind(ctx context.Context) error {
-	for _, s := range slots {
-		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2)", s.name, behind(s.name)); err != nil {
+	for _, s := range drill.Slots {
+		if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_copy_logical_replication_slot($1, $2)", s.Name, behind(s.Name)); err != nil {
 			return err
 		}
 	}
@@ -807,21 +812,30 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
 			return err
 		}
-		floor, open := 0, map[int]bool(nil)
-		if skip {
-			// No commit between the advance and the floor: the writer waits.
-			wd.w.mu.Lock()
-			defer wd.w.mu.Unlock()
-			if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
+		copyBack := func(floor int, open map[int]bool) error {
+			// The consumer's plugin (FaultSlotBehindOtherPlugin changed it): the copy takes it.
+			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_copy_logical_replication_slot($1, $2, false, $3)", behind(slot), slot, f.c.Plugin); err != nil {
 				return err
 			}
-			floor, open = wd.w.next, wd.w.open
+			f.c.RestartedAfter(floor, open)
+			return nil
 		}
-		// The consumer's plugin (FaultSlotBehindOtherPlugin changed it): the copy takes it.
-		if err := wd.pair.Primary.ExecDB(ctx, db, "SELECT pg_copy_logical_replication_slot($1, $2, false, $3)", behind(slot), slot, f.c.plugin); err != nil {
+		if !skip {
+			if err := copyBack(0, nil); err != nil {
+				return err
+			}
+			return wd.setFailover(ctx, slot) // a copy does not inherit failover
+		}
+		// No commit between the advance and the floor: the writer waits.
+		err := wd.w.Held(func(next int, open map[int]bool) error {
+			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
+				return err
+			}
+			return copyBack(next, open)
+		})
+		if err != nil {
 			return err
 		}
-		f.c.restartedAfter(floor, open)
 		return wd.setFailover(ctx, slot) // a copy does not inherit failover
 	})
 }
@@ -832,7 +846,7 @@ func (wd *world) switchPlugin(slot string) {
 	i := wd.feedOf(slot)
 	wd.stopFeed(i) // before its consumer changes plugin
 	c := wd.feeds[i].c
-	c.plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[c.plugin]
+	c.Plugin = map[string]string{"pgoutput": "test_decoding", "test_decoding": "pgoutput"}[c.Plugin]
 }
 
 // whileIdle stops a slot's consumer, ends its walsender and runs op (tried again while the slot
@@ -877,11 +891,11 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 	}
 	gid, ids := "", []int(nil)
 	if allowed > 0 {
-		gid, ids = fmt.Sprintf("chaos_%d", time.Now().UnixNano()), wd.w.ids(3)
+		gid, ids = fmt.Sprintf("chaos_%d", time.Now().UnixNano()), wd.w.IDs(3)
 		sql := fmt.Sprintf("BEGIN; INSERT INTO events SELECT g, 'prepared' FROM unnest('{%s}'::int[]) g; PREPARE TRANSACTION '%s'",
 			intList(ids), gid)
-		if err := wd.pair.Primary.ExecDB(ctx, db, sql); err != nil {
-			wd.w.ended(ids)
+		if err := wd.pair.Primary.ExecDB(ctx, drill.DB, sql); err != nil {
+			wd.w.Ended(ids)
 			return err
 		}
 	}
@@ -891,7 +905,7 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 			wd.untilConfirmedPastPrepare(ctx, i)
 		}
 		wd.stopFeed(i)
-		wd.feeds[i].c.askTwoPhase()
+		wd.feeds[i].c.AskTwoPhase()
 		wd.startFeed(ctx, i, wd.pair.Primary)
 		if err := wd.untilTwoPhase(ctx, s.Slot); err != nil {
 			return err
@@ -911,9 +925,9 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 func (wd *world) commitPreparedLater(ctx context.Context, gid string, ids []int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := wd.pair.Primary.ExecDB(ctx, db, "COMMIT PREPARED '"+gid+"'")
+		err := wd.pair.Primary.ExecDB(ctx, drill.DB, "COMMIT PREPARED '"+gid+"'")
 		if err == nil {
-			wd.w.ended(ids)
+			wd.w.Ended(ids)
 			return
 		}
 		var pg *pgconn.PgError
@@ -939,7 +953,7 @@ func (wd *world) untilConfirmedPastPrepare(ctx context.Context, i int) {
 		return
 	}
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if wd.feeds[i].c.confirmedAt(time.Now()) >= written {
+		if wd.feeds[i].c.ConfirmedAt(time.Now()) >= written {
 			return
 		}
 		sleepUntil(ctx, time.Now().Add(50*time.Millisecond))
@@ -968,7 +982,7 @@ func (wd *world) untilTwoPhase(ctx context.Context, slot string) error {
 // commitPrepared commits on n the transactions FaultTwoPhase left prepared (the new primary
 // holds them after a failover in their window), so the table holds what the consumers are owed.
 func commitPrepared(ctx context.Context, n *integration.Node) error {
-	conn, err := n.Connect(ctx, db)
+	conn, err := n.Connect(ctx, drill.DB)
 	if err != nil {
 		return err
 	}
@@ -1000,7 +1014,7 @@ func intList(ids []int) string {
 // longTransaction writes in a transaction kept open for d (copies made meanwhile must wait for
 // it or decode it whole).
 func (wd *world) longTransaction(ctx context.Context, d time.Duration) {
-	conn, err := wd.pair.Primary.Connect(ctx, db)
+	conn, err := wd.pair.Primary.Connect(ctx, drill.DB)
 	if err != nil {
 		return
 	}
@@ -1010,8 +1024,8 @@ func (wd *world) longTransaction(ctx context.Context, d time.Duration) {
 		return
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
-	ids := wd.w.ids(3)
-	defer wd.w.ended(ids)
+	ids := wd.w.IDs(3)
+	defer wd.w.Ended(ids)
 	if _, err := tx.Exec(ctx, "INSERT INTO events SELECT g, 'long' FROM unnest($1::int[]) g", ids); err != nil {
 		return
 	}
@@ -1078,24 +1092,6 @@ func (h *holdWatch) longestHold() time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.longest
-}
-
-// keep writes until ctx ends, reconnecting after a failure (a primary restart), as an
-// application does.
-func (w *writer) keep(ctx context.Context, n *integration.Node) {
-	for ctx.Err() == nil {
-		if err := w.run(ctx, n); err == nil {
-			return
-		}
-		sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
-	}
-}
-
-// issued is how many ids were handed out.
-func (w *writer) issued() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.next
 }
 
 // repointStandby sets the standby's primary_conninfo to to for a while, then back: empty, a

@@ -1,4 +1,4 @@
-package drill
+package explore
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,7 +203,7 @@ func TestTally(t *testing.T) {
 			Judged: []Judged{{Answer: AnswerReady, Binding: true}, {Answer: AnswerNotReady, Lost: 2, Binding: true, Reasons: []string{"missing"}}}},
 		{Major: 15, Method: "statefile", Faults: []Fault{FaultPrimaryRoute},
 			Judged:   []Judged{{Answer: AnswerReady, Binding: true, Lost: 1, Lie: true}, {Answer: AnswerCannotTell}},
-			Failover: FailoverVerdict{Slots: []SlotVerdict{{Repeated: []int{7}}}}, Problems: []string{"x"}},
+			Failover: drill.FailoverVerdict{Slots: []drill.SlotVerdict{{Repeated: []int{7}}}}, Problems: []string{"x"}},
 	}
 	tl := TallyOf(its)
 	if tl.Failovers != 2 || len(tl.Rows) != 2 {

@@ -1,10 +1,11 @@
-package drill
+package explore
 
 import (
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"math/rand"
 	"os"
 	"slices"
@@ -292,9 +293,9 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 		s := Step{At: time.Duration(rng.Int63n(int64(p.Live))), Fault: faultsOutside[rng.Intn(len(faultsOutside))]}
 		switch s.Fault {
 		case FaultConsumerReconnect, FaultCopyDropped:
-			s.Slot = slots[rng.Intn(len(slots))].name
+			s.Slot = drill.Slots[rng.Intn(len(drill.Slots))].Name
 		case FaultSlotRecreated, FaultSlotBehind:
-			s.Slot, s.Away = slots[rng.Intn(len(slots))].name, rng.Intn(4) == 0
+			s.Slot, s.Away = drill.Slots[rng.Intn(len(drill.Slots))].Name, rng.Intn(4) == 0
 		case FaultSidecarPause, FaultSenderStalled, FaultCascade:
 			s.For = time.Duration(500+rng.Intn(3500)) * time.Millisecond
 		case FaultPrimaryRoute:

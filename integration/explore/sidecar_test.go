@@ -1,4 +1,4 @@
-package drill
+package explore
 
 import (
 	"context"

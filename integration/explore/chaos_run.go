@@ -1,9 +1,10 @@
-package drill
+package explore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"syscall"
 	"time"
 
@@ -71,12 +72,12 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	it.StopUnsent = wd.stopUnsent
 	durable := make([]map[int]int, len(wd.feeds))
-	consumers := make([]*consumer, len(wd.feeds))
+	consumers := make([]*drill.Consumer, len(wd.feeds))
 	for i, f := range wd.feeds {
-		confirmed, d := f.c.snapshotDurable()
+		confirmed, d := f.c.SnapshotDurable()
 		durable[i], consumers[i] = d, f.c
-		it.Failover.Slots = append(it.Failover.Slots, SlotVerdict{Slot: f.c.slot, Plugin: f.c.plugin, Confirmed: confirmed.String(),
-			Durable: countIDs(d), AheadOfStandby: confirmed > walEnd})
+		it.Failover.Slots = append(it.Failover.Slots, drill.SlotVerdict{Slot: f.c.Slot, Plugin: f.c.Plugin, Confirmed: confirmed.String(),
+			Durable: drill.CountIDs(d), AheadOfStandby: confirmed > walEnd})
 	}
 	if err := wd.promote(ctx, plan); err != nil {
 		return err
@@ -101,7 +102,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	it.Problems = append(it.Problems, wd.liveness...)
 	it.Problems = append(it.Problems, wd.disagreements...)
 	it.Problems = append(it.Problems, wd.sidecarProblems(it)...)
-	if it.Failover, err = resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
+	if it.Failover, err = drill.Resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
 	it.Method = with.Method
@@ -210,7 +211,7 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		return with, without, false, err
 	}
 	wd.siblingSkipped = plan.Sibling
-	issued := wd.w.issued()
+	issued := wd.w.Issued()
 	if plan.Freeze && !statefileMethod(wd.pair, wd.method) {
 		wd.side.signal(syscall.SIGSTOP)
 		wd.frozen = true
@@ -244,7 +245,7 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 		return with, without, false, err
 	}
 	wd.pauseWrites()
-	wrote := wd.w.issued() != issued
+	wrote := wd.w.Issued() != issued
 	binding = !plan.Kill || !wrote
 	wd.stopUnsent = stopUnsent(plan, wrote, wd.truthOf(truthEnd))
 	wd.stopFeeds()
@@ -381,11 +382,11 @@ const askedWithPrimary = "asked with the primary"
 const gateGoneAfter = 10 * time.Second
 
 // judgeAnswers sets each answer on each slot against what the slot's consumer got.
-func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, binding bool) []Judged {
+func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer, binding bool) []Judged {
 	var out []Judged
 	for i, f := range wd.feeds {
 		sv := fv.Slots[i]
-		first := f.c.firstEnd()
+		first := f.c.FirstEnd()
 		for _, a := range []struct {
 			answer  GateAnswer
 			asked   string
@@ -398,7 +399,7 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 			// the primary ran may still be judged without it (its route cut).
 			// Without the primary, only a slot the answer says was held back (a failover slot
 			// while synchronized_standby_slots listed the standby) had no consumer ahead.
-			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.HeldBack[f.c.slot]
+			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.HeldBack[f.c.Slot]
 			alive := a.asked == askedWithPrimary
 			var streamedAgo time.Duration
 			if a.answer.WithoutPrimary {
@@ -416,16 +417,16 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 				// that went ahead of the standby after it did so on its own; the answer
 				// promised only that none was ahead when it was asked: as the servers said
 				// right before it, else as the consumer recorded.
-				promised = f.c.confirmedAt(a.answer.Asked) > wd.walEnd
-				if held, ok := heldAt(wd.truthOf(truthQuestion), f.c.slot); ok {
+				promised = f.c.ConfirmedAt(a.answer.Asked) > wd.walEnd
+				if held, ok := heldAt(wd.truthOf(truthQuestion), f.c.Slot); ok {
 					promised = held > wd.walEnd
 				}
 			}
 			// What may come again: after what the consumer had confirmed when the gate
 			// observed; for one resuming from the slot's position, after where the answer's
 			// redelivery window begins (#34: a window that begins too late is a lie).
-			allowed, window := f.c.confirmedAt(observed), ""
-			if from, ok := a.answer.WindowFrom[f.c.slot]; ok && f.c.fromSlot {
+			allowed, window := f.c.ConfirmedAt(observed), ""
+			if from, ok := a.answer.WindowFrom[f.c.Slot]; ok && f.c.FromSlot {
 				allowed, window = pglogrepl.LSN(from), pglogrepl.LSN(from).String()
 			}
 			early := 0
@@ -434,11 +435,11 @@ func (wd *world) judgeAnswers(fv FailoverVerdict, with, without GateAnswer, bind
 					early++
 				}
 			}
-			out = append(out, Judged{Slot: f.c.slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.slot), Binding: a.binding,
-				Reasons: a.answer.Reasons[f.c.slot], Detail: a.answer.Details[f.c.slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
+			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding,
+				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
-				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.fromSlot, WindowFrom: window}.Assess())
+				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.FromSlot, WindowFrom: window}.Assess())
 		}
 	}
 	return out
@@ -485,7 +486,7 @@ func (wd *world) startFeed(ctx context.Context, i int, n *integration.Node) {
 		defer close(f.done)
 		// The DSN is taken again at each reconnection: a server started again may listen on
 		// another port (a container's new host port).
-		f.c.follow(fctx, func() string { return n.ReplicationDSN(db, true) }, 2, f.next)
+		f.c.Follow(fctx, func() string { return n.ReplicationDSN(drill.DB, true) }, 2, f.next)
 	}()
 }
 

@@ -1,8 +1,9 @@
-package drill
+package explore
 
 import (
 	"context"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"path/filepath"
 	"strings"
 	"time"
@@ -79,10 +80,10 @@ func (wd *world) switchTo(ctx context.Context) (done bool, err error) {
 	}
 	// A few transactions on the new primary, then every change up to them must reach the
 	// consumers: those before the switch and those after, through the slots the switch kept.
-	if err := wd.w.batch(ctx, newPrimary, 3); err != nil {
+	if err := wd.w.Batch(ctx, newPrimary, 3); err != nil {
 		return true, fmt.Errorf("switchover: write on the new primary: %w", err)
 	}
-	if err := wd.consumersCaughtUp(ctx, newPrimary, wd.w.issued()); err != nil {
+	if err := wd.consumersCaughtUp(ctx, newPrimary, wd.w.Issued()); err != nil {
 		wd.switchProblems = append(wd.switchProblems, err.Error())
 	}
 	wd.startWrites(ctx, newPrimary)
@@ -114,9 +115,9 @@ func (wd *world) askDemoted(ctx context.Context) {
 		if a.WithoutPrimary {
 			answer += " without the primary"
 		}
-		for _, s := range slots {
-			if why := a.Reasons[s.name]; len(why) > 0 {
-				answer += fmt.Sprintf("; %s: %s", s.name, strings.Join(why, ","))
+		for _, s := range drill.Slots {
+			if why := a.Reasons[s.Name]; len(why) > 0 {
+				answer += fmt.Sprintf("; %s: %s", s.Name, strings.Join(why, ","))
 			}
 		}
 		wd.switchAnswers = append(wd.switchAnswers, answer)
@@ -147,14 +148,14 @@ func (wd *world) untilReady(ctx context.Context, bound time.Duration) (bool, err
 func (wd *world) consumersCaughtUp(ctx context.Context, n *integration.Node, upTo int) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		truth, err := tableIDs(ctx, n)
+		truth, err := drill.TableIDs(ctx, n)
 		if err != nil {
 			return fmt.Errorf("switchover: %w", err)
 		}
 		var behind []string
 		for _, f := range wd.feeds {
-			if missing, ahead := f.c.gaps(truth, upTo); missing+ahead > 0 {
-				behind = append(behind, fmt.Sprintf("%s lacks %d changes and holds %d the new primary lacks", f.c.slot, missing, ahead))
+			if missing, ahead := f.c.Gaps(truth, upTo); missing+ahead > 0 {
+				behind = append(behind, fmt.Sprintf("%s lacks %d changes and holds %d the new primary lacks", f.c.Slot, missing, ahead))
 			}
 		}
 		if len(behind) == 0 {
@@ -170,7 +171,7 @@ func (wd *world) startWrites(ctx context.Context, n *integration.Node) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	wd.writes = writes{cancel: cancel, done: done}
-	go func() { wd.w.keep(wctx, n); close(done) }()
+	go func() { wd.w.Keep(wctx, n); close(done) }()
 }
 
 // pauseWrites stops the writer and waits for it (nothing when it is not running).

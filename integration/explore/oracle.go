@@ -1,8 +1,9 @@
-package drill
+package explore
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/slotsync/slotsync/integration/drill"
 	"sort"
 	"strings"
 	"time"
@@ -166,9 +167,9 @@ func (a GateAnswer) brief() string {
 	if a.Error != "" {
 		fmt.Fprintf(&b, " error %.80s", a.Error)
 	}
-	for _, s := range slots {
-		if why := a.Reasons[s.name]; len(why) > 0 {
-			fmt.Fprintf(&b, "; %s: %s", s.name, strings.Join(why, ","))
+	for _, s := range drill.Slots {
+		if why := a.Reasons[s.Name]; len(why) > 0 {
+			fmt.Fprintf(&b, "; %s: %s", s.Name, strings.Join(why, ","))
 		}
 	}
 	return b.String()
@@ -200,8 +201,8 @@ func (a GateAnswer) disagreement() string {
 
 // allReady: the answer is READY for every drill slot.
 func (a GateAnswer) allReady() bool {
-	for _, s := range slots {
-		if a.For(s.name) != AnswerReady {
+	for _, s := range drill.Slots {
+		if a.For(s.Name) != AnswerReady {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package drill
+package explore
 
 import (
 	"context"
@@ -130,7 +130,7 @@ func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
 		return fmt.Errorf("promote: %v (promoted: %v)", err, ok)
 	}
 	wd.log.Info("the second standby promoted while the primary lives on", "forked_after", sent.String())
-	return wd.w.batch(ctx, s2, 100)
+	return wd.w.Batch(ctx, s2, 100)
 }
 
 // switchPastConsumers switches the primary's segment, brings the consumers back to it and waits

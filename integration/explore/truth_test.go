@@ -1,6 +1,7 @@
-package drill
+package explore
 
 import (
+	"github.com/slotsync/slotsync/integration/drill"
 	"slices"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestNoneAheadAt(t *testing.T) {
 // with no step acting from the question on, no hook and no switchover.
 func TestBindingByServers(t *testing.T) {
 	ok := Truth{When: truthEnd, At: time.Now(), Slots: map[string]SlotTruth{"a": {Confirmed: 5}}}
-	wd := &world{feeds: []*feed{{c: newConsumer("a", "test_decoding")}}, truths: []Truth{ok}}
+	wd := &world{feeds: []*feed{{c: drill.NewConsumer("a", "test_decoding")}}, truths: []Truth{ok}}
 	base := Plan{Kill: true, Live: 10 * time.Second, Quiesce: time.Second, Steps: []Step{{At: 2 * time.Second, For: 3 * time.Second}}}
 	if !wd.bindingByServers(base, 10) {
 		t.Fatal("a kill after a quiet cutover, no consumer ahead: want binding")
@@ -95,7 +96,7 @@ func TestAheadAfterTheLastReading(t *testing.T) {
 			{When: truthQuestion, At: asked.Add(-10 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: c.question, Sent: c.question}}},
 			{When: truthEnd, At: asked.Add(100 * time.Millisecond), Slots: map[string]SlotTruth{"a": {Confirmed: 1000, Sent: 1000}}},
 		}}
-		j := judgeAheadAfterAnswer(wd, newConsumer("a", "test_decoding"), asked, c.question, 1200, []int{7, 8, 9})
+		j := judgeAheadAfterAnswer(wd, drill.NewConsumer("a", "test_decoding"), asked, c.question, 1200, []int{7, 8, 9})
 		if j.Asked != askedWithPrimary || j.Lie != c.lie {
 			t.Errorf("%s: %s: lie %v (%s), want %v", c.name, j.Asked, j.Lie, j.Why, c.lie)
 		}
@@ -156,7 +157,7 @@ func TestAheadAfterACleanStopUnsent(t *testing.T) {
 			{When: truthEnd, At: asked.Add(200 * time.Millisecond), Err: "standby: connect to standby: connection refused",
 				Slots: map[string]SlotTruth{"drill_pgoutput": {Confirmed: 23079152, Sent: 23079152}}},
 		}}
-		j := judgeAheadAfterAnswer(wd, newConsumer("drill_pgoutput", "pgoutput"), asked, c.question, 23079152,
+		j := judgeAheadAfterAnswer(wd, drill.NewConsumer("drill_pgoutput", "pgoutput"), asked, c.question, 23079152,
 			[]int{724, 725, 726, 727, 728, 729, 730, 731, 732})
 		if j.Asked != askedWithPrimary || !j.Binding || j.Lie != c.lie {
 			t.Errorf("%s: %s: binding %v, lie %v (%s), want %v", c.name, j.Asked, j.Binding, j.Lie, j.Why, c.lie)
@@ -167,10 +168,11 @@ func TestAheadAfterACleanStopUnsent(t *testing.T) {
 // judgeAheadAfterAnswer judges, in wd (its flags and truths set by the caller), a READY asked
 // with the primary at asked for a's slot, whose consumer had confirmed question right before it
 // and later past the standby's end (later), holding the changes ahead.
-func judgeAheadAfterAnswer(wd *world, a *consumer, asked time.Time, question, later pglogrepl.LSN, ahead []int) Judged {
-	a.history = []confirmation{{asked.Add(-time.Second), question}, {asked.Add(200 * time.Millisecond), later}}
+func judgeAheadAfterAnswer(wd *world, a *drill.Consumer, asked time.Time, question, later pglogrepl.LSN, ahead []int) Judged {
+	a.NoteConfirmed(asked.Add(-time.Second), question)
+	a.NoteConfirmed(asked.Add(200*time.Millisecond), later)
 	wd.feeds, wd.recv = []*feed{{c: a}}, &receiverLog{}
-	fv := FailoverVerdict{Slots: []SlotVerdict{{Slot: a.slot, Ahead: ahead, AheadOfStandby: true}}}
-	with := GateAnswer{Asked: asked, Slots: map[string]Answer{a.slot: AnswerReady}}
+	fv := drill.FailoverVerdict{Slots: []drill.SlotVerdict{{Slot: a.Slot, Ahead: ahead, AheadOfStandby: true}}}
+	with := GateAnswer{Asked: asked, Slots: map[string]Answer{a.Slot: AnswerReady}}
 	return wd.judgeAnswers(fv, with, GateAnswer{}, true)[0]
 }
