@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pglogrepl"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
 )
 
 // ChaosOptions tune the chaos drill: failovers at random moments under random faults, the gate

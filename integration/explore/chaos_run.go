@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pglogrepl"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
 )
 
 // run is one iteration: the live phase under the plan's faults, the cutover with the gate asked

@@ -3,12 +3,12 @@ package explore
 import (
 	"context"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
 )
 
 // switchoverAndBack is FaultSwitchover: a switchover as an HA manager makes one (the gate beside

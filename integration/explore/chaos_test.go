@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +22,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/drill"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
 

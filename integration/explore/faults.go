@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"math/rand"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/slotsync/slotsync/integration/drill"
 )
 
 // Fault is one thing the chaos drill does to the pair, its consumers or slotsync during a live

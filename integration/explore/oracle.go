@@ -3,11 +3,11 @@ package explore
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/slotsync/slotsync/integration/drill"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/slotsync/slotsync/integration/drill"
 	slotsync "github.com/slotsync/slotsync/sync"
 )
 

@@ -1,12 +1,12 @@
 package explore
 
 import (
-	"github.com/slotsync/slotsync/integration/drill"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pglogrepl"
+	"github.com/slotsync/slotsync/integration/drill"
 )
 
 // TestNoneAheadAt: an answer binds by the servers' word only when every drill slot was read and
