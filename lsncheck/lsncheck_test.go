@@ -175,6 +175,17 @@ func TestReadiness(t *testing.T) {
 		// The standby's feedback has not reached the primary yet (or holds a newer horizon):
 		// vacuum on the primary may remove catalog rows the copy needs.
 		{"statefile: catalog not kept", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified, in.StandbyHorizon = true, true, 710 }), []Reason{ReasonCatalogUnprotected}},
+		// 16+: the primary slot's own catalog_xmin (the copy's, an exact copy) keeps the rows, and
+		// the standby invalidates a copy whose rows it sees removed: no feedback needed.
+		{"statefile 16+: the primary slot keeps the rows", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.WALVerified, in.StandbyHorizon, in.InvalidatesOnConflict = true, true, 710, true
+		}), nil},
+		{"statefile 16+: the primary slot keeps the rows, WAL not read yet", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.StandbyHorizon, in.InvalidatesOnConflict = true, 710, true
+		}), []Reason{ReasonCopyWALUnverified}},
+		{"statefile 16+: the primary slot moved on", mod(func(in *ReadinessInput) {
+			in.RequireHorizon, in.WALVerified, in.StandbyHorizon, in.InvalidatesOnConflict, in.Primary.CatalogXmin = true, true, 710, true, 705
+		}), []Reason{ReasonCatalogUnprotected}},
 		// Rule 4 for copies of the standby's own decoding (sql, native): restart_lsn and
 		// catalog_xmin ahead of the primary's say nothing; only confirmed_flush, and the catalog
 		// rows being kept, count.

@@ -97,6 +97,12 @@ type ReadinessInput struct {
 	RequireHorizon bool
 	StandbyHorizon XID
 	WALVerified    bool
+	// InvalidatesOnConflict (16+): the standby invalidates a logical slot whose catalog rows it
+	// replays the removal of (rows_removed), so a state-file copy whose catalog_xmin the primary
+	// slot itself holds on the primary needs no feedback: the rows stay while the primary slot
+	// holds them, and a copy that loses them after its consumer moves on is invalidated, not
+	// silently broken (PrimarySlotKeeps; docs/RULES.md rule 4).
+	InvalidatesOnConflict bool
 	// RequireSnapshot (rule 4): the standby must decode consistently from the copy's restart_lsn
 	// (state-file copies; copies of the standby's own decoding that slotsync made).
 	// CopySnapshot: it has the serialized snapshot there, or decoding from there rebuilds the
@@ -249,7 +255,7 @@ func Readiness(in ReadinessInput) Verdict {
 	// the standby's own decoding has advanced it (CopyAdvancedHere), they move by the same rules
 	// as the primary slot's would, from the same WAL, and the snapshot at the new restart_lsn is
 	// the standby's, checked below (RequireSnapshot): ahead of the primary's is then what an
-	// own-decoding copy is, no risk (docs/RULES.md rule 4; correctness review round 4).
+	// own-decoding copy is, no risk (docs/RULES.md rule 4; an earlier correctness review).
 	ownOrder := in.OwnDecoding || in.CopyAdvancedHere && in.RequireSnapshot && in.CopySnapshot
 	if p.RestartLSN != 0 && c.RestartLSN > p.RestartLSN && !ownOrder {
 		add(ReasonCopyRestartAhead, "the copy's restart_lsn %s is %d bytes ahead of the primary's %s",
@@ -271,34 +277,8 @@ func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 		if !in.WALVerified && in.CopyWALAvailable && !in.CopyInvalidated {
 			add(ReasonCopyWALUnverified, "the WAL from the copy's restart_lsn %s has not been read on the standby yet", c.RestartLSN)
 		}
-		switch {
-		case in.StandbyHorizon == 0:
-			add(
-				ReasonCatalogUnprotected,
-				"the standby's physical slot keeps no catalog rows on the primary, not those from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby "+
-					"streaming through its slot?)",
-				c.CatalogXmin,
-			)
-		case XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
-			// PostgreSQL moves a physical slot's catalog_xmin only forward (or from none:
-			// walsender.c, PhysicalReplicationSlotNewXmin): feedback older than it is ignored.
-			add(
-				ReasonCatalogUnprotected,
-				"the standby's physical slot keeps catalog rows from xid %d, newer than the copy's catalog_xmin %d, and the primary never moves it back: "+
-					"the copy is covered only once its consumer moves it past xid %d (its catalog hold keeps the rows until then, for --catalog-hold-timeout; an idle "+
-					"consumer's copy is made again after it)",
-				in.StandbyHorizon,
-				c.CatalogXmin,
-				in.StandbyHorizon,
-			)
-		case in.HorizonSeenAt == 0:
-			add(
-				ReasonCatalogUnprotected,
-				"the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept "+
-					"those rows, or not since a gap in that feedback (a reload of the standby, a restart of the primary): a VACUUM may have removed them (the copy "+
-					"is made again)",
-				c.CatalogXmin,
-			)
+		if !in.InvalidatesOnConflict || !PrimarySlotKeeps(c.CatalogXmin, in.Primary.CatalogXmin) {
+			feedbackReasons(in, add)
 		}
 	}
 	if in.RequireSnapshot && !in.CopySnapshot {
@@ -314,6 +294,49 @@ func stateFileReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 				"transaction open across it", c.RestartLSN)
 		}
 	}
+}
+
+// feedbackReasons are a state-file copy's catalog reasons where only the standby's feedback
+// can keep its rows: the physical slot's horizon must cover the copy's catalog_xmin, and have
+// been seen doing so while the rows were still kept.
+func feedbackReasons(in ReadinessInput, add func(Reason, string, ...any)) {
+	c := in.Copy
+	switch {
+	case in.StandbyHorizon == 0:
+		add(
+			ReasonCatalogUnprotected,
+			"the standby's physical slot keeps no catalog rows on the primary, not those from the copy's catalog_xmin %d (is hot_standby_feedback on and the standby "+
+				"streaming through its slot?)",
+			c.CatalogXmin,
+		)
+	case XIDPrecedes(c.CatalogXmin, in.StandbyHorizon):
+		// PostgreSQL moves a physical slot's catalog_xmin only forward (or from none:
+		// walsender.c, PhysicalReplicationSlotNewXmin): feedback older than it is ignored.
+		add(
+			ReasonCatalogUnprotected,
+			"the standby's physical slot keeps catalog rows from xid %d, newer than the copy's catalog_xmin %d, and the primary never moves it back: "+
+				"the copy is covered only once its consumer moves it past xid %d (its catalog hold keeps the rows until then, for --catalog-hold-timeout; an idle "+
+				"consumer's copy is made again after it)",
+			in.StandbyHorizon,
+			c.CatalogXmin,
+			in.StandbyHorizon,
+		)
+	case in.HorizonSeenAt == 0:
+		add(
+			ReasonCatalogUnprotected,
+			"the standby's feedback covers the copy's catalog_xmin %d, but was never seen doing so while the primary slot or the copy's catalog hold still kept "+
+				"those rows, or not since a gap in that feedback (a reload of the standby, a restart of the primary): a VACUUM may have removed them (the copy "+
+				"is made again)",
+			c.CatalogXmin,
+		)
+	}
+}
+
+// PrimarySlotKeeps says whether the primary slot itself keeps on the primary the catalog rows a
+// copy needs: its catalog_xmin, not newer than the copy's, holds the primary's catalog horizon
+// (both known).
+func PrimarySlotKeeps(copyXmin, primaryXmin XID) bool {
+	return copyXmin != 0 && primaryXmin != 0 && !XIDPrecedes(copyXmin, primaryXmin)
 }
 
 // consumerAhead is rule 5: the consumer must not hold changes beyond the standby's WAL (an

@@ -444,7 +444,7 @@ func (e *Engine) writeVoided(next *Journal, msg, why string) {
 
 // withoutJournal says in every NOT READY verdict that it was judged without the daemon's journal:
 // what a copy's catalog protection, WAL and snapshot checks rest on is in it, and without it the
-// reasons send the reader the wrong way (operators review round 4, finding 8).
+// reasons send the reader the wrong way (an operators review, finding 8).
 func withoutJournal(slots []SlotReport) {
 	for i := range slots {
 		if v := &slots[i].Verdict; slots[i].Gate && !v.Ready {

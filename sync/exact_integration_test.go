@@ -303,3 +303,61 @@ func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 		f.must(p.ExecDB(f.ctx, "app", "COMMIT PREPARED 'p1'"))
 	})
 }
+
+// TestExactCopyAtARealBound (issue: exact copies at real bounds, item 1): with
+// --exact-copy-after at 30s, longer than the standby's first feedback, the standby's physical
+// slot on the primary has moved its catalog_xmin past the away consumer's before the exact copy
+// is made (it covered the own copy, made at the standby's position), and PostgreSQL never moves
+// it back. The exact copy, whose catalog rows the primary slot itself keeps (same catalog_xmin),
+// is READY within a minute of the bound with no word from its consumer; promoted, the consumer
+// gets every change it had not confirmed, exactly once. Before, it stayed NOT READY
+// copy_catalog_unprotected until its consumer returned.
+func TestExactCopyAtARealBound(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+		const bound = 30 * time.Second
+		f, away := exactFixture(t, major, bound)
+		if r := f.pass()["cdc"]; r.Action != KindCreate {
+			t.Fatalf("first pass: %s %s; want the standby's own copy", r.Action, r.Code)
+		}
+		made := time.Now()
+		ps, _ := f.slotOn(f.pair.Primary, "cdc")
+		var r SlotReport
+		passed := false // the physical slot's catalog_xmin seen past the away consumer's
+		for r.Code != CodeExactForAway {
+			away = append(away, f.insert(1)...)
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+			if r.Verdict.Ready {
+				t.Fatalf("READY before the exact copy: %s %s", r.Code, r.Verdict.Detail)
+			}
+			var xmin int64
+			f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT coalesce(max(catalog_xmin::text::bigint), 0) FROM pg_replication_slots WHERE slot_type = 'physical'",
+				nil, &xmin))
+			passed = passed || lsncheck.XIDPrecedes(ps.CatalogXmin, lsncheck.XID(xmin))
+			if time.Since(made) > bound+time.Minute {
+				t.Fatalf("no exact copy a minute after the bound: %s %s", r.Code, r.Reason)
+			}
+			time.Sleep(time.Second)
+		}
+		if !passed {
+			t.Fatalf("the standby's physical slot never held catalog rows newer than the away consumer's %d before the bound: not the case under test", ps.CatalogXmin)
+		}
+		decided := time.Now()
+		for !r.Verdict.Ready {
+			if time.Since(decided) > time.Minute {
+				t.Fatalf("the exact copy never READY within a minute: %s %s", r.Code, r.Verdict.Detail)
+			}
+			time.Sleep(time.Second)
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r = f.pass()["cdc"]
+		}
+		t.Logf("pg%d: exact copy READY %s after the bound (%s after it was decided)", major,
+			time.Since(made.Add(bound)).Round(time.Second), time.Since(decided).Round(time.Second))
+		if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
+			t.Fatal("the consumer was to stay away")
+		}
+		f.promoteExpect("cdc", away)
+	})
+}

@@ -62,22 +62,26 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				// A state-file copy advanced on the standby (its WAL read from restart_lsn on).
 				CopyAdvancedHere: t.ProvesWAL && ent != nil && ent.WALVerified,
 				StandbyWALEnd:    obs.Standby.Info.WALEnd(), PrimarySent: ps.SentLSN,
-				RequireHorizon:      t.NeedsHorizon,
-				StandbyHorizon:      obs.Physical.CatalogHorizon(),
-				WALVerified:         ent != nil && ent.WALVerified,
-				RequireSnapshot:     needsSnapshot,
-				CopySnapshot:        cp.Snapshot == topology.SnapshotPresent || scratchAt != 0 && scratchAt == cp.RestartLSN,
-				CopySnapshotUnknown: cp.Snapshot == topology.SnapshotUnknown,
-				OwnDecoding:         t.OwnDecoding,
-				HorizonSeenAt:       horizonSeenAt(ent),
-				StandbyReplay:       obs.Standby.Info.ReplayLSN,
-				Exact:               e.cfg.Exact,
-				DecodeError:         decodeError(ent),
-				TwoPhaseAtUnsynced:  ps.Failover && ps.TwoPhase && obs.Primary.Info.Major() == 17,
-				TwoPhasePending:     twoPhasePending(ent, ps),
+				RequireHorizon:        t.NeedsHorizon,
+				InvalidatesOnConflict: obs.Standby.Info.Major() >= 16,
+				StandbyHorizon:        obs.Physical.CatalogHorizon(),
+				WALVerified:           ent != nil && ent.WALVerified,
+				RequireSnapshot:       needsSnapshot,
+				CopySnapshot:          cp.Snapshot == topology.SnapshotPresent || scratchAt != 0 && scratchAt == cp.RestartLSN,
+				CopySnapshotUnknown:   cp.Snapshot == topology.SnapshotUnknown,
+				OwnDecoding:           t.OwnDecoding,
+				HorizonSeenAt:         horizonSeenAt(ent),
+				StandbyReplay:         obs.Standby.Info.ReplayLSN,
+				Exact:                 e.cfg.Exact,
+				DecodeError:           decodeError(ent),
+				TwoPhaseAtUnsynced:    ps.Failover && ps.TwoPhase && obs.Primary.Info.Major() == 17,
+				TwoPhasePending:       twoPhasePending(ent, ps),
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
-			sr.catalogByFeedback = hasCopy && (t.NeedsHorizon || t.OwnDecoding && lsncheck.XIDPrecedes(cp.CatalogXmin, ps.CatalogXmin))
+			// A state-file copy on 16+ whose catalog_xmin the primary slot holds rests on that slot,
+			// not on the feedback.
+			primaryKeeps := obs.Standby.Info.Major() >= 16 && lsncheck.PrimarySlotKeeps(cp.CatalogXmin, ps.CatalogXmin)
+			sr.catalogByFeedback = hasCopy && (t.NeedsHorizon && !primaryKeeps || t.OwnDecoding && lsncheck.XIDPrecedes(cp.CatalogXmin, ps.CatalogXmin))
 			sr.needsSnapshot, sr.scratchAt = needsSnapshot, scratchAt
 		}
 		out = append(out, sr)
