@@ -3,6 +3,7 @@ package sync
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,59 +306,75 @@ func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 }
 
 // TestExactCopyAtARealBound (issue: exact copies at real bounds, item 1): with
-// --exact-copy-after at 30s, longer than the standby's first feedback, the standby's physical
-// slot on the primary has moved its catalog_xmin past the away consumer's before the exact copy
-// is made (it covered the own copy, made at the standby's position), and PostgreSQL never moves
-// it back. The exact copy, whose catalog rows the primary slot itself keeps (same catalog_xmin),
-// is READY within a minute of the bound with no word from its consumer; promoted, the consumer
-// gets every change it had not confirmed, exactly once. Before, it stayed NOT READY
-// copy_catalog_unprotected until its consumer returned.
+// --exact-copy-after at 30s, 10m and 1h (the last two reached by moving the engine's clock
+// forward once the standby's feedback has covered the own copy, never by a shorter flag), the
+// standby's physical slot on the primary has moved its catalog_xmin past the away consumer's
+// before the exact copy is made (it covered the own copy, made at the standby's position), and
+// PostgreSQL never moves it back. The exact copy, whose catalog rows the primary slot itself
+// keeps (same catalog_xmin), is READY within a minute of the bound with no word from its
+// consumer; promoted, the consumer gets every change it had not confirmed, exactly once.
+// Before, it stayed NOT READY copy_catalog_unprotected until its consumer returned.
 func TestExactCopyAtARealBound(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
-		const bound = 30 * time.Second
-		f, away := exactFixture(t, major, bound)
-		if r := f.pass()["cdc"]; r.Action != KindCreate {
-			t.Fatalf("first pass: %s %s; want the standby's own copy", r.Action, r.Code)
+		// 30s on every major; the longer bounds, which differ only by the clock's move, on one
+		// major each.
+		bounds := map[int][]time.Duration{16: {30 * time.Second, 10 * time.Minute}, 17: {30 * time.Second, time.Hour}, 18: {30 * time.Second}}
+		for _, bound := range bounds[major] {
+			t.Run(bound.String(), func(t *testing.T) { exactAtBound(t, major, bound) })
 		}
-		made := time.Now()
-		ps, _ := f.slotOn(f.pair.Primary, "cdc")
-		var r SlotReport
-		passed := false // the physical slot's catalog_xmin seen past the away consumer's
-		for r.Code != CodeExactForAway {
-			away = append(away, f.insert(1)...)
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			r = f.pass()["cdc"]
-			if r.Verdict.Ready {
-				t.Fatalf("READY before the exact copy: %s %s", r.Code, r.Verdict.Detail)
-			}
-			var xmin int64
-			f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT coalesce(max(catalog_xmin::text::bigint), 0) FROM pg_replication_slots WHERE slot_type = 'physical'",
-				nil, &xmin))
-			passed = passed || lsncheck.XIDPrecedes(ps.CatalogXmin, lsncheck.XID(xmin))
-			if time.Since(made) > bound+time.Minute {
-				t.Fatalf("no exact copy a minute after the bound: %s %s", r.Code, r.Reason)
-			}
-			time.Sleep(time.Second)
-		}
-		if !passed {
-			t.Fatalf("the standby's physical slot never held catalog rows newer than the away consumer's %d before the bound: not the case under test", ps.CatalogXmin)
-		}
-		decided := time.Now()
-		for !r.Verdict.Ready {
-			if time.Since(decided) > time.Minute {
-				t.Fatalf("the exact copy never READY within a minute: %s %s", r.Code, r.Verdict.Detail)
-			}
-			time.Sleep(time.Second)
-			f.logRunningXacts()
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			r = f.pass()["cdc"]
-		}
-		t.Logf("pg%d: exact copy READY %s after the bound (%s after it was decided)", major,
-			time.Since(made.Add(bound)).Round(time.Second), time.Since(decided).Round(time.Second))
-		if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
-			t.Fatal("the consumer was to stay away")
-		}
-		f.promoteExpect("cdc", away)
 	})
+}
+
+// exactAtBound runs TestExactCopyAtARealBound at one bound: a real wait up to 30s, the engine's
+// clock moved forward by the rest once the feedback has passed the away consumer.
+func exactAtBound(t *testing.T, major int, bound time.Duration) {
+	f, away := exactFixture(t, major, bound)
+	var skew atomic.Int64
+	f.eng.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	if r := f.pass()["cdc"]; r.Action != KindCreate {
+		t.Fatalf("first pass: %s %s; want the standby's own copy", r.Action, r.Code)
+	}
+	made := f.eng.now()
+	ps, _ := f.slotOn(f.pair.Primary, "cdc")
+	var r SlotReport
+	passed := false // the physical slot's catalog_xmin seen past the away consumer's
+	for r.Code != CodeExactForAway {
+		away = append(away, f.insert(1)...)
+		f.logRunningXacts()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r = f.pass()["cdc"]
+		if r.Verdict.Ready {
+			t.Fatalf("READY before the exact copy: %s %s", r.Code, r.Verdict.Detail)
+		}
+		var xmin int64
+		f.must(f.pair.Primary.QueryRow(f.ctx, "SELECT coalesce(max(catalog_xmin::text::bigint), 0) FROM pg_replication_slots WHERE slot_type = 'physical'",
+			nil, &xmin))
+		passed = passed || lsncheck.XIDPrecedes(ps.CatalogXmin, lsncheck.XID(xmin))
+		if passed && f.eng.now().Sub(made) >= 30*time.Second && f.eng.now().Sub(made) < bound {
+			skew.Store(int64(bound - 30*time.Second)) // the rest of the bound, at once
+		}
+		if f.eng.now().Sub(made) > bound+time.Minute {
+			t.Fatalf("no exact copy a minute after the bound: %s %s", r.Code, r.Reason)
+		}
+		time.Sleep(time.Second)
+	}
+	if !passed {
+		t.Fatalf("the standby's physical slot never held catalog rows newer than the away consumer's %d before the bound: not the case under test", ps.CatalogXmin)
+	}
+	decided := time.Now()
+	for !r.Verdict.Ready {
+		if time.Since(decided) > time.Minute {
+			t.Fatalf("the exact copy never READY within a minute: %s %s", r.Code, r.Verdict.Detail)
+		}
+		time.Sleep(time.Second)
+		f.logRunningXacts()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		r = f.pass()["cdc"]
+	}
+	t.Logf("pg%d, bound %s: exact copy READY %s after the bound (%s after it was decided)", major, bound,
+		f.eng.now().Sub(made.Add(bound)).Round(time.Second), time.Since(decided).Round(time.Second))
+	if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
+		t.Fatal("the consumer was to stay away")
+	}
+	f.promoteExpect("cdc", away)
 }
