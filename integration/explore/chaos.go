@@ -589,8 +589,10 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	if wd.exact {
 		args = append(args, "--exact")
 	}
+	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames())
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
+	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames())
 	exit := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -599,6 +601,7 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 		return GateAnswer{}, fmt.Errorf("gate: %w", err)
 	}
 	a, err := parseCheck(out, exit, asked, wd.exact)
+	a.Before, a.After = &before, &after
 	if d := a.disagreement(); err == nil && d != "" {
 		wd.disagreements = append(wd.disagreements, fmt.Sprintf("the gate's answer disagrees with itself at %s: %s", asked.Format("15:04:05.000"), d))
 	}

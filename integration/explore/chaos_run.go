@@ -435,7 +435,11 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 					early++
 				}
 			}
-			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding,
+			instant := ""
+			if a.answer.Before != nil && a.answer.After != nil {
+				instant = instantLie(*a.answer.Before, *a.answer.After, f.c.Slot, !a.answer.WithoutPrimary)
+			}
+			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding, Instant: instant,
 				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,

@@ -60,6 +60,10 @@ type GateAnswer struct {
 	// copy's confirmed_flush): a consumer that resumes from the slot's position may get again
 	// what committed after it, never what committed before.
 	WindowFrom map[string]uint64 `json:"window_from,omitempty"`
+	// Before and After: the servers read right before and right after the question (the rules
+	// at the instant: instantLie).
+	Before *Instant `json:"read_before,omitempty"`
+	After  *Instant `json:"read_after,omitempty"`
 }
 
 // parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type;
@@ -242,9 +246,13 @@ type Judged struct {
 	PrimaryAlive bool          `json:"judged_without_a_live_primary,omitempty"`
 	StreamedAgo  time.Duration `json:"standby_streamed_ago_ns,omitempty"`
 	// CannotResume: the consumer could not resume on the new primary at all.
-	CannotResume bool   `json:"cannot_resume,omitempty"`
-	Lie          bool   `json:"ready_while_loss"`
-	Why          string `json:"why,omitempty"`
+	CannotResume bool `json:"cannot_resume,omitempty"`
+	// Instant: how rule 4 or 5 was broken at the moment of the question, as the servers read
+	// right before and after it said (instantLie), whatever the gate answered: a READY with it
+	// is a lie whatever followed.
+	Instant string `json:"instant,omitempty"`
+	Lie     bool   `json:"ready_while_loss"`
+	Why     string `json:"why,omitempty"`
 }
 
 // Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the
@@ -252,9 +260,26 @@ type Judged struct {
 // the standby); otherwise it is counted apart.
 func (j Judged) Assess() Judged {
 	j.Lie, j.Why = false, ""
-	if j.Answer != AnswerReady || !j.Binding {
+	if j.Answer != AnswerReady {
 		return j
 	}
+	if j.Binding {
+		j = j.byOutcome()
+	}
+	if j.Instant != "" {
+		// The rules at the instant: a lie whatever followed. Where the outcome saw no loss the
+		// two oracles disagree, which the report says.
+		outcome := "the outcome: " + j.Why
+		if !j.Lie {
+			outcome = "no loss followed (the outcome oracle disagrees)"
+		}
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s broke %s; %s", j.Asked, j.Instant, outcome)
+	}
+	return j
+}
+
+// byOutcome judges a binding READY by what the consumer got after the promotion.
+func (j Judged) byOutcome() Judged {
 	switch {
 	case j.CannotResume:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then the consumer could not resume on the new primary (its slot missing or unusable there)", j.Asked)

@@ -1,0 +1,155 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/lsncheck"
+)
+
+// The rules at the instant: the servers read right before and right after each question, so a
+// READY that broke rule 4 (a copy ahead of its primary slot) or rule 5 (a consumer holding more
+// than the standby received) at the moment it was given is a lie, whatever follows the
+// promotion.
+
+// Instant is what the servers said at one read around a question: each drill slot on the
+// primary (with what its walsender had sent) and its copy on the standby, and the standby's end
+// of WAL and WAL receiver.
+type Instant struct {
+	At      time.Time         `json:"at"`
+	Primary map[string]SlotAt `json:"primary,omitempty"`
+	Copies  map[string]SlotAt `json:"copies,omitempty"`
+	// StandbyWALEnd: the larger of the standby's received and replayed WAL (the gate's WAL end);
+	// ReceiverPID: its streaming WAL receiver (0: none streams).
+	StandbyWALEnd pglogrepl.LSN `json:"standby_wal_end"`
+	ReceiverPID   int           `json:"receiver_pid,omitempty"`
+	// PrimaryErr and StandbyErr: a read that failed; what it would have said is absent.
+	PrimaryErr string `json:"primary_error,omitempty"`
+	StandbyErr string `json:"standby_error,omitempty"`
+}
+
+// SlotAt is one slot as a server listed it; Sent and SenderPID only on the primary.
+type SlotAt struct {
+	Plugin      string        `json:"plugin"`
+	Database    string        `json:"database"`
+	TwoPhase    bool          `json:"two_phase,omitempty"`
+	Restart     pglogrepl.LSN `json:"restart_lsn"`
+	Confirmed   pglogrepl.LSN `json:"confirmed_flush"`
+	CatalogXmin uint32        `json:"catalog_xmin"`
+	Sent        pglogrepl.LSN `json:"sent,omitempty"`
+	SenderPID   int           `json:"sender_pid,omitempty"`
+}
+
+// instantTimeout bounds each server's read: a frozen or gone primary leaves its part absent,
+// never the question late.
+const instantTimeout = 300 * time.Millisecond
+
+// slotsAtSQL lists the named slots the same way on every major (two_phase exists from 14).
+const slotsAtSQL = `SELECT s.slot_name::text, coalesce(s.plugin, '')::text, coalesce(s.database, '')::text,
+       coalesce((to_jsonb(s)->>'two_phase')::bool, false), coalesce(s.restart_lsn, '0/0')::text,
+       coalesce(s.confirmed_flush_lsn, '0/0')::text, coalesce(s.catalog_xmin::text, '0')::bigint,
+       coalesce(w.sent_lsn, '0/0')::text, coalesce(w.pid, 0)
+  FROM pg_replication_slots s LEFT JOIN pg_stat_replication w ON w.pid = s.active_pid
+ WHERE s.slot_type = 'logical' AND s.slot_name = ANY($1)`
+
+// readInstant reads the primary's slots, then the standby's copies and WAL end, as the gate does.
+func readInstant(ctx context.Context, primary, standby *integration.Node, slots []string) Instant {
+	in := Instant{At: time.Now()}
+	var err error
+	if in.Primary, err = readSlotsAt(ctx, primary, slots); err != nil {
+		in.PrimaryErr = err.Error()
+	}
+	if in.Copies, err = readSlotsAt(ctx, standby, slots); err == nil {
+		err = readWALEnd(ctx, standby, &in)
+	}
+	if err != nil {
+		in.StandbyErr = err.Error()
+	}
+	return in
+}
+
+func readSlotsAt(ctx context.Context, n *integration.Node, slots []string) (map[string]SlotAt, error) {
+	ctx, cancel := context.WithTimeout(ctx, instantTimeout)
+	defer cancel()
+	conn, err := n.Connect(ctx, "postgres")
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, slotsAtSQL, slots)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]SlotAt{}
+	for rows.Next() {
+		var name, restart, confirmed, sent string
+		var xmin int64
+		var s SlotAt
+		if err := rows.Scan(&name, &s.Plugin, &s.Database, &s.TwoPhase, &restart, &confirmed, &xmin, &sent, &s.SenderPID); err != nil {
+			return nil, err
+		}
+		s.Restart, _ = pglogrepl.ParseLSN(restart)
+		s.Confirmed, _ = pglogrepl.ParseLSN(confirmed)
+		s.Sent, _ = pglogrepl.ParseLSN(sent)
+		s.CatalogXmin = uint32(xmin)
+		out[name] = s
+	}
+	return out, rows.Err()
+}
+
+func readWALEnd(ctx context.Context, n *integration.Node, in *Instant) error {
+	ctx, cancel := context.WithTimeout(ctx, instantTimeout)
+	defer cancel()
+	var end string
+	err := n.QueryRow(ctx, `SELECT greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text,
+	       coalesce((SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'), 0)`, nil, &end, &in.ReceiverPID)
+	if err != nil {
+		return err
+	}
+	in.StandbyWALEnd, err = pglogrepl.ParseLSN(end)
+	return err
+}
+
+// sameSlot: b, read after a, is the same slot (same plugin, database and two_phase, no position
+// gone back): not dropped and made again between the reads.
+func sameSlot(a, b SlotAt) bool {
+	return a.Plugin == b.Plugin && a.Database == b.Database && a.TwoPhase == b.TwoPhase && b.Restart >= a.Restart &&
+		b.Confirmed >= a.Confirmed && !lsncheck.XIDPrecedes(lsncheck.XID(b.CatalogXmin), lsncheck.XID(a.CatalogXmin))
+}
+
+// instantLie says how a READY for slot, given between the reads before and after, broke rule 4
+// or rule 5 at every moment between them ("" when it did not, or the reads cannot say). Only
+// what is sure between the reads counts: positions move forward, so a copy whose
+// confirmed_flush before was past its primary slot's after stood ahead throughout (rule 4); a
+// consumer that held, before, more than the standby's WAL end after, with the same walsender
+// and the same WAL receiver at both reads, held more than the standby had throughout (rule 5,
+// which an answer judged without the primary does not promise: rule 8).
+func instantLie(before, after Instant, slot string, withPrimary bool) string {
+	p0, ok0 := before.Primary[slot]
+	p1, ok1 := after.Primary[slot]
+	if !ok0 || !ok1 || !sameSlot(p0, p1) {
+		return ""
+	}
+	c0, okc0 := before.Copies[slot]
+	c1, okc1 := after.Copies[slot]
+	if okc0 && okc1 && sameSlot(c0, c1) && c0.Confirmed > p1.Confirmed {
+		return fmt.Sprintf("rule 4 at the instant: the copy's confirmed_flush was %s before the question, past the primary slot's %s after it",
+			c0.Confirmed, p1.Confirmed)
+	}
+	if !withPrimary || before.ReceiverPID == 0 || before.ReceiverPID != after.ReceiverPID || after.StandbyWALEnd == 0 {
+		return ""
+	}
+	held := p0.Confirmed
+	if p0.SenderPID != 0 && p0.SenderPID == p1.SenderPID {
+		held = max(held, p0.Sent)
+	}
+	if held > after.StandbyWALEnd {
+		return fmt.Sprintf("rule 5 at the instant: the consumer held %s before the question, past the standby's WAL end %s after it",
+			held, after.StandbyWALEnd)
+	}
+	return ""
+}

@@ -1,0 +1,72 @@
+package explore
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+)
+
+func TestInstantLie(t *testing.T) {
+	slot := SlotAt{Plugin: "pgoutput", Database: "drill", Restart: 100, Confirmed: 200, CatalogXmin: 740}
+	at := func(p, c SlotAt, end pglogrepl.LSN, receiver int) Instant {
+		return Instant{At: time.Now(), Primary: map[string]SlotAt{"a": p}, Copies: map[string]SlotAt{"a": c}, StandbyWALEnd: end, ReceiverPID: receiver}
+	}
+	moved := func(s SlotAt, confirmed pglogrepl.LSN) SlotAt { s.Confirmed = confirmed; return s }
+	sent := func(s SlotAt, lsn pglogrepl.LSN, pid int) SlotAt { s.Sent, s.SenderPID = lsn, pid; return s }
+	other := slot
+	other.Plugin = "test_decoding"
+	for _, c := range []struct {
+		name          string
+		before, after Instant
+		withPrimary   bool
+		want          string
+	}{
+		{"in step", at(slot, slot, 300, 7), at(slot, slot, 300, 7), true, ""},
+		{"copy ahead throughout", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 240), moved(slot, 250), 300, 7), true, "rule 4"},
+		{"copy ahead at both reads, not throughout", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 260), moved(slot, 270), 300, 7), true, ""},
+		{"copy ahead, judged without the primary", at(slot, moved(slot, 250), 300, 0), at(slot, moved(slot, 250), 300, 0), false, "rule 4"},
+		{"copy made again between the reads", at(slot, moved(slot, 250), 300, 7), at(slot, other, 300, 7), true, ""},
+		{"primary slot made again between the reads", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 100), moved(slot, 250), 300, 7), true, ""},
+		{"primary slot gone after", at(slot, moved(slot, 250), 300, 7), Instant{Copies: map[string]SlotAt{"a": moved(slot, 250)}, StandbyWALEnd: 300, ReceiverPID: 7}, true, ""},
+		{"consumer confirmed past the standby", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 7), true, "rule 5"},
+		{"consumer past the standby, without the primary", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 7), false, ""},
+		{"standby caught up by the second read", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 400, 7), true, ""},
+		{"WAL receiver restarted between the reads", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 8), true, ""},
+		{"no WAL receiver", at(moved(slot, 400), slot, 300, 0), at(moved(slot, 400), slot, 350, 0), true, ""},
+		{"sent past the standby by one walsender", at(sent(slot, 400, 9), slot, 300, 7), at(sent(slot, 420, 9), slot, 350, 7), true, "rule 5"},
+		{"sent past the standby, walsender changed", at(sent(slot, 400, 9), slot, 300, 7), at(sent(slot, 420, 10), slot, 350, 7), true, ""},
+	} {
+		got := instantLie(c.before, c.after, "a", c.withPrimary)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestAssessAtTheInstant(t *testing.T) {
+	broke := "rule 5 at the instant: the consumer held 0/190 before the question, past the standby's WAL end 0/12C after it"
+	for _, c := range []struct {
+		name string
+		j    Judged
+		lie  bool
+		why  string
+	}{
+		{"READY, rule broken, no loss followed", Judged{Answer: AnswerReady, Binding: true, Asked: askedWithPrimary, Instant: broke}, true, "outcome oracle disagrees"},
+		{"READY, rule broken, not binding", Judged{Answer: AnswerReady, Asked: askedWithPrimary, Instant: broke}, true, "rule 5"},
+		{"READY, rule broken, loss followed", Judged{Answer: AnswerReady, Binding: true, Asked: askedWithPrimary, Instant: broke, Lost: 3}, true,
+			"the outcome: READY asked with the primary, then 3 changes"},
+		{"NOT READY, rule broken", Judged{Answer: AnswerNotReady, Binding: true, Instant: broke}, false, ""},
+		{"READY, rules kept", Judged{Answer: AnswerReady, Binding: true}, false, ""},
+	} {
+		got := c.j.Assess()
+		if got.Lie != c.lie || !strings.Contains(got.Why, c.why) {
+			t.Errorf("%s: lie %v (%s), want %v (%s)", c.name, got.Lie, got.Why, c.lie, c.why)
+		}
+	}
+	// An always-READY gate is caught by the rules at the instant alone.
+	if !alwaysReadyCaught(Judged{Answer: AnswerNotReady, Binding: true, Instant: broke}) {
+		t.Error("an always-READY gate is not caught where the rules were broken at the instant")
+	}
+}
