@@ -920,7 +920,7 @@ func (wd *world) twoPhaseWhilePrepared(ctx context.Context, s Step) error {
 // commitPreparedLater commits the fault's prepared transaction on the primary, tried again (10 s
 // at most) while the primary cannot take it (a crash and restart under way, FaultPrimaryRestart):
 // left prepared, it would hold every logical slot made after it in creation, which waits for it
-// (the long run of round 27, seed 27005098 on 17: a slot made again waited five minutes). Any
+// (a long run, seed 27005098 on 17: a slot made again waited five minutes). Any
 // other error ends it; one left prepared at the failover is committed on the new primary.
 func (wd *world) commitPreparedLater(ctx context.Context, gid string, ids []int) {
 	deadline := time.Now().Add(10 * time.Second)

@@ -516,7 +516,7 @@ const (
 
 // stopUnsent: a clean stop (or a demotion's) sends a standby what the primary wrote after the
 // answer only if the standby streams then. One that did not, as the servers said right before
-// the stop (a standby restarting to load state-file copies: the long run of round 27, seed
+// the stop (a standby restarting to load state-file copies: a long run, seed
 // 27001036 on 13), misses what the consumers got after the answer, as after a kill: the answer
 // promised only that no consumer was ahead when it was asked. The standby is read whatever the
 // primary's read gave (readTruth): streaming is its word alone.
