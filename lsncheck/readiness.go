@@ -231,7 +231,7 @@ func Readiness(in ReadinessInput) Verdict {
 	}
 	if p.ConfirmedFlush != 0 {
 		v.SyncLagBytes = Bytes(p.ConfirmedFlush, c.ConfirmedFlush)
-		if c.ConfirmedFlush > p.ConfirmedFlush {
+		if c.ConfirmedFlush > p.ConfirmedFlush+LSN(mutantAllowance("copy-ahead-allowance")) {
 			v.CopyAheadBytes = -v.SyncLagBytes
 			add(ReasonCopyConfirmedAhead, "the copy's confirmed_flush %s is %d bytes ahead of the consumer's %s: changes in between would be skipped",
 				c.ConfirmedFlush, v.CopyAheadBytes, p.ConfirmedFlush)
@@ -347,7 +347,10 @@ func consumerAhead(in ReadinessInput, add func(Reason, string, ...any)) int64 {
 		return 0
 	}
 	held := max(in.Primary.ConfirmedFlush, in.PrimarySent)
-	if held == 0 || held <= in.StandbyWALEnd {
+	if failpoint.Mutant("consumer-ahead-confirmed-only") {
+		held = in.Primary.ConfirmedFlush
+	}
+	if held == 0 || held <= in.StandbyWALEnd+LSN(mutantAllowance("consumer-ahead-slack")) {
 		return 0
 	}
 	ahead := Bytes(held, in.StandbyWALEnd)
@@ -425,4 +428,16 @@ func twoPhaseReasons(in ReadinessInput, add func(Reason, string, ...any)) {
 				"them again as PREPARE",
 		)
 	}
+}
+
+// mutantAllowance is the slack a boundary mutant of the fault explorer's matrix gives a check
+// (test builds only: name-4k or name-64k switched on), 0 otherwise.
+func mutantAllowance(name string) uint64 {
+	switch {
+	case failpoint.Mutant(name + "-64k"):
+		return 64 << 10
+	case failpoint.Mutant(name + "-4k"):
+		return 4 << 10
+	}
+	return 0
 }

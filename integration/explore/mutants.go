@@ -44,6 +44,10 @@ var mutantPlans = map[string][]string{
 	"without:missing":                      {"copy-dropped-then-kill"},
 	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
 	"without:record_standby_cut_off":       {"receiver-cut-then-kill"},
+	"copy-ahead-allowance-4k":              {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
+	"copy-ahead-allowance-64k":             {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
+	"consumer-ahead-slack-4k":              {"hook-sender-stalled-little-ahead", "hook-sender-stalled"},
+	"consumer-ahead-confirmed-only":        {"hook-sender-stalled"},
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut", "route-and-standby-cut-then-kill"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"seen-unchecked":                       {"route-cut-slot-behind-then-stop"},
@@ -108,8 +112,12 @@ func Mutants() []Mutant {
 	out = append(
 		out,
 		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
+		Mutant{Name: "copy-ahead-allowance-4k", Why: "rule 4 lets a copy stand up to 4 kB ahead of its primary slot's confirmed_flush"},
+		Mutant{Name: "copy-ahead-allowance-64k", Why: "rule 4 lets a copy stand up to 64 kB ahead of its primary slot's confirmed_flush"},
+		Mutant{Name: "consumer-ahead-slack-4k", Why: "rule 5 lets a consumer hold up to 4 kB more than the standby received"},
+		Mutant{Name: "consumer-ahead-confirmed-only", Why: "rule 5 counts what the consumer confirmed, not what its walsender sent it"},
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
-		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (correctness review round 4, finding 1)"},
+		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (an earlier correctness review, finding 1)"},
 		Mutant{
 			Name: "upstream-pending-unchecked",
 			Why:  "a server in recovery with an upstream configured and no WAL receiver streaming is the demoted primary at once (correctness review 5, finding C)",
@@ -151,12 +159,12 @@ func Mutants() []Mutant {
 		Mutant{
 			Name: "wal-files-unchecked",
 			Why: "the gate takes a copy's wal_status for its WAL, though WAL removed from the standby's pg_wal behind the server's back " +
-				"leaves it reserved (round 21's fix)",
+				"leaves it reserved",
 		},
 		Mutant{
 			Name: "wal-holes-unchecked",
 			Why: "the gate reads only the oldest file of the standby's pg_wal: a file missing after a copy's restart_lsn, " +
-				"between files still there, leaves its wal_status reserved (round 23's fix)",
+				"between files still there, leaves its wal_status reserved",
 		},
 		Mutant{
 			Name:   "wal-timeline-unread",
@@ -197,7 +205,7 @@ func MatrixPlans() []Plan {
 		// as an operator who asks, then switches over: slotsync's pass makes the copy again where
 		// the standby's decoding is, ahead of the away consumer, before the promotion. The copy
 		// the gate saw was the earlier slot's, behind the new one (rule 2, copy_being_made with
-		// the primary: the long run of round 19's finding, its window held open). On 11-15 the
+		// the primary: a long run's finding, its window held open). On 11-15 the
 		// state-file copy made again is exact: nothing is lost.
 		{Name: "slot-made-again-then-switchover", Live: 3000 * ms, Linger: 5000 * ms, Steps: []Step{
 			{At: 1500 * ms, Fault: FaultSidecarPause, For: 30 * time.Second},
@@ -279,6 +287,12 @@ func MatrixPlans() []Plan {
 		// consumers get ahead of the standby (rule 5). (A walsender cut reconnects within
 		// milliseconds.)
 		hookPlan("hook-sender-stalled", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}),
+		// The same stall kept past the hook's bound, the writes paused 150 ms into it: the
+		// consumers hold a few hundred bytes the standby never gets, a little ahead for the whole
+		// cutover (rule 5's boundary: a gate with a few kB of slack says READY).
+		hookPlan("hook-sender-stalled-little-ahead", []Step{
+			{At: 1000 * ms, Fault: FaultSenderStalled, For: HookBound + 10*time.Second},
+			{At: 1150 * ms, Fault: FaultWritesPaused, For: HookBound + 10*time.Second}}),
 		// slotsync paused, then the standby cut off from a primary that lives on (its
 		// primary_conninfo emptied), then slotsync's route to it cut: the gate may judge without
 		// the primary only once the standby has not streamed for --primary-gone-after (rule 8).
@@ -383,7 +397,7 @@ func MatrixPlans() []Plan {
 		// (FaultCopiesIdle); the away consumer, back on the promoted server, finds its slot
 		// invalidated. Rule 4 holds these copies too (copy_catalog_unprotected): an invalidated
 		// copy leaves the standby's feedback, and an own-decoding copy trails the primary slot's
-		// catalog_xmin (docs/RELIABILITY.md, round 14), so readiness:copy_invalidated is not
+		// catalog_xmin (docs/RELIABILITY.md), so readiness:copy_invalidated is not
 		// killed here.
 		{Name: "hook-copies-idle-invalidated", Live: 10000 * ms, Hook: true, Kill: true, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultConsumerReconnect, Slot: "drill_pgoutput", Away: true},
@@ -442,12 +456,12 @@ func walFilePlans() []Plan {
 			{At: 1500 * ms, Fault: FaultStandbyWALCleaned},
 			{At: 6800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
 		// The same with the consumers away: nothing reads their copies' WAL again, and only the
-		// standby's oldest WAL file tells it is gone (rule 4, its WAL; round 21's finding: READY,
+		// standby's oldest WAL file tells it is gone (rule 4, its WAL; a finding: READY,
 		// then every change lost, before the gate looked at pg_wal).
 		walGoneConsumersAway("hook-standby-wal-cleaned-consumers-away", FaultStandbyWALCleaned),
 		// The same with one WAL file removed from the middle of pg_wal instead, after the
 		// copies' restart_lsn, the oldest file left: only the files between tell the copies'
-		// WAL is gone (rule 4, its WAL; round 23: READY, and the consumers could not resume,
+		// WAL is gone (rule 4, its WAL; a finding: READY, and the consumers could not resume,
 		// before the gate read more than the oldest file).
 		walGoneConsumersAway("hook-standby-wal-hole-consumers-away", FaultStandbyWALHole),
 		// A transaction open for 10 s (every slot's restart_lsn stays before it), three segments
@@ -606,7 +620,7 @@ func decodingPlans() []Plan {
 		// (which L2's older base snapshot holds back), and its own order is no longer proven
 		// without the snapshot: copy_catalog_xmin_ahead holds the mutant too (both off: killed).
 		// On 16+ with the sql method the copies are the standby's own decoding's, advanced onto
-		// snapshots it serialized: rule 4 asks for them since round 18 (round 17's gate said
+		// snapshots it serialized: rule 4 asks for them since a fix (the gate before it said
 		// READY here, with the primary and without it, and the away consumer lost the same).
 		{Name: "hook-copy-snapshot-removed", Live: 7000 * ms, Hook: true, Kill: true, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultLongTransaction, For: 1500 * ms},
