@@ -120,16 +120,6 @@ type journalWrites struct {
 	errors  int
 }
 
-// sleepCtx waits d, or less if ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // New validates cfg, loads the journal and prepares connections (opened lazily).
 func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
@@ -385,63 +375,6 @@ func (e *Engine) planInput(ctx context.Context, obs Observation, apply bool) Pla
 	}
 }
 
-// markProtection records, after an applying pass, what rule 4 learned of each copy's catalog
-// rows and prepared transactions (never for the copies the pass made: made).
-func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot, made map[string]bool) {
-	// Each copy by the rules of the method that made it (copyTraits): exact copies beside the
-	// standby's own decoding are proven kept as the state-file method's are.
-	own := func(ent *Entry) bool { return copyTraits(e.traits, ent).OwnDecoding }
-	installed := func(ent *Entry) bool { return copyTraits(e.traits, ent).NeedsHorizon }
-	e.journal, _ = horizonSeen(e.journal, obs, after, made, own)
-	e.journal, _ = twoPhaseSeen(e.journal, obs, made)
-	if next, kept := horizonKept(e.journal, obs, made, installed); kept {
-		// Written at once: after a restart of slotsync the hold is gone, and a copy whose
-		// proof was lost would be made again. A failed write keeps it in memory, for the
-		// next journal write.
-		if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
-			e.journal = next
-		}
-	}
-}
-
-// noteHorizonGap voids the marks of rule 4 that this observation cannot show held since they
-// were made (horizonGap): in memory for check, which judges from them next; written at once by
-// the daemon, which logs it (a failed write keeps it in memory, for the next journal write).
-func (e *Engine) noteHorizonGap(obs Observation, apply bool) {
-	next, why := horizonGap(e.journal, obs)
-	if next == e.journal {
-		return
-	}
-	if !apply || why == "" {
-		e.journal = next
-		return
-	}
-	e.writeVoided(next, "the standby's feedback is not known to have kept the copies' catalog rows since they were last seen kept: "+
-		"they are judged again (a copy no slot keeps them for is made again)", why)
-}
-
-// voidAllMarks voids every mark of rule 4 after a pass saw the standby's feedback stopped
-// (feedbackStopped), written at once (kept in memory if the write fails).
-func (e *Engine) voidAllMarks(why string) {
-	if e.journal == nil {
-		return
-	}
-	next, n := voidMarks(e.journal, func(string) bool { return true })
-	if n == 0 {
-		return
-	}
-	e.writeVoided(next, "the standby's feedback stopped: no copy's catalog rows are known kept by it any more (they are judged again once it is back)", why)
-}
-
-// writeVoided logs why marks of rule 4 were voided and writes the journal at once; a failed
-// write keeps it in memory, for the next journal write.
-func (e *Engine) writeVoided(next *Journal, msg, why string) {
-	e.log.Warn(msg, "why", why)
-	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
-		e.journal = next
-	}
-}
-
 // withoutJournal says in every NOT READY verdict that it was judged without the daemon's journal:
 // what a copy's catalog protection, WAL and snapshot checks rest on is in it, and without it the
 // reasons send the reader the wrong way (an operators review, finding 8).
@@ -475,18 +408,6 @@ func (e *Engine) checkStandby(standby topology.NodeInfo) error {
 	return nil
 }
 
-// verifyMethod checks what the method needs of the standby (a driven native sync needs no
-// sync_replication_slots) and adds the server sync's warnings where it matters.
-func (e *Engine) verifyMethod(obs *Observation, method topology.Method, drive bool) error {
-	if err := topology.VerifyMethod(obs.Standby.Info, method, drive); err != nil {
-		return err
-	}
-	if e.traits.ServerSyncs || anyFailover(obs.Primary.Slots) {
-		obs.Warnings = append(obs.Warnings, topology.NativeWarnings(obs.Primary.Info, obs.Standby.Info, obs.SyncedStandbySlots)...)
-	}
-	return nil
-}
-
 // history reads the primary's timeline history when a journal entry was synced on another
 // timeline (after a failover, a demoted primary's own slots); nil when none was. A history that
 // cannot be read is empty: those copies are made again (rule 2 beyond a fork).
@@ -507,36 +428,6 @@ func (e *Engine) history(ctx context.Context, tli int) map[int]lsncheck.LSN {
 	return h
 }
 
-// chooseMethod resolves the method once; applying also prepares the method's sessions.
-func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.Method, error) {
-	major := standby.Major()
-	if e.method == "" {
-		requested := e.cfg.Method
-		if e.cfg.ReadOnly && (requested == topology.MethodAuto || requested == "") && e.journal.Gate != nil && e.journal.Gate.Method != "" {
-			// The gate judges by the rules of the method the daemon uses (the state-file method's
-			// are stricter), not by what auto would pick for it.
-			requested = topology.Method(e.journal.Gate.Method)
-		}
-		m, err := topology.ChooseMethod(standby, requested)
-		if err != nil {
-			return "", err
-		}
-		e.method, e.traits = m, TraitsOf(m)
-	}
-	if apply && e.impl == nil {
-		app, err := e.methods(e.method)
-		if err != nil {
-			return "", err
-		}
-		e.impl = app
-		for i := 0; i < e.cfg.Workers; i++ {
-			e.sess = append(e.sess, app.Session())
-		}
-		e.log.Info("method chosen", "method", e.method, "major", major)
-	}
-	return e.method, nil
-}
-
 // logWarnings logs the pair's warnings when they change, not every pass.
 func (e *Engine) logWarnings(ws []topology.Problem) {
 	key := fmt.Sprint(ws)
@@ -549,81 +440,6 @@ func (e *Engine) logWarnings(ws []topology.Problem) {
 	}
 	if len(ws) == 0 {
 		e.log.Info("pair healthy again")
-	}
-}
-
-// Run makes passes every Interval until ctx ends or an error needs a human. Failed passes are
-// retried with exponential backoff up to MaxBackoff, logging each distinct error once.
-// It returns nil when ctx ends, topology.ErrPromoted when the standby was promoted, or the
-// error that needs a human.
-func (e *Engine) Run(ctx context.Context, onPass func(Report, error)) error {
-	e.freshStart()
-	wait := time.Duration(0)
-	var lastErr string
-	var failingSince, loggedAt time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		default:
-		}
-		if !e.watchUntil(ctx, time.Now().Add(wait)) {
-			return nil
-		}
-		rep, err := e.RunOnce(ctx)
-		if err != nil && ctx.Err() != nil {
-			return nil // cut short by the stop: not a pass to report
-		}
-		if onPass != nil {
-			onPass(rep, err)
-		}
-		switch {
-		case err == nil:
-			if e.logged.lastStop != "" {
-				e.log.Info("the problem that stopped syncing is gone; syncing again")
-				e.logged.lastStop = ""
-			}
-			if lastErr != "" {
-				e.log.Info("sync passes succeed again", "failed_for_seconds", e.now().Sub(failingSince).Round(time.Second).Seconds())
-				lastErr = ""
-			}
-			wait = e.cfg.Interval
-		case Classify(err) == Stop:
-			if msg := err.Error(); msg != e.logged.lastStop {
-				e.logged.lastStop = msg
-				if errors.Is(err, topology.ErrPromoted) {
-					e.log.Warn(msg)
-				} else {
-					e.log.Error("syncing paused until a human acts (checked again every --recheck)", "error", msg)
-				}
-			}
-			return err
-		case primaryGone(err):
-			// The primary cannot be asked: keep the rhythm of passes, without backoff. The standby
-			// may be re-pointed to a new primary at any moment (followed within a pass), and the
-			// gate without the primary answers from these passes (/promotion-ready).
-			wait = e.cfg.Interval
-			e.noteFailure(err, &lastErr, &failingSince, &loggedAt, wait)
-		default:
-			wait = min(max(2*wait, e.cfg.Interval), e.cfg.MaxBackoff)
-			e.noteFailure(err, &lastErr, &failingSince, &loggedAt, wait)
-		}
-	}
-}
-
-// noteFailure logs a failed pass: each distinct error once, the same one again at a steady
-// rhythm (a persistent problem stays visible).
-func (e *Engine) noteFailure(err error, lastErr *string, failingSince, loggedAt *time.Time, wait time.Duration) {
-	switch msg := err.Error(); {
-	case msg != *lastErr:
-		if *lastErr == "" {
-			*failingSince = e.now()
-		}
-		*lastErr, *loggedAt = msg, e.now()
-		e.log.Warn("sync pass failed; nothing was changed; retrying", "error", msg, "retry_in_seconds", wait.Seconds())
-	case e.now().Sub(*loggedAt) >= e.stillFailingEvery:
-		*loggedAt = e.now()
-		e.log.Warn(fmt.Sprintf("still failing after %s", e.now().Sub(*failingSince).Round(time.Second)), "error", msg)
 	}
 }
 

@@ -216,3 +216,60 @@ func decodeError(ent *Entry) string {
 	}
 	return ent.DecodeError
 }
+
+// markProtection records, after an applying pass, what rule 4 learned of each copy's catalog
+// rows and prepared transactions (never for the copies the pass made: made).
+func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot, made map[string]bool) {
+	// Each copy by the rules of the method that made it (copyTraits): exact copies beside the
+	// standby's own decoding are proven kept as the state-file method's are.
+	own := func(ent *Entry) bool { return copyTraits(e.traits, ent).OwnDecoding }
+	installed := func(ent *Entry) bool { return copyTraits(e.traits, ent).NeedsHorizon }
+	e.journal, _ = horizonSeen(e.journal, obs, after, made, own)
+	e.journal, _ = twoPhaseSeen(e.journal, obs, made)
+	if next, kept := horizonKept(e.journal, obs, made, installed); kept {
+		// Written at once: after a restart of slotsync the hold is gone, and a copy whose
+		// proof was lost would be made again. A failed write keeps it in memory, for the
+		// next journal write.
+		if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
+			e.journal = next
+		}
+	}
+}
+
+// noteHorizonGap voids the marks of rule 4 that this observation cannot show held since they
+// were made (horizonGap): in memory for check, which judges from them next; written at once by
+// the daemon, which logs it (a failed write keeps it in memory, for the next journal write).
+func (e *Engine) noteHorizonGap(obs Observation, apply bool) {
+	next, why := horizonGap(e.journal, obs)
+	if next == e.journal {
+		return
+	}
+	if !apply || why == "" {
+		e.journal = next
+		return
+	}
+	e.writeVoided(next, "the standby's feedback is not known to have kept the copies' catalog rows since they were last seen kept: "+
+		"they are judged again (a copy no slot keeps them for is made again)", why)
+}
+
+// voidAllMarks voids every mark of rule 4 after a pass saw the standby's feedback stopped
+// (feedbackStopped), written at once (kept in memory if the write fails).
+func (e *Engine) voidAllMarks(why string) {
+	if e.journal == nil {
+		return
+	}
+	next, n := voidMarks(e.journal, func(string) bool { return true })
+	if n == 0 {
+		return
+	}
+	e.writeVoided(next, "the standby's feedback stopped: no copy's catalog rows are known kept by it any more (they are judged again once it is back)", why)
+}
+
+// writeVoided logs why marks of rule 4 were voided and writes the journal at once; a failed
+// write keeps it in memory, for the next journal write.
+func (e *Engine) writeVoided(next *Journal, msg, why string) {
+	e.log.Warn(msg, "why", why)
+	if e.commit(next, nil, "that copies' catalog rows are no longer known kept") != nil {
+		e.journal = next
+	}
+}

@@ -100,3 +100,45 @@ func newRecoverer(cfg Config, deps method.Deps) method.Recoverer {
 func drivesServerSync(cfg Config) bool {
 	return cfg.Native.Drive && cfg.Method == topology.MethodNative
 }
+
+// verifyMethod checks what the method needs of the standby (a driven native sync needs no
+// sync_replication_slots) and adds the server sync's warnings where it matters.
+func (e *Engine) verifyMethod(obs *Observation, method topology.Method, drive bool) error {
+	if err := topology.VerifyMethod(obs.Standby.Info, method, drive); err != nil {
+		return err
+	}
+	if e.traits.ServerSyncs || anyFailover(obs.Primary.Slots) {
+		obs.Warnings = append(obs.Warnings, topology.NativeWarnings(obs.Primary.Info, obs.Standby.Info, obs.SyncedStandbySlots)...)
+	}
+	return nil
+}
+
+// chooseMethod resolves the method once; applying also prepares the method's sessions.
+func (e *Engine) chooseMethod(standby topology.NodeInfo, apply bool) (topology.Method, error) {
+	major := standby.Major()
+	if e.method == "" {
+		requested := e.cfg.Method
+		if e.cfg.ReadOnly && (requested == topology.MethodAuto || requested == "") && e.journal.Gate != nil && e.journal.Gate.Method != "" {
+			// The gate judges by the rules of the method the daemon uses (the state-file method's
+			// are stricter), not by what auto would pick for it.
+			requested = topology.Method(e.journal.Gate.Method)
+		}
+		m, err := topology.ChooseMethod(standby, requested)
+		if err != nil {
+			return "", err
+		}
+		e.method, e.traits = m, TraitsOf(m)
+	}
+	if apply && e.impl == nil {
+		app, err := e.methods(e.method)
+		if err != nil {
+			return "", err
+		}
+		e.impl = app
+		for i := 0; i < e.cfg.Workers; i++ {
+			e.sess = append(e.sess, app.Session())
+		}
+		e.log.Info("method chosen", "method", e.method, "major", major)
+	}
+	return e.method, nil
+}
