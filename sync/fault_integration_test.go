@@ -330,6 +330,7 @@ func TestFaultRecordStandbyCutOff(t *testing.T) {
 // timeline; the WAL files it received of the second say where it is: the gate without a
 // primary must not judge from the record of the first (rule 8, record_of_another_timeline).
 func TestFaultRecordOfAnotherTimeline(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
@@ -746,6 +747,7 @@ func TestRotatedPasswordFileIsReadAgain(t *testing.T) {
 // the copy). Without the primary the gate cannot tell: the standby replayed commits made after
 // the record was due. It answered READY from the stale record before.
 func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
@@ -844,6 +846,7 @@ func TestFaultPrimaryOutlivedTheLastPass(t *testing.T) {
 // to stream, without end. Each major waits the bound out (a minute): CI runs the oldest and the
 // newest it runs (the rule reads pg_stat_wal_receiver alike on each; 16 and 17 pass it too).
 func TestFaultReceiverSilentlyCut(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{15, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()

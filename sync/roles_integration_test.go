@@ -18,6 +18,7 @@ import (
 // node keeps its old slots, as after pg_rewind. Each time the gate opens before the promotion,
 // and the consumer resumes on the new primary with exactly the changes after its position.
 func TestRolesMove(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()

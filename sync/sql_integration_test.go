@@ -342,6 +342,7 @@ func TestConsumerSentAheadOfStandby(t *testing.T) {
 // alone with the WAL it holds, kept by default, and dropped with DropLeftAlone; a standby slot
 // slotsync did not make is never dropped.
 func TestLeftAloneCopies(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.readyCopy()
@@ -823,6 +824,7 @@ func TestFirstReadyFromOwnDecoding(t *testing.T) {
 // the watch between them) writes nothing on an idle primary for a minute: no running-xacts
 // record asked for, no xid taken; the primary's WAL position does not move.
 func TestIdlePrimaryStaysIdle(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"autovacuum = off"}})
 		f.readyCopy()

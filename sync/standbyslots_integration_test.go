@@ -20,6 +20,7 @@ import (
 // primary takes the standby out once it has been gone for the bound (the consumer then moves
 // on), and beside a promoted node takes out an entry for a slot the node lacks.
 func TestManagedSynchronizedStandbySlots(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
 		f.eng.Close()

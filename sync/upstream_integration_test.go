@@ -127,6 +127,7 @@ func TestUpstreamThreeNodesAfterFailover(t *testing.T) {
 // streaming right now is unproven; watched for --primary-gone-after, A follows C, a live primary:
 // CANNOT TELL. Before, READY, judged without the primary at once, while C was the live primary.
 func TestUpstreamDemotedWhileASiblingIsPromoted(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
