@@ -79,12 +79,15 @@ type SlotVerdict struct {
 
 // FailoverVerdict is one failover of the drill.
 type FailoverVerdict struct {
-	Number      int           `json:"number"`
-	Mode        string        `json:"mode"` // "clean" or "kill -9"
-	Rows        int           `json:"rows_on_new_primary"`
-	TimeToReady time.Duration `json:"time_to_ready_ns"`
-	Slots       []SlotVerdict `json:"slots"`
-	OK          bool          `json:"ok"`
+	Number int    `json:"number"`
+	Mode   string `json:"mode"` // "clean" or "kill -9"
+	Rows   int    `json:"rows_on_new_primary"`
+	// IssuedBefore: the last id handed out before the new primary's own writes: a lost change
+	// at or below it was one the promoted standby had.
+	IssuedBefore int           `json:"issued_before_promotion,omitempty"`
+	TimeToReady  time.Duration `json:"time_to_ready_ns"`
+	Slots        []SlotVerdict `json:"slots"`
+	OK           bool          `json:"ok"`
 }
 
 // Verdict is the outcome of a drill.
@@ -307,6 +310,7 @@ func Resume(
 	fv FailoverVerdict,
 	log hclog.Logger,
 ) (FailoverVerdict, error) {
+	fv.IssuedBefore = w.Issued()
 	if err := w.Batch(ctx, pair.Standby, 5); err != nil {
 		return fv, err
 	}

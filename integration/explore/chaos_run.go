@@ -429,6 +429,12 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 			if from, ok := a.answer.WindowFrom[f.c.Slot]; ok && f.c.FromSlot {
 				allowed, window = pglogrepl.LSN(from), pglogrepl.LSN(from).String()
 			}
+			had := 0
+			for _, id := range sv.Lost {
+				if id <= fv.IssuedBefore {
+					had++
+				}
+			}
 			early := 0
 			for _, id := range sv.Repeated {
 				if first[id] <= allowed {
@@ -441,7 +447,7 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 			}
 			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding, Instant: instant,
 				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
-				Lost: len(sv.Lost), Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
+				Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
 				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.FromSlot, WindowFrom: window}.Assess())
 		}

@@ -87,6 +87,10 @@ func TestAssess(t *testing.T) {
 		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
 		{"ready without the primary, offset beyond the standby's WAL, not promised", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, Lost: 15}, false},
 		{"ready with the primary, offset beyond the standby's WAL", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, AheadPromised: true}, true},
+		// Excuses no wider than rule 8: a consumer ahead, unpromised, excuses only what the
+		// standby never had.
+		{"ready without the primary, consumer ahead, changes the standby had lost", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15, LostHad: 3}, true},
+		{"ready without the primary, consumer ahead, an early redelivery", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Repeated: 4, RepeatedEarly: 1}, true},
 		{"ready, then the consumer cannot resume (its slot missing), nothing owed", Judged{Answer: AnswerReady, Binding: true, CannotResume: true}, true},
 		{"not ready, then the consumer cannot resume", Judged{Answer: AnswerNotReady, Binding: true, CannotResume: true}, false},
 	}

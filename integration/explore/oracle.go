@@ -229,6 +229,9 @@ type Judged struct {
 	// kill).
 	Binding bool `json:"binding"`
 	Lost    int  `json:"lost"`
+	// LostHad: of Lost, changes written before the promotion, which the promoted standby had:
+	// lost whatever a consumer ahead of the standby excuses.
+	LostHad int `json:"lost_the_standby_had,omitempty"`
 	// RepeatedEarly: changes received again that the consumer had confirmed before the gate's
 	// observation (a redelivery of later ones is what the gate allows without the primary); for
 	// a consumer that resumed from the slot's position (FromSlot), changes received again that
@@ -283,6 +286,15 @@ func (j Judged) byOutcome() Judged {
 	switch {
 	case j.CannotResume:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then the consumer could not resume on the new primary (its slot missing or unusable there)", j.Asked)
+	case j.LostHad > 0:
+		// Changes the promoted standby had: no consumer ahead of it excuses their loss (rule 8
+		// leaves unpromised only what the standby never had).
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes the promoted standby had never reached the consumer", j.Asked, j.LostHad)
+	case j.RepeatedEarly > 0 && j.FromSlot:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes that committed before the redelivery window it gave (from %s) came again",
+			j.Asked, j.RepeatedEarly, j.WindowFrom)
+	case j.RepeatedEarly > 0:
+		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
 	case j.IsAhead() && !j.AheadPromised:
 		// Judged without the primary, no consumer-ahead is promised (rule 8): a consumer that
 		// got changes this standby never had, or confirmed WAL it never had, cannot resume on
@@ -291,11 +303,6 @@ func (j Judged) byOutcome() Judged {
 			j.Asked, j.Ahead, j.AheadOfStandby)
 	case j.Lost > 0:
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
-	case j.RepeatedEarly > 0 && j.FromSlot:
-		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes that committed before the redelivery window it gave (from %s) came again",
-			j.Asked, j.RepeatedEarly, j.WindowFrom)
-	case j.RepeatedEarly > 0:
-		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes confirmed before the gate's observation came again", j.Asked, j.RepeatedEarly)
 	case j.IsAhead() && j.AheadPromised:
 		j.Lie, j.Why = true, fmt.Sprintf(
 			"READY %s with no consumer ahead promised, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
