@@ -43,6 +43,27 @@ func TestUsageErrorsChangeNothing(t *testing.T) {
 	}
 }
 
+// TestPlanWithAFailpointNeedsAFailpointBuild: a written plan that stops slotsync at a failpoint
+// is refused for a binary built without them, naming the build that has them, and nothing runs.
+func TestPlanWithAFailpointNeedsAFailpointBuild(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plans.jsonl")
+	if err := os.WriteFile(plan, []byte(`{"name":"crash-then-kill","live":3000000000,"failpoint":"engine.actions-done@1","kill":true}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable() // a Go binary built without the tag failpoints
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := explorer(t, "run", "--plan", plan, "--slotsync", self)
+	if code != exitUsage || !strings.Contains(stderr, "-tags failpoints") {
+		t.Fatalf("exit %d, want %d naming the failpoints build: %s", code, exitUsage, stderr)
+	}
+	if explore.HasFailpoints(self) {
+		t.Fatal("the test binary taken for a failpoints build")
+	}
+}
+
 func TestTallySumsReports(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.jsonl")
 	its := []explore.ChaosIteration{

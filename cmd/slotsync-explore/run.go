@@ -107,6 +107,16 @@ func runOptions(c *cli.Context) (explore.ChaosOptions, error) {
 		return opts, err
 	}
 	opts.Slotsync = bin
+	if explore.HasFailpoints(bin) {
+		opts.Arm = explore.ArmFailpoint // failpoints are drawn too, and written ones armed
+		return opts, nil
+	}
+	for _, p := range opts.Plans {
+		if p.Failpoint != "" || p.Stall > 0 {
+			return opts, usageError("--plan: %s stops slotsync at failpoint %q, which %s was not built with (go build -tags failpoints ./cmd/slotsync)",
+				p.Name, p.Failpoint, bin)
+		}
+	}
 	return opts, nil
 }
 

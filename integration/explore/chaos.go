@@ -625,6 +625,30 @@ func (wd *world) askWithoutPrimary(ctx context.Context) (GateAnswer, error) {
 	}
 }
 
+// ArmFailpoint is the environment that crashes a failpoints build of slotsync at step (name@hit),
+// or stalls it there for stall: ChaosOptions.Arm for such a build.
+func ArmFailpoint(step string, stall time.Duration) []string {
+	if stall > 0 {
+		return []string{"SLOTSYNC_FAILPOINTS=" + step + "=delay:" + stall.String()}
+	}
+	return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"}
+}
+
+// HasFailpoints says whether the slotsync binary at path was built with the tag failpoints (Go
+// records the build's tags in it).
+func HasFailpoints(path string) bool {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	for _, st := range info.Settings {
+		if st.Key == "-tags" && slices.Contains(strings.Split(st.Value, ","), "failpoints") {
+			return true
+		}
+	}
+	return false
+}
+
 // BinaryID names a binary: its path, the SHA-256 of its bytes and the commit Go recorded in it
 // ("unknown" when it records none, "" fields when the file cannot be read).
 type BinaryID struct {

@@ -323,12 +323,7 @@ func appendJSONLine(t *testing.T, path string, it ChaosIteration) {
 
 // crashAt is the environment that crashes slotsync at step (name@hit), or stalls it there
 // (Plan.Stall).
-func crashAt(step string, stall time.Duration) []string {
-	if stall > 0 {
-		return []string{"SLOTSYNC_FAILPOINTS=" + step + "=delay:" + stall.String()}
-	}
-	return []string{"SLOTSYNC_FAILPOINTS=" + step + "=crash"}
-}
+func crashAt(step string, stall time.Duration) []string { return ArmFailpoint(step, stall) }
 
 // failpointSlotsync builds slotsync with failpoints, once per test binary, into a directory of
 // its own (in the run's temp directory, which scripts/test.sh removes): a build another run left
