@@ -67,34 +67,45 @@ func TestDrawPlanReplays(t *testing.T) {
 	}
 }
 
+// assessFixture is one answer the oracle judges, with whether it is a lie.
+type assessFixture struct {
+	name string
+	j    Judged
+	lie  bool
+}
+
+// assessFixtures are the oracle's known lies and excused cases (TestAssess; the loosenings of
+// TestOracleChangesAreCaught must each turn one of them).
+var assessFixtures = []assessFixture{
+	{"ready and nothing lost", Judged{Answer: AnswerReady, Binding: true}, false},
+	{"ready then a loss", Judged{Answer: AnswerReady, Binding: true, Lost: 3}, true},
+	{"not ready then a loss is an honest answer", Judged{Answer: AnswerNotReady, Binding: true, Lost: 3}, false},
+	{"cannot tell then a loss", Judged{Answer: AnswerCannotTell, Binding: true, Lost: 3}, false},
+	{"ready, not binding (writes went on before the kill)", Judged{Answer: AnswerReady, Lost: 3}, false},
+	{"ready then a redelivery of what was confirmed after the observation", Judged{Answer: AnswerReady, Binding: true, Repeated: 4}, false},
+	{"ready then a redelivery of what was confirmed before it", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 1}, true},
+	{"ready, resumed from the slot, a redelivery inside the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, FromSlot: true}, false},
+	{"ready, resumed from the slot, a redelivery before the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 2, FromSlot: true}, true},
+	{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
+	{"ready without the primary, consumer ahead (so it cannot resume), not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15}, false},
+	{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
+	{"ready without the primary, offset beyond the standby's WAL, not promised", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, Lost: 15}, false},
+	{"ready with the primary, offset beyond the standby's WAL", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, AheadPromised: true}, true},
+	// Excuses no wider than rule 8: a consumer ahead, unpromised, excuses only what the
+	// standby never had.
+	{"ready without the primary, consumer ahead, changes the standby had lost", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15, LostHad: 3}, true},
+	{"ready without the primary, consumer ahead, an early redelivery", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Repeated: 4, RepeatedEarly: 1}, true},
+	{"ready, then the consumer cannot resume (its slot missing), nothing owed", Judged{Answer: AnswerReady, Binding: true, CannotResume: true}, true},
+	{"not ready, then the consumer cannot resume", Judged{Answer: AnswerNotReady, Binding: true, CannotResume: true}, false},
+	{"ready then a loss and a redelivery", Judged{Answer: AnswerReady, Binding: true, Lost: 2, Repeated: 3}, true},
+	// The rules at the instant: a lie whatever followed, binding or not.
+	{"ready, a rule broken at the instant, no loss followed", Judged{Answer: AnswerReady, Binding: true, Instant: "rule 5 at the instant"}, true},
+	{"ready, a rule broken at the instant, not binding", Judged{Answer: AnswerReady, Instant: "rule 4 at the instant"}, true},
+	{"not ready, a rule broken at the instant", Judged{Answer: AnswerNotReady, Binding: true, Instant: "rule 5 at the instant"}, false},
+}
+
 func TestAssess(t *testing.T) {
-	cases := []struct {
-		name string
-		j    Judged
-		lie  bool
-	}{
-		{"ready and nothing lost", Judged{Answer: AnswerReady, Binding: true}, false},
-		{"ready then a loss", Judged{Answer: AnswerReady, Binding: true, Lost: 3}, true},
-		{"not ready then a loss is an honest answer", Judged{Answer: AnswerNotReady, Binding: true, Lost: 3}, false},
-		{"cannot tell then a loss", Judged{Answer: AnswerCannotTell, Binding: true, Lost: 3}, false},
-		{"ready, not binding (writes went on before the kill)", Judged{Answer: AnswerReady, Lost: 3}, false},
-		{"ready then a redelivery of what was confirmed after the observation", Judged{Answer: AnswerReady, Binding: true, Repeated: 4}, false},
-		{"ready then a redelivery of what was confirmed before it", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 1}, true},
-		{"ready, resumed from the slot, a redelivery inside the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, FromSlot: true}, false},
-		{"ready, resumed from the slot, a redelivery before the window", Judged{Answer: AnswerReady, Binding: true, Repeated: 4, RepeatedEarly: 2, FromSlot: true}, true},
-		{"ready without the primary, consumer ahead, not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2}, false},
-		{"ready without the primary, consumer ahead (so it cannot resume), not promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15}, false},
-		{"ready, consumer ahead though promised", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, AheadPromised: true}, true},
-		{"ready without the primary, offset beyond the standby's WAL, not promised", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, Lost: 15}, false},
-		{"ready with the primary, offset beyond the standby's WAL", Judged{Answer: AnswerReady, Binding: true, AheadOfStandby: true, AheadPromised: true}, true},
-		// Excuses no wider than rule 8: a consumer ahead, unpromised, excuses only what the
-		// standby never had.
-		{"ready without the primary, consumer ahead, changes the standby had lost", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Lost: 15, LostHad: 3}, true},
-		{"ready without the primary, consumer ahead, an early redelivery", Judged{Answer: AnswerReady, Binding: true, Ahead: 2, Repeated: 4, RepeatedEarly: 1}, true},
-		{"ready, then the consumer cannot resume (its slot missing), nothing owed", Judged{Answer: AnswerReady, Binding: true, CannotResume: true}, true},
-		{"not ready, then the consumer cannot resume", Judged{Answer: AnswerNotReady, Binding: true, CannotResume: true}, false},
-	}
-	for _, c := range cases {
+	for _, c := range assessFixtures {
 		if got := c.j.Assess(); got.Lie != c.lie || (got.Lie && got.Why == "") {
 			t.Errorf("%s: %+v", c.name, got)
 		}
@@ -155,30 +166,48 @@ func TestParseCheck(t *testing.T) {
 
 // TestAnswerDisagreement: the exit code is the answer a hook acts on; an answer whose exit code,
 // ready and per-slot verdicts disagree is a problem, whichever way they disagree.
-func TestAnswerDisagreement(t *testing.T) {
-	ready := `"slots":[{"name":"a","gate":true,"verdict":{"ready":true}}]`
-	notReady := `"slots":[{"name":"a","gate":true,"verdict":{"ready":false,"reasons":["missing"]}}]`
-	for _, c := range []struct {
-		name, json string
-		exit       int
-		disagrees  bool
-	}{
-		{"READY, exit 0", `{"ready":true,"exit_code":0,` + ready + `}`, 0, false},
-		{"NOT READY, exit 1", `{"ready":false,"exit_code":1,` + notReady + `}`, 1, false},
+// disagreementFixture is one answer as check --json prints it, with its exit code, and whether
+// it disagrees with itself.
+type disagreementFixture struct {
+	name, json string
+	exit       int
+	disagrees  bool
+}
+
+var (
+	readyJSON            = `"slots":[{"name":"a","gate":true,"verdict":{"ready":true}}]`
+	notReadyJSON         = `"slots":[{"name":"a","gate":true,"verdict":{"ready":false,"reasons":["missing"]}}]`
+	disagreementFixtures = []disagreementFixture{
+		{"READY, exit 0", `{"ready":true,"exit_code":0,` + readyJSON + `}`, 0, false},
+		{"NOT READY, exit 1", `{"ready":false,"exit_code":1,` + notReadyJSON + `}`, 1, false},
 		{"CANNOT TELL, exit 2", `{"ready":false,"exit_code":2,"cannot_tell":true,"error":"x"}`, 2, false},
-		{"exit 0, ready false", `{"ready":false,"exit_code":0,` + ready + `}`, 0, true},
-		{"exit 1, ready true", `{"ready":true,"exit_code":1,` + ready + `}`, 1, true},
-		{"exit 0, a slot NOT READY", `{"ready":true,"exit_code":0,` + notReady + `}`, 0, true},
+		{"exit 0, ready false", `{"ready":false,"exit_code":0,` + readyJSON + `}`, 0, true},
+		{"exit 1, ready true", `{"ready":true,"exit_code":1,` + readyJSON + `}`, 1, true},
+		{"exit 0, a slot NOT READY", `{"ready":true,"exit_code":0,` + notReadyJSON + `}`, 0, true},
 		{"exit 0, an error", `{"ready":true,"exit_code":0,"cannot_tell":true,"error":"x"}`, 0, true},
-	} {
+	}
+)
+
+func TestAnswerDisagreement(t *testing.T) {
+	if bad := disagreementsWrong(GateAnswer.disagreement); len(bad) > 0 {
+		t.Error(bad)
+	}
+}
+
+// disagreementsWrong runs disagreementFixtures through an oracle's disagreement and names the
+// fixtures it gets wrong.
+func disagreementsWrong(disagreement func(GateAnswer) string) []string {
+	var bad []string
+	for _, c := range disagreementFixtures {
 		a, err := parseCheck([]byte(c.json), c.exit, time.Now(), false)
 		if err != nil {
-			t.Fatal(err)
+			return []string{err.Error()}
 		}
-		if got := a.disagreement(); (got != "") != c.disagrees {
-			t.Errorf("%s: disagreement %q, want one: %v", c.name, got, c.disagrees)
+		if got := disagreement(a); (got != "") != c.disagrees {
+			bad = append(bad, fmt.Sprintf("%s: disagreement %q, want one: %v", c.name, got, c.disagrees))
 		}
 	}
+	return bad
 }
 
 // TestAnswerForALeftOutSlot: exit 0 promises every selected slot; a slot the answer leaves out

@@ -1,0 +1,168 @@
+package explore
+
+import (
+	"testing"
+)
+
+// oracleChange is a change of the oracle: a looser one (a lie it no longer sees) or an unsound
+// one (a lie it sees where there is none). Each is written as the oracle's own function with its
+// input or output changed, and the oracle's fixtures must turn at least one verdict for it.
+type oracleChange struct {
+	name     string
+	assess   func(Judged) Judged
+	instant  func(before, after Instant, slot string, withPrimary bool) string
+	disagree func(GateAnswer) string
+}
+
+// assessWith is the oracle's Assess after change alters what it is given.
+func assessWith(change func(*Judged)) func(Judged) Judged {
+	return func(j Judged) Judged {
+		change(&j)
+		return j.Assess()
+	}
+}
+
+// instantWith is instantLie after change alters the two reads (copies of them).
+func instantWith(change func(before, after *Instant, withPrimary *bool)) func(Instant, Instant, string, bool) string {
+	return func(before, after Instant, slot string, withPrimary bool) string {
+		before, after = cloneInstant(before), cloneInstant(after)
+		change(&before, &after, &withPrimary)
+		return instantLie(before, after, slot, withPrimary)
+	}
+}
+
+func cloneInstant(in Instant) Instant {
+	out := in
+	out.Primary, out.Copies = map[string]SlotAt{}, map[string]SlotAt{}
+	for k, v := range in.Primary {
+		out.Primary[k] = v
+	}
+	for k, v := range in.Copies {
+		out.Copies[k] = v
+	}
+	return out
+}
+
+// disagreeWith is the answer's disagreement after change alters the answer.
+func disagreeWith(change func(*GateAnswer)) func(GateAnswer) string {
+	return func(a GateAnswer) string {
+		change(&a)
+		return a.disagreement()
+	}
+}
+
+func oracleChanges() []oracleChange {
+	return []oracleChange{
+		// The outcome, looser.
+		{name: "a consumer that cannot resume is fine", assess: assessWith(func(j *Judged) { j.CannotResume = false })},
+		{name: "lost changes ignored", assess: assessWith(func(j *Judged) { j.Lost, j.LostHad = 0, 0 })},
+		{name: "changes the standby had excused by a consumer ahead", assess: assessWith(func(j *Judged) { j.LostHad = 0 })},
+		{name: "early redelivery ignored", assess: assessWith(func(j *Judged) { j.RepeatedEarly = 0 })},
+		{name: "the redelivery window ignored", assess: assessWith(func(j *Judged) {
+			if j.FromSlot {
+				j.RepeatedEarly = 0
+			}
+		})},
+		{name: "a consumer ahead is never promised against", assess: assessWith(func(j *Judged) { j.AheadPromised = false })},
+		{name: "an offset past the standby's WAL ignored", assess: assessWith(func(j *Judged) { j.AheadOfStandby = false })},
+		{name: "changes ahead ignored", assess: assessWith(func(j *Judged) { j.Ahead = 0 })},
+		{name: "a loss excused by a redelivery", assess: assessWith(func(j *Judged) {
+			if j.Repeated > 0 {
+				j.Lost, j.LostHad = 0, 0
+			}
+		})},
+		// The rules at the instant, looser.
+		{name: "the rules at the instant ignored", assess: assessWith(func(j *Judged) { j.Instant = "" })},
+		{name: "the rules at the instant only for binding answers", assess: assessWith(func(j *Judged) {
+			if !j.Binding {
+				j.Instant = ""
+			}
+		})},
+		{name: "the rules at the instant only where a loss followed", assess: assessWith(func(j *Judged) {
+			if j.Lost == 0 && !j.IsAhead() {
+				j.Instant = ""
+			}
+		})},
+		{name: "rule 4 at the instant off", instant: instantWith(func(b, a *Instant, _ *bool) { b.Copies, a.Copies = nil, nil })},
+		{name: "rule 5 at the instant off", instant: instantWith(func(_, _ *Instant, with *bool) { *with = false })},
+		{name: "rule 4 at the instant allows 4 kB", instant: instantWith(func(b, _ *Instant, _ *bool) {
+			for k, c := range b.Copies {
+				c.Confirmed = max(c.Confirmed, 4096) - 4096
+				b.Copies[k] = c
+			}
+		})},
+		{name: "rule 5 at the instant allows 4 kB", instant: instantWith(func(_, a *Instant, _ *bool) { a.StandbyWALEnd += 4096 })},
+		{name: "rule 5 at the instant counts only what was confirmed", instant: instantWith(func(b, _ *Instant, _ *bool) {
+			for k, p := range b.Primary {
+				p.Sent = 0
+				b.Primary[k] = p
+			}
+		})},
+		// The rules at the instant, unsound.
+		{name: "rule 5 across two walsenders", instant: instantWith(func(b, a *Instant, _ *bool) {
+			for k, p := range a.Primary {
+				p.SenderPID = b.Primary[k].SenderPID
+				a.Primary[k] = p
+			}
+		})},
+		{name: "rule 5 across two WAL receivers", instant: instantWith(func(b, a *Instant, _ *bool) { a.ReceiverPID = b.ReceiverPID })},
+		{name: "rule 4 broken at both reads taken for throughout", instant: func(b, a Instant, slot string, with bool) string {
+			if got := instantLie(b, a, slot, with); got != "" {
+				return got
+			}
+			c0, ok0 := b.Copies[slot]
+			c1, ok1 := a.Copies[slot]
+			if ok0 && ok1 && c0.Confirmed > b.Primary[slot].Confirmed && c1.Confirmed > a.Primary[slot].Confirmed {
+				return "rule 4 at the instant (at both reads)"
+			}
+			return ""
+		}},
+		{name: "a copy made again between the reads taken for the same", instant: instantWith(func(b, a *Instant, _ *bool) {
+			for k, c := range a.Copies {
+				c.Plugin, c.Database, c.TwoPhase = b.Copies[k].Plugin, b.Copies[k].Database, b.Copies[k].TwoPhase
+				a.Copies[k] = c
+			}
+		})},
+		// The exit code, looser.
+		{name: "exit 0 with ready false accepted", disagree: disagreeWith(func(a *GateAnswer) {
+			if a.Exit == 0 {
+				a.Ready = true
+			}
+		})},
+		{name: "exit 1 with ready true accepted", disagree: disagreeWith(func(a *GateAnswer) {
+			if a.Exit != 0 {
+				a.Ready = false
+			}
+		})},
+		{name: "exit 0 with a slot NOT READY accepted", disagree: disagreeWith(func(a *GateAnswer) { a.Slots = nil })},
+		{name: "exit 0 with an error accepted", disagree: disagreeWith(func(a *GateAnswer) { a.CannotTell, a.Error = false, "" })},
+	}
+}
+
+// TestOracleChangesAreCaught: each change of the oracle, looser or unsound, turns at least one
+// of its fixtures (the known lies and excused cases of TestAssess, TestInstantLie and
+// TestAnswerDisagreement), so the fixtures pin every clause of it.
+func TestOracleChangesAreCaught(t *testing.T) {
+	changes := oracleChanges()
+	if len(changes) < 20 {
+		t.Fatalf("%d changes of the oracle: at least 20 are run", len(changes))
+	}
+	for _, c := range changes {
+		var wrong []string
+		switch {
+		case c.assess != nil:
+			for _, f := range assessFixtures {
+				if got := c.assess(f.j); got.Lie != f.lie {
+					wrong = append(wrong, f.name)
+				}
+			}
+		case c.instant != nil:
+			wrong = instantWrong(c.instant)
+		case c.disagree != nil:
+			wrong = disagreementsWrong(c.disagree)
+		}
+		if len(wrong) == 0 {
+			t.Errorf("the oracle changed so (%s) passes every fixture: add the case that tells", c.name)
+		}
+	}
+}
