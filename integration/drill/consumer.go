@@ -43,6 +43,12 @@ type Consumer struct {
 	// copy stands behind it: the redelivery window the gate gave (chaos). resuming: the next
 	// stream is that resumption.
 	FromSlot, resuming bool
+	// AckEvery (0: at each commit): the consumer confirms what it received only this often, as a
+	// connector that commits its offsets every few seconds does (chaos): until then it holds
+	// changes it has not confirmed. confirmedAt: when it last confirmed; due: what it will.
+	AckEvery    time.Duration
+	confirmedAt time.Time
+	due         pglogrepl.LSN
 }
 
 // connection is one START_REPLICATION of the consumer: when, to which server, from where.
@@ -299,9 +305,22 @@ func (c *Consumer) commit(end pglogrepl.LSN, phase int) {
 		c.received = append(c.received, receipt{id: id, end: end, phase: phase, conn: len(c.connections) - 1, at: time.Now()})
 	}
 	c.pending = c.pending[:0]
+	c.confirmUpTo(end)
+}
+
+// confirmUpTo moves the consumer's offset to end, or, for a consumer that confirms only every
+// AckEvery, notes it due until that much time has passed since it last confirmed. Called with
+// c.mu held or from the stream's own goroutine.
+func (c *Consumer) confirmUpTo(end pglogrepl.LSN) {
+	now := time.Now()
+	if c.AckEvery > 0 && now.Sub(c.confirmedAt) < c.AckEvery {
+		c.due = max(c.due, end)
+		return
+	}
+	end = max(end, c.due)
 	if end > c.confirmed {
-		c.confirmed = end
-		c.history = append(c.history, confirmation{time.Now(), end})
+		c.confirmed, c.confirmedAt = end, now
+		c.history = append(c.history, confirmation{now, end})
 	}
 }
 
@@ -313,8 +332,7 @@ func (c *Consumer) idleAt(walEnd pglogrepl.LSN) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.inTxn && walEnd > c.confirmed {
-		c.confirmed = walEnd
-		c.history = append(c.history, confirmation{time.Now(), walEnd})
+		c.confirmUpTo(walEnd)
 	}
 }
 

@@ -238,3 +238,27 @@ func TestConsumerTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestConsumerConfirmsEvery: a consumer with AckEvery confirms what it received only that often,
+// holding the rest due; at each commit otherwise.
+func TestConsumerConfirmsEvery(t *testing.T) {
+	eager := NewConsumer("a", "test_decoding")
+	eager.commit(100, 1)
+	eager.commit(200, 1)
+	if eager.confirmed != 200 {
+		t.Fatalf("eager: confirmed %s, want 0/C8", eager.confirmed)
+	}
+	lazy := NewConsumer("a", "test_decoding")
+	lazy.AckEvery = time.Hour
+	lazy.commit(100, 1) // the first confirmation is never held
+	lazy.commit(200, 1)
+	lazy.idleAt(300)
+	if lazy.confirmed != 100 || lazy.due != 300 {
+		t.Fatalf("lazy: confirmed %s, due %s; want 0/64 confirmed, 0/12C due", lazy.confirmed, lazy.due)
+	}
+	lazy.confirmedAt = time.Now().Add(-2 * time.Hour)
+	lazy.commit(250, 1)
+	if lazy.confirmed != 300 {
+		t.Fatalf("lazy, its hour past: confirmed %s, want what was due (0/12C)", lazy.confirmed)
+	}
+}

@@ -206,7 +206,10 @@ type Plan struct {
 	// Stall: slotsync's first process sleeps this long at its failpoint instead of crashing, as
 	// a process stalled between two steps; written plans only.
 	Stall time.Duration `json:"stall,omitempty"`
-	Steps []Step
+	// AckEvery: the consumers confirm what they received only this often (0: at each commit),
+	// as connectors that commit their offsets every few seconds do (written plans).
+	AckEvery time.Duration `json:"ack_every,omitempty"`
+	Steps    []Step
 	// Quiesce: the writes stop this long before the failover (0: the failover hits them in
 	// flight).
 	Quiesce time.Duration

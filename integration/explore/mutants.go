@@ -47,7 +47,7 @@ var mutantPlans = map[string][]string{
 	"copy-ahead-allowance-4k":              {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"copy-ahead-allowance-64k":             {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"consumer-ahead-slack-4k":              {"hook-sender-stalled-little-ahead", "hook-sender-stalled"},
-	"consumer-ahead-confirmed-only":        {"hook-sender-stalled"},
+	"consumer-ahead-confirmed-only":        {"hook-sender-stalled-lazy-consumers", "hook-sender-stalled"},
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "hook-route-and-receiver-cut", "route-and-standby-cut-then-kill"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"seen-unchecked":                       {"route-cut-slot-behind-then-stop"},
@@ -290,6 +290,9 @@ func MatrixPlans() []Plan {
 		// The same stall kept past the hook's bound, the writes paused 150 ms into it: the
 		// consumers hold a few hundred bytes the standby never gets, a little ahead for the whole
 		// cutover (rule 5's boundary: a gate with a few kB of slack says READY).
+		// The stall with consumers that confirm only every 3 s: each holds changes it was sent and
+		// has not confirmed, past the standby (rule 5 counts what was sent, not only confirmed).
+		withAckEvery(hookPlan("hook-sender-stalled-lazy-consumers", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}), 3*time.Second),
 		hookPlan("hook-sender-stalled-little-ahead", []Step{
 			{At: 1000 * ms, Fault: FaultSenderStalled, For: HookBound + 10*time.Second},
 			{At: 1150 * ms, Fault: FaultWritesPaused, For: HookBound + 10*time.Second}}),
@@ -667,6 +670,12 @@ func hookPlan(name string, before []Step, last ...Step) Plan {
 // withPromotionCheckpoint is p with the promotion's checkpoint done before the consumers resume.
 func withPromotionCheckpoint(p Plan) Plan {
 	p.PromotionCheckpoint = true
+	return p
+}
+
+// withAckEvery is p with consumers that confirm only every d (Plan.AckEvery).
+func withAckEvery(p Plan, d time.Duration) Plan {
+	p.AckEvery = d
 	return p
 }
 
