@@ -326,10 +326,24 @@ func TestExactCopyAtARealBound(t *testing.T) {
 	})
 }
 
-// exactAtBound runs TestExactCopyAtARealBound at one bound: a real wait up to 30s, the engine's
-// clock moved forward by the rest once the feedback has passed the away consumer.
+// exactAtBound runs TestExactCopyAtARealBound at one bound: READY, then promoted, every change
+// the away consumer had not confirmed exactly once.
 func exactAtBound(t *testing.T, major int, bound time.Duration) {
-	f, away := exactFixture(t, major, bound)
+	f, away := readyExactAtBound(t, major, bound, nil)
+	if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
+		t.Fatal("the consumer was to stay away")
+	}
+	f.promoteExpect("cdc", away)
+}
+
+// readyExactAtBound makes cdc's exact copy at bound (a real wait up to 30s, the engine's clock
+// moved forward by the rest once the feedback has passed the away consumer) and returns once it
+// is READY, with the changes the consumer has not confirmed. before runs on the fixture first.
+func readyExactAtBound(t *testing.T, major int, bound time.Duration, before func(f *fixture)) (f *fixture, away []int) {
+	f, away = exactFixture(t, major, bound)
+	if before != nil {
+		before(f)
+	}
 	var skew atomic.Int64
 	f.eng.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
 	if r := f.pass()["cdc"]; r.Action != KindCreate {
@@ -374,8 +388,49 @@ func exactAtBound(t *testing.T, major int, bound time.Duration) {
 	}
 	t.Logf("pg%d, bound %s: exact copy READY %s after the bound (%s after it was decided)", major, bound,
 		f.eng.now().Sub(made.Add(bound)).Round(time.Second), time.Since(decided).Round(time.Second))
-	if ps, _ := f.slotOn(f.pair.Primary, "cdc"); ps.Active {
-		t.Fatal("the consumer was to stay away")
-	}
-	f.promoteExpect("cdc", away)
+	return f, away
+}
+
+// TestExactCopyRowsRemovedAfterItsConsumerReturns (rule 4e): an exact copy READY on the primary
+// slot's catalog hold alone (16+; bound 30s), whose consumer then returns and moves its slot on,
+// and the catalogs are vacuumed on the primary before slotsync moves the copy: rows the copy
+// needs (a column added and dropped while the consumer was away, before the standby's feedback
+// first held anything) go once the copy's catalog hold is gone, the standby replays their removal and invalidates the copy
+// (rows_removed), and the gate says NOT READY copy_invalidated, never READY on rows that are gone.
+func TestExactCopyRowsRemovedAfterItsConsumerReturns(t *testing.T) {
+	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
+	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
+		f, _ := readyExactAtBound(t, major, 30*time.Second, func(f *fixture) {
+			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN gone int"))
+			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "ALTER TABLE t DROP COLUMN gone"))
+		})
+		p := f.pair.Primary
+		// The copy's catalog hold (a temporary slot on the primary, until the feedback covers the
+		// copy, which it never will) goes first, as after --catalog-hold-timeout or a restart.
+		f.must(p.Exec(f.ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE temporary AND active_pid IS NOT NULL"))
+		f.must(integration.Poll(f.ctx, 10*time.Second, "the catalog hold to go", func(ctx context.Context) (bool, error) {
+			var n int
+			err := p.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE temporary", nil, &n)
+			return n == 0, err
+		}))
+		f.insert(1)
+		f.logRunningXacts()
+		f.consume(p, "cdc") // the consumer back: its slot moves past the catalog change
+		f.logRunningXacts()
+		f.consume(p, "cdc")
+		f.must(p.ExecDB(f.ctx, "app", "VACUUM pg_class, pg_attribute, pg_type"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		var reason string
+		f.must(f.pair.Standby.QueryRow(f.ctx, "SELECT coalesce(to_jsonb(s)->>'invalidation_reason', CASE WHEN (to_jsonb(s)->>'conflicting')::bool THEN 'conflicting' END, '') "+
+			"FROM pg_replication_slots s WHERE slot_name = 'cdc'", nil, &reason))
+		if reason == "" {
+			t.Fatal("the copy was not invalidated: the vacuum removed nothing it needed, not the case under test")
+		}
+		for _, r := range f.inspectAsCheck().Slots {
+			if r.Name == "cdc" && (r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonCopyInvalidated)) {
+				t.Fatalf("check on the invalidated copy (%s): %+v, want NOT READY %s", reason, r.Verdict, lsncheck.ReasonCopyInvalidated)
+			}
+		}
+		t.Logf("pg%d: the copy invalidated (%s), NOT READY %s", major, reason, lsncheck.ReasonCopyInvalidated)
+	})
 }
