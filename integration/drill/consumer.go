@@ -496,3 +496,11 @@ func (c *Consumer) NoteConfirmed(at time.Time, lsn pglogrepl.LSN) {
 		c.confirmed = lsn
 	}
 }
+
+// ConfirmEvery has the consumer confirm what it receives only every d from now on (0: at each
+// commit again).
+func (c *Consumer) ConfirmEvery(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.AckEvery, c.confirmedAt = d, time.Now()
+}

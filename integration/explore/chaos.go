@@ -409,7 +409,6 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		// The test_decoding consumer resumes from the slot's position, as pg_recvlogical does
 		// without --startpos: what it gets twice is checked against the gate's redelivery window.
 		c.FromSlot = s.Plugin == "test_decoding"
-		c.AckEvery = plan.AckEvery
 		wd.feeds = append(wd.feeds, &feed{c: c, next: make(chan struct{}, 1)})
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}

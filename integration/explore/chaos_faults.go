@@ -379,6 +379,10 @@ func (wd *world) applyWritten(ctx context.Context, s Step) error {
 		return wd.pair.SwitchSegments(ctx, 3)
 	case FaultWritesPaused:
 		wd.w.PauseFor(s.For)
+	case FaultConsumersConfirmLate:
+		for _, f := range wd.feeds {
+			f.c.ConfirmEvery(s.For)
+		}
 	case FaultSnapshotsRemoved:
 		return wd.removeSnapshots()
 	case FaultStandbyWALCleaned:

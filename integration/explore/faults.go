@@ -106,6 +106,10 @@ const (
 	// the drill's writes paused for a while, the consumers and slotsync going on: a quiet
 	// primary, on which the server's sync persists new copies
 	FaultWritesPaused Fault = "writes_paused"
+	// the consumers confirm what they receive only every For from then on, as connectors that
+	// commit their offsets every few seconds do: each holds changes it was sent and has not
+	// confirmed (written plans)
+	FaultConsumersConfirmLate Fault = "consumers_confirm_late"
 	// the standby's serialized decoding snapshots (pg_logical/snapshots) removed by someone else,
 	// as a cleanup that takes them for disposable would: decoding from a copy's restart_lsn then
 	// builds its snapshot again from running-xacts records (local pairs)
@@ -206,10 +210,7 @@ type Plan struct {
 	// Stall: slotsync's first process sleeps this long at its failpoint instead of crashing, as
 	// a process stalled between two steps; written plans only.
 	Stall time.Duration `json:"stall,omitempty"`
-	// AckEvery: the consumers confirm what they received only this often (0: at each commit),
-	// as connectors that commit their offsets every few seconds do (written plans).
-	AckEvery time.Duration `json:"ack_every,omitempty"`
-	Steps    []Step
+	Steps []Step
 	// Quiesce: the writes stop this long before the failover (0: the failover hits them in
 	// flight).
 	Quiesce time.Duration

@@ -287,15 +287,6 @@ func MatrixPlans() []Plan {
 		// consumers get ahead of the standby (rule 5). (A walsender cut reconnects within
 		// milliseconds.)
 		hookPlan("hook-sender-stalled", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}),
-		// The same stall kept past the hook's bound, the writes paused 150 ms into it: the
-		// consumers hold a few hundred bytes the standby never gets, a little ahead for the whole
-		// cutover (rule 5's boundary: a gate with a few kB of slack says READY).
-		// The stall with consumers that confirm only every 3 s: each holds changes it was sent and
-		// has not confirmed, past the standby (rule 5 counts what was sent, not only confirmed).
-		withAckEvery(hookPlan("hook-sender-stalled-lazy-consumers", []Step{{At: 1000 * ms, Fault: FaultSenderStalled, For: 4000 * ms}}), 3*time.Second),
-		hookPlan("hook-sender-stalled-little-ahead", []Step{
-			{At: 1000 * ms, Fault: FaultSenderStalled, For: HookBound + 10*time.Second},
-			{At: 1150 * ms, Fault: FaultWritesPaused, For: HookBound + 10*time.Second}}),
 		// slotsync paused, then the standby cut off from a primary that lives on (its
 		// primary_conninfo emptied), then slotsync's route to it cut: the gate may judge without
 		// the primary only once the standby has not streamed for --primary-gone-after (rule 8).
@@ -441,7 +432,27 @@ func MatrixPlans() []Plan {
 			{At: 8400 * ms, Fault: FaultCatalogPruned, For: 8000 * ms},
 			{At: 15000 * ms, Fault: FaultFeedbackReset, For: 2000 * ms}}},
 	}
-	return append(append(append(append(plans, decodingPlans()...), walFilePlans()...), nativePlans()...), recordPlans()...)
+	return append(append(append(append(append(plans, decodingPlans()...), walFilePlans()...), nativePlans()...), recordPlans()...), rule5Plans()...)
+}
+
+// rule5Plans put rule 5's boundaries at a hook's cutover: consumers a little ahead of the
+// standby, and consumers sent more than they confirmed.
+func rule5Plans() []Plan {
+	const ms = time.Millisecond
+	return []Plan{
+		// The stall, past the hook's bound, the consumers confirming only every 30 s from its
+		// start: each holds changes it was sent and has not confirmed, past the standby, its
+		// offset not (rule 5 counts what was sent, not only what was confirmed).
+		hookPlan("hook-sender-stalled-lazy-consumers", []Step{
+			{At: 1000 * ms, Fault: FaultConsumersConfirmLate, For: 30 * time.Second},
+			{At: 1000 * ms, Fault: FaultSenderStalled, For: HookBound + 10*time.Second}}),
+		// The standby's walsender stalled past the hook's bound, the writes paused 150 ms into it: the
+		// consumers hold a few hundred bytes the standby never gets, a little ahead for the whole
+		// cutover (rule 5's boundary: a gate with a few kB of slack says READY).
+		hookPlan("hook-sender-stalled-little-ahead", []Step{
+			{At: 1000 * ms, Fault: FaultSenderStalled, For: HookBound + 10*time.Second},
+			{At: 1150 * ms, Fault: FaultWritesPaused, For: HookBound + 10*time.Second}}),
+	}
 }
 
 // walFilePlans are the plans of WAL removed from the standby's pg_wal behind the server's back.
@@ -670,12 +681,6 @@ func hookPlan(name string, before []Step, last ...Step) Plan {
 // withPromotionCheckpoint is p with the promotion's checkpoint done before the consumers resume.
 func withPromotionCheckpoint(p Plan) Plan {
 	p.PromotionCheckpoint = true
-	return p
-}
-
-// withAckEvery is p with consumers that confirm only every d (Plan.AckEvery).
-func withAckEvery(p Plan, d time.Duration) Plan {
-	p.AckEvery = d
 	return p
 }
 
