@@ -277,8 +277,8 @@ func (wd *world) quiet(plan Plan) string {
 	if dropped > 1 {
 		return "" // a copy changed under slotsync twice is left alone (other_synchronizer)
 	}
-	for _, a := range away {
-		if a {
+	for slot, a := range away {
+		if a && !exactCopyDue(plan, slot, end) {
 			return "" // a consumer away holds its new copy back
 		}
 	}
@@ -288,6 +288,25 @@ func (wd *world) quiet(plan Plan) string {
 	}
 	return fmt.Sprintf("writes paused %s, the last fault ended %s before, the standby streaming", plan.Quiesce, (end - last).Round(100*time.Millisecond))
 }
+
+// exactCopyDue says whether slot's consumer, away since the plan made its slot again, no longer
+// holds its copy back by the question at end: the sidecar runs with --exact-copy-after, and the
+// bound and exactCopyMargin (a standby restart and a pass or two) have passed since.
+func exactCopyDue(plan Plan, slot string, end time.Duration) bool {
+	if plan.ExactCopyAfter <= 0 {
+		return false
+	}
+	for _, s := range plan.Steps {
+		if s.Slot == slot && s.Away && end-s.At >= plan.ExactCopyAfter+exactCopyMargin {
+			return true
+		}
+	}
+	return false
+}
+
+// exactCopyMargin is how long after --exact-copy-after an exact copy must be READY (the standby
+// restarted once, its WAL read, its catalog rows shown kept): measured 3-5 s on 16-18.
+const exactCopyMargin = 20 * time.Second
 
 // hookCutover is the cutover of a hook that promotes on READY (Plan.Hook): the gate asked until
 // it exits 0 (READY for every slot), the primary killed -9 the moment it does, the writes and the

@@ -242,6 +242,13 @@ func MatrixPlans() []Plan {
 		{Name: "hook-exact-copy-for-away-consumer", Live: 10000 * ms, Hook: true, Kill: true, ExactCopyAfter: 3 * time.Second, Steps: []Step{
 			{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true},
 			{At: 9800 * ms, Fault: FaultSidecarPause, For: HookBound + 5*time.Second}}},
+		// The same at a bound users set, --exact-copy-after 30s (past the standby's first
+		// feedback, whose physical slot then holds newer catalog rows than the away consumer's),
+		// the writes paused 3 s before a clean stop 55 s in: a quiet window, in which the gate
+		// must say READY (liveness), and the consumer returning to the promoted standby gets every
+		// change.
+		{Name: "exact-copy-at-30s-then-stop", Live: 55000 * ms, Quiesce: 3000 * ms, ExactCopyAfter: 30 * time.Second, Steps: []Step{
+			{At: 1000 * ms, Fault: FaultSlotRecreated, Slot: "drill_pgoutput", Away: true}}},
 		// The standby's max_slot_wal_keep_size set to 1 MB, a consumer away, slotsync paused,
 		// then three WAL segments switched: both copies are behind them, beyond the limit, with
 		// no restartpoint yet (the standby's wal_status still "reserved"); the promotion's
