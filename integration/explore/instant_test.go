@@ -24,6 +24,7 @@ func instantFixtures() []instantFixture {
 		return Instant{At: time.Now(), Primary: map[string]SlotAt{"a": p}, Copies: map[string]SlotAt{"a": c}, StandbyWALEnd: end, ReceiverPID: receiver}
 	}
 	moved := func(s SlotAt, confirmed pglogrepl.LSN) SlotAt { s.Confirmed = confirmed; return s }
+	demoted := func(in Instant) Instant { in.PrimaryInRecovery = true; return in }
 	sent := func(s SlotAt, lsn pglogrepl.LSN, pid int) SlotAt { s.Sent, s.SenderPID = lsn, pid; return s }
 	other := slot
 	other.Plugin = "test_decoding"
@@ -33,6 +34,7 @@ func instantFixtures() []instantFixture {
 		{"copy ahead at both reads, not throughout", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 260), moved(slot, 270), 300, 7), true, ""},
 		{"copy ahead, judged without the primary", at(slot, moved(slot, 250), 300, 0), at(slot, moved(slot, 250), 300, 0), false, "rule 4"},
 		{"copy made again between the reads", at(slot, moved(slot, 250), 300, 7), at(slot, other, 300, 7), true, ""},
+		{"copy ahead of a demoted primary's slot", demoted(at(slot, moved(slot, 250), 300, 7)), demoted(at(moved(slot, 240), moved(slot, 250), 300, 7)), false, ""},
 		{"copy made again with the other plugin, ahead", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 240), moved(other, 260), 300, 7), true, ""},
 		{"primary slot made again between the reads", at(slot, moved(slot, 250), 300, 7), at(moved(slot, 100), moved(slot, 250), 300, 7), true, ""},
 		{"primary slot gone after", at(slot, moved(slot, 250), 300, 7), Instant{Copies: map[string]SlotAt{"a": moved(slot, 250)}, StandbyWALEnd: 300, ReceiverPID: 7}, true, ""},

@@ -123,6 +123,9 @@ func oracleChanges() []oracleChange {
 				a.Copies[k] = c
 			}
 		})},
+		{name: "a demoted primary's slots taken for the consumers' positions", instant: instantWith(func(b, a *Instant, _ *bool) {
+			b.PrimaryInRecovery, a.PrimaryInRecovery = false, false
+		})},
 		// The exit code, looser.
 		{name: "exit 0 with ready false accepted", disagree: disagreeWith(func(a *GateAnswer) {
 			if a.Exit == 0 {
