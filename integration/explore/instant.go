@@ -69,7 +69,7 @@ func readInstant(ctx context.Context, primary, standby *integration.Node, slots 
 		in.PrimaryErr = err.Error()
 	}
 	if in.Copies, err = readSlotsAt(ctx, standby, slots); err == nil {
-		err = readWALEnd(ctx, standby, &in)
+		err = readWALEnd(ctx, standby, &in, instantTimeout)
 	}
 	if err != nil {
 		in.StandbyErr = err.Error()
@@ -113,8 +113,10 @@ func readInRecovery(ctx context.Context, n *integration.Node, inRecovery *bool) 
 	return n.QueryRow(ctx, "SELECT pg_is_in_recovery()", nil, inRecovery)
 }
 
-func readWALEnd(ctx context.Context, n *integration.Node, in *Instant) error {
-	ctx, cancel := context.WithTimeout(ctx, instantTimeout)
+// readWALEnd reads the standby's WAL end (received, else replayed) and its streaming WAL
+// receiver's pid (0: none streams): for the rules at the instant and the servers' truth alike.
+func readWALEnd(ctx context.Context, n *integration.Node, in *Instant, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	var end string
 	err := n.QueryRow(ctx, `SELECT greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text,

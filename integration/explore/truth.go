@@ -84,16 +84,12 @@ func primaryTruth(ctx context.Context, n *integration.Node, slots []string, t *T
 }
 
 func standbyTruth(ctx context.Context, n *integration.Node, t *Truth) error {
-	ctx, cancel := context.WithTimeout(ctx, truthTimeout)
-	defer cancel()
-	var received string
-	err := n.QueryRow(ctx, `SELECT greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text,
-	       coalesce((SELECT status = 'streaming' FROM pg_stat_wal_receiver), false)`, nil, &received, &t.StandbyStreaming)
-	if err != nil {
+	var in Instant
+	if err := readWALEnd(ctx, n, &in, truthTimeout); err != nil {
 		return err
 	}
-	t.StandbyReceived, err = pglogrepl.ParseLSN(received)
-	return err
+	t.StandbyReceived, t.StandbyStreaming = in.StandbyWALEnd, in.ReceiverPID != 0
+	return nil
 }
 
 // noneAheadAt says whether the servers said, at truth t, that no drill slot's consumer held
