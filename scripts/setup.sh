@@ -24,6 +24,9 @@ command -v etcdctl >/dev/null || need+=(etcd-client)
 # A Docker engine and debootstrap, for the Docker backend's tests on a local image.
 command -v dockerd >/dev/null || need+=(docker.io)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+# PostgreSQL 19 comes from Debian's newer packages, made to run here with patchelf.
+command -v patchelf >/dev/null || need+=(patchelf)
+command -v xz >/dev/null || need+=(xz-utils)
 # systemd-analyze verifies the example unit (the package is not started here).
 command -v systemd-analyze >/dev/null || need+=(systemd)
 # zsh checks the syntax of the generated zsh completion.

@@ -42,17 +42,22 @@ const (
 	SnapshotAbsent
 )
 
+// snapshotFileSQL names the snapshot file at restart_lsn as snapbuild.c does ("%X-%X.snap"):
+// 19's pg_lsn text pads the low half to eight digits ("0/0176FF18"), the file name does not
+// ("0-176FF18.snap"), so the padding is taken off (one digit kept).
+const snapshotFileSQL = `regexp_replace(restart_lsn::text, '^([0-9A-F]+)/0*([0-9A-F]+)$', '\1-\2') || '.snap'`
+
 // ReadSnapshots fills in Snapshot for each slot: whether the node's pg_logical/snapshots holds
 // the file decoding restores when it starts at the slot's restart_lsn. The role needs EXECUTE on
 // pg_ls_logicalsnapdir() (list: NodeInfo.CanListSnapshots, one read of the directory) or on
 // pg_stat_file(text, boolean) (NodeInfo.CanStatFiles, one call per slot).
 func ReadSnapshots(ctx context.Context, conn *pgx.Conn, slots map[string]Slot, list bool) error {
 	q := `SELECT slot_name::text, restart_lsn,
-		(pg_stat_file('pg_logical/snapshots/' || replace(restart_lsn::text, '/', '-') || '.snap', true)).size IS NOT NULL
+		(pg_stat_file('pg_logical/snapshots/' || ` + snapshotFileSQL + `, true)).size IS NOT NULL
 		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`
 	if list {
 		q = `WITH snap AS MATERIALIZED (SELECT name FROM pg_ls_logicalsnapdir())
-		SELECT slot_name::text, restart_lsn, EXISTS (SELECT FROM snap WHERE name = replace(restart_lsn::text, '/', '-') || '.snap')
+		SELECT slot_name::text, restart_lsn, EXISTS (SELECT FROM snap WHERE name = ` + snapshotFileSQL + `)
 		FROM pg_replication_slots WHERE slot_type = 'logical' AND restart_lsn IS NOT NULL`
 	}
 	rows, err := conn.Query(ctx, q)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/integration"
 	"github.com/slotsync/slotsync/integration/pgtest"
 )
@@ -272,7 +273,35 @@ func TestReadRealPair(t *testing.T) {
 		if major >= 14 && !slots["s2"].TwoPhase {
 			t.Fatalf("s2 two_phase: %+v", slots["s2"])
 		}
+		readSnapshotsReal(ctx, t, pair.Primary, pc, pi.VersionNum)
 	})
+}
+
+// readSnapshotsReal: once s1 has decoded past a running-xacts record, its restart_lsn is where
+// decoding serialized a snapshot, and ReadSnapshots finds the file both ways (listing the
+// directory, one stat per slot). On 19 the LSN's text is zero-padded and the file's name is not.
+func readSnapshotsReal(ctx context.Context, t *testing.T, p *integration.Node, pc *pgx.Conn, versionNum int) {
+	t.Helper()
+	for _, q := range []string{"CREATE TABLE snap_t (i int)", "INSERT INTO snap_t VALUES (1)", "CHECKPOINT", "INSERT INTO snap_t VALUES (2)", "CHECKPOINT",
+		"SELECT count(*) FROM pg_logical_slot_get_changes('s1', NULL, NULL)"} {
+		if err := p.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, list := range []bool{false, versionNum >= 150000} { // pg_ls_logicalsnapdir() is 15+
+		slots, err := LogicalSlots(ctx, pc, versionNum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ReadSnapshots(ctx, pc, slots, list); err != nil {
+			t.Fatal(err)
+		}
+		if s1 := slots["s1"]; s1.Snapshot != SnapshotPresent {
+			var files string
+			_ = p.QueryRow(ctx, "SELECT string_agg(name, ' ') FROM pg_ls_dir('pg_logical/snapshots') AS name", nil, &files)
+			t.Fatalf("listing %v: s1's snapshot at %s not found (%v); the directory holds %s", list, s1.RestartLSN, s1.Snapshot, files)
+		}
+	}
 }
 
 func TestDoctor(t *testing.T) {

@@ -41,7 +41,7 @@ var layouts = []layout{
 	{majors: "13", version: 2, length: 168, confirmedFlush: 96, invalidatedAt: 88, invalidatedCause: -1, twoPhaseAt: -1, twoPhase: -1, plugin: 104, synced: -1, failover: -1},
 	{majors: "14-15", version: 2, length: 184, confirmedFlush: 96, invalidatedAt: 88, invalidatedCause: -1, twoPhaseAt: 104, twoPhase: 112, plugin: 113, synced: -1, failover: -1},
 	{majors: "16", version: 3, length: 184, confirmedFlush: 96, invalidatedAt: -1, invalidatedCause: 88, twoPhaseAt: 104, twoPhase: 112, plugin: 113, synced: -1, failover: -1},
-	{majors: "17-18", version: 5, length: 184, confirmedFlush: 96, invalidatedAt: -1, invalidatedCause: 88, twoPhaseAt: 104, twoPhase: 112, plugin: 113, synced: 177, failover: 178},
+	{majors: "17-19", version: 5, length: 184, confirmedFlush: 96, invalidatedAt: -1, invalidatedCause: 88, twoPhaseAt: 104, twoPhase: 112, plugin: 113, synced: 177, failover: 178},
 }
 
 // State is one decoded slot state file. Encode writes back exactly the bytes Parse read, with
