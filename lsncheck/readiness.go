@@ -76,6 +76,9 @@ type ReadinessInput struct {
 	CopyTemporary    bool
 	CopySynced       bool
 	RequireSynced    bool // native method (PG17+): only a server-synced copy counts
+	// CopySyncSkip (19+): why the server's slot sync last skipped the copy, in words ("" if it
+	// did not): said beside not_synced and copy_temporary, so the operator sees the server's cause.
+	CopySyncSkip string
 	// CopyNotOurs: the copy is not one slotsync made (no journal entry) nor the server's own.
 	CopyNotOurs bool
 	// OtherSynchronizer says who else writes this slot's copy: another tool loaded on the
@@ -208,11 +211,15 @@ func Readiness(in ReadinessInput) Verdict {
 		add(ReasonCopyBeingMade, "slotsync makes this copy again (%s): the copy standing is replaced at its next pass, and where the new one stands is known "+
 			"once it is made", in.CopyRemade)
 	}
+	skip := ""
+	if in.RequireSynced && in.CopySyncSkip != "" {
+		skip = "; the server's slot sync skipped it: " + in.CopySyncSkip
+	}
 	if in.RequireSynced && !in.CopySynced {
-		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)")
+		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)%s", skip)
 	}
 	if in.CopyTemporary {
-		add(ReasonTemporary, "the copy is temporary and would be dropped at promotion")
+		add(ReasonTemporary, "the copy is temporary and would be dropped at promotion%s", skip)
 	}
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")

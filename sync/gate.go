@@ -1,6 +1,8 @@
 package sync
 
 import (
+	"fmt"
+
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
@@ -52,7 +54,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
-				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover,
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover, CopySyncSkip: syncSkip(cp),
 				CopyWALAvailable: walHeld,
 				CopyNotOurs:      a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				// The plan makes the copy again (a slot made again on the primary, its WAL gone,
@@ -78,6 +80,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				TwoPhasePending:       twoPhasePending(ent, ps),
 			})
 			sr.requireSynced, sr.copyTwoPhase, sr.primaryTwoPhase = ps.Failover, cp.TwoPhase, ps.TwoPhase
+			sr.ServerSyncSkip, sr.ServerSyncSkips = cp.SyncSkipReason, cp.SyncSkipCount
 			// A state-file copy on 16+ whose catalog_xmin the primary slot holds rests on that slot,
 			// not on the feedback.
 			primaryKeeps := obs.Standby.Info.Major() >= 16 && lsncheck.PrimarySlotKeeps(cp.CatalogXmin, ps.CatalogXmin)
@@ -87,6 +90,14 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 		out = append(out, sr)
 	}
 	return out
+}
+
+// syncSkip says in words why the server's slot sync last skipped the copy (19+; "" if not).
+func syncSkip(cp topology.Slot) string {
+	if cp.SyncSkipReason == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d times (%s)", cp.SyncSkipReason, cp.SyncSkipCount, topology.SyncSkipMeaning(cp.SyncSkipReason))
 }
 
 // ownAdvancedCopy says whether a copy is one slotsync made by the standby's own decoding (sql,

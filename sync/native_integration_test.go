@@ -16,7 +16,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-var nativeMajors = []int{17, 18}
+var nativeMajors = []int{17, 18, 19}
 
 var syncOn = integration.Options{StandbyConf: []string{"sync_replication_slots = on"}}
 
@@ -191,11 +191,26 @@ func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
 		f.must(f.pair.Standby.Exec(f.ctx, "CHECKPOINT"))
 		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET sync_replication_slots = on"))
 		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
-		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		// 19+: the server says why it skips the slot (slotsync_skip_reason), and check says it too.
+		skipped := major < 19
+		for end := time.Now().Add(4 * time.Second); time.Now().Before(end) || !skipped && time.Now().Before(end.Add(30*time.Second)); time.Sleep(300 * time.Millisecond) {
 			f.logRunningXacts()
-			if r := f.pass()["early"]; r.Verdict.Ready {
+			r := f.pass()["early"]
+			if r.Verdict.Ready {
 				t.Fatalf("READY before the consumer moved past the standby's oldest WAL: %+v", r)
 			}
+			if r.ServerSyncSkip != "" {
+				if r.ServerSyncSkip != "wal_or_rows_removed" || r.ServerSyncSkips < 1 || !strings.Contains(r.Verdict.Detail, "server's slot sync skipped it: wal_or_rows_removed") {
+					t.Fatalf("the server's skip: %q %d times, detail %q; want wal_or_rows_removed, said in the detail", r.ServerSyncSkip, r.ServerSyncSkips, r.Verdict.Detail)
+				}
+				if !skipped {
+					t.Logf("pg%d: %s", major, r.Verdict.Detail)
+				}
+				skipped = true
+			}
+		}
+		if !skipped {
+			t.Fatal("the server's slot sync never said why it skipped the slot")
 		}
 		f.untilReady("early", func() { f.consume(p, "early") })
 	})

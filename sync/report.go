@@ -38,6 +38,10 @@ type SlotReport struct {
 	// synchronized_standby_slots listed this standby, so its consumer could not be ahead of the
 	// standby. A READY without it does not rule that out (rule 8).
 	HeldBack bool `json:"held_back,omitempty"`
+	// ServerSyncSkip (19+): why the server's slot sync last skipped the copy
+	// (pg_replication_slots.slotsync_skip_reason), and ServerSyncSkips how often it has.
+	ServerSyncSkip  string `json:"server_sync_skip,omitempty"`
+	ServerSyncSkips int64  `json:"server_sync_skips,omitempty"`
 
 	// For the gate record: the copy must stay server-synced (native), and its two_phase.
 	requireSynced, copyTwoPhase, primaryTwoPhase bool

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -41,6 +42,7 @@ var doctorChecks = []struct {
 	{"sync_replication_slots", "standby", "error", MethodNative},
 	{"primary_conninfo_dbname", "standby", "error", MethodNative},
 	{"synchronized_standby_slots", "primary", "warning", MethodNative},
+	{"server_sync_skips", "standby", "warning", MethodNative},
 	{"state_files", "primary", "error", MethodStatefile},
 	{"checkpoint", "primary", "warning", MethodStatefile},
 	{"decoding_snapshots", "standby", "error", MethodStatefile},
@@ -69,6 +71,27 @@ type DoctorInput struct {
 	PrimarySlots, StandbySlots int
 	Unselected                 []string
 	Synced                     []SyncedStandbySlot
+	// StandbySlotList: the standby's logical slots, for the server's slot sync skips (19+).
+	StandbySlotList map[string]Slot
+}
+
+// SyncSkipProblem names the standby's synced slots whose last sync the server skipped (19+:
+// slotsync_skip_reason), each with why, or nil.
+func SyncSkipProblem(slots map[string]Slot) *Problem {
+	var skipped []string
+	for name, s := range slots {
+		if s.SyncSkipReason != "" {
+			skipped = append(skipped, fmt.Sprintf("%s: %s, %d times (%s)", name, s.SyncSkipReason, s.SyncSkipCount, SyncSkipMeaning(s.SyncSkipReason)))
+		}
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	slices.Sort(skipped)
+	return &Problem{Check: "server_sync_skips", Node: "standby",
+		Issue: "the server's slot sync skipped " + strings.Join(skipped, "; "),
+		Fix: "usually it catches up once the primary slot's consumer moves on (wal_or_rows_removed, no_consistent_snapshot) or the standby " +
+			"flushes the WAL (wal_not_flushed); an invalidated copy (slot_invalidated) is dropped and made again by the server: check stays NOT READY until then"}
 }
 
 // Doctor checks every prerequisite and returns one Check per item, each failed one with its fix.
@@ -83,6 +106,9 @@ func Doctor(in DoctorInput) []Check {
 	}
 	if method == MethodNative {
 		probs = append(probs, NativeWarnings(primary, standby, in.Synced)...)
+		if p := SyncSkipProblem(in.StandbySlotList); p != nil {
+			probs = append(probs, *p)
+		}
 	}
 	if err := verify(primary, standby, in.Physical, method, in.Drive); err != nil {
 		if pe := (*PrereqError)(nil); errors.As(err, &pe) {

@@ -30,6 +30,27 @@ type Slot struct {
 	// Snapshot: whether pg_logical/snapshots holds a serialized decoding snapshot at the slot's
 	// restart_lsn (read on a standby; SnapshotUnknown otherwise).
 	Snapshot SnapshotState
+	// SyncSkipReason (19+, a synced slot on a standby) is why the server's slot sync last left
+	// the slot as it was: wal_not_flushed, wal_or_rows_removed, no_consistent_snapshot or
+	// slot_invalidated; "" when its last sync was not skipped. SyncSkipCount is how often it
+	// was (pg_stat_replication_slots).
+	SyncSkipReason string
+	SyncSkipCount  int64
+}
+
+// SyncSkipMeaning says in words what the server's slot sync skip reason means (19+).
+func SyncSkipMeaning(reason string) string {
+	switch reason {
+	case "wal_not_flushed":
+		return "the standby has not flushed the WAL up to the primary slot's position"
+	case "wal_or_rows_removed":
+		return "the primary slot is behind what the standby still keeps: its WAL or catalog rows are gone here"
+	case "no_consistent_snapshot":
+		return "decoding on the standby has not reached a consistent snapshot at the primary slot's position"
+	case "slot_invalidated":
+		return "the slot is invalidated on the standby"
+	}
+	return reason
 }
 
 // SnapshotState says whether a node has a slot's decoding snapshot at its restart_lsn.
@@ -127,6 +148,8 @@ func slotColumns(versionNum int) []string {
 	// What the walsender streaming the slot has read: the consumer may hold changes up to there
 	// (rule 5). NULL without pg_read_all_stats for another role's walsender.
 	cols = append(cols, "coalesce((SELECT r.sent_lsn FROM pg_stat_replication r WHERE r.pid = active_pid), '0/0')")
+	ifVersion(190000, "coalesce(slotsync_skip_reason, '')", "''")
+	ifVersion(190000, "coalesce((SELECT st.slotsync_skip_count FROM pg_stat_replication_slots st WHERE st.slot_name = pg_replication_slots.slot_name), 0)", "0")
 	return cols
 }
 
@@ -164,7 +187,7 @@ func (r *slotRow) dest() []any {
 	s := &r.slot
 	return []any{&s.Name, &s.Plugin, &s.Database, &s.Temporary, &s.Active, &s.ActivePID,
 		&s.RestartLSN, &s.ConfirmedFlush, &r.xmin, &s.WALStatus, &s.TwoPhase, &r.conflicting, &s.InvalidationReason,
-		&s.Failover, &s.Synced, &s.SentLSN}
+		&s.Failover, &s.Synced, &s.SentLSN, &s.SyncSkipReason, &s.SyncSkipCount}
 }
 
 // slotFromRow maps a row to a Slot. It is pure. Invalidation is told per version:

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/slotsync/slotsync/lsncheck"
@@ -61,5 +62,18 @@ func TestParseHistory(t *testing.T) {
 		if _, err := ParseHistory([]byte(bad)); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// TestSyncSkipProblem: doctor names each synced slot the server's slot sync skipped (19+), with
+// why in words, and says nothing when none was.
+func TestSyncSkipProblem(t *testing.T) {
+	if p := SyncSkipProblem(map[string]Slot{"a": {}}); p != nil {
+		t.Fatalf("no skip: %+v", p)
+	}
+	p := SyncSkipProblem(map[string]Slot{"b": {SyncSkipReason: "wal_not_flushed", SyncSkipCount: 3}, "a": {SyncSkipReason: "wal_or_rows_removed", SyncSkipCount: 1}})
+	if p == nil || p.Check != "server_sync_skips" || !strings.Contains(p.Issue, "b: wal_not_flushed, 3 times (the standby has not flushed") ||
+		strings.Index(p.Issue, "a: wal_or_rows_removed") > strings.Index(p.Issue, "b: ") {
+		t.Fatalf("skips: %+v", p)
 	}
 }

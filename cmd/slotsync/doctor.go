@@ -88,7 +88,8 @@ func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorRe
 		}
 	}
 	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(topology.DoctorInput{Primary: pi, Standby: si, Physical: phys, Method: method,
-		Drive: method == topology.MethodNative && cfg.Native.Drive, PrimarySlots: selected, StandbySlots: standbyOnly, Unselected: unselected, Synced: synced})}
+		Drive: method == topology.MethodNative && cfg.Native.Drive, PrimarySlots: selected, StandbySlots: standbyOnly, Unselected: unselected, Synced: synced,
+		StandbySlotList: sslots})}
 	if method == topology.MethodStatefile && dataDir != "" {
 		res.Checks = append(res.Checks, dataDirCheck(dataDir, si))
 	}

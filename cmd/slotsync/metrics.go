@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"time"
 
@@ -19,6 +20,7 @@ type metrics struct {
 	redelivery      *prometheus.GaugeVec
 	copyAhead       *prometheus.GaugeVec
 	slotInfo        *prometheus.GaugeVec
+	serverSkips     *prometheus.GaugeVec
 	runs            prometheus.Counter
 	errs            *prometheus.CounterVec
 	duration        prometheus.Histogram
@@ -101,6 +103,9 @@ func newMetrics() *metrics {
 		"primary the gate judges from without it (rule 8): past --max-record-age it cannot."})
 	m.withoutPrimary = prometheus.NewGauge(prometheus.GaugeOpts{Name: "slotsync_gate_without_primary", Help: "1 when the last gate verdict was judged without " +
 		"the primary, from the journal's last observation."})
+	m.serverSkips = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "slotsync_slot_server_sync_skips", Help: "PostgreSQL 19+, native method: how often the " +
+		"server's slot sync skipped the copy (pg_stat_replication_slots.slotsync_skip_count), labelled with why it last did (slotsync_skip_reason; " +
+		"none once a sync went through)."}, append(slotLabels[:3:3], "reason"))
 	build := prometheus.NewGaugeVec(
 		prometheus.GaugeOpts{Name: "slotsync_build_info", Help: "Build information."},
 		[]string{"version", "commit", "date", "goversion"},
@@ -108,7 +113,7 @@ func newMetrics() *metrics {
 	bi := currentBuild()
 	build.WithLabelValues(bi.Version, bi.Commit, bi.Date, bi.GoVersion).Set(1)
 	for _, c := range []prometheus.Collector{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.slotInfo,
-		m.runs, m.errs, m.duration, m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary,
+		m.serverSkips, m.runs, m.errs, m.duration, m.lastSuccess, m.standbyRestarts, m.nodeUp, m.promotionReady, m.nodeIsPrimary, m.withoutPrimary,
 		m.leftAlone, m.selection, m.notOurs, m.journalErrs, m.recordAge, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -194,7 +199,8 @@ func (m *metrics) observe(rep slotsync.Report, err error) {
 }
 
 func (m *metrics) resetSlots() {
-	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.slotInfo} {
+	for _, v := range []*prometheus.GaugeVec{m.slotReady, m.notReady, m.syncLag, m.copyAhead, m.retainedWAL, m.consumerAhead, m.redelivery, m.slotInfo,
+		m.serverSkips} {
 		v.Reset()
 	}
 }
@@ -215,6 +221,9 @@ func (m *metrics) slotVerdicts(rep slotsync.Report) {
 		m.consumerAhead.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(s.Verdict.ConsumerAheadBytes))
 		if rd, ok := slotsync.RedeliveryOf(s, rep.WithoutPrimary != nil); ok {
 			m.redelivery.WithLabelValues(s.Name, s.Database, s.Plugin).Set(float64(rd.Bytes))
+		}
+		if s.ServerSyncSkips > 0 || s.ServerSyncSkip != "" {
+			m.serverSkips.WithLabelValues(s.Name, s.Database, s.Plugin, cmp.Or(s.ServerSyncSkip, "none")).Set(float64(s.ServerSyncSkips))
 		}
 		m.retainedWAL.WithLabelValues(s.Name, s.Database, s.Plugin, nodeUpstream).Set(float64(s.PrimaryRetainedWALBytes))
 		if s.Copy != nil {
