@@ -79,7 +79,7 @@ func (f *fixture) untilReadyExact(before func(), each func(map[string]SlotReport
 // not confirmed, exactly once. Without the flag the copy is never READY (the test's first part).
 // Another slot whose consumer reads is advanced in the pass that makes the exact copy.
 func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, away := exactFixture(t, major, 3*time.Second)
 		// A second slot whose consumer keeps reading: the exact copy of the first never holds back
 		// its advance (per-slot independence).
@@ -153,7 +153,7 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 // replaced, and the standby not restarted, while the consumer is connected. Once it
 // disconnects, the copy is replaced at the next pass.
 func TestExactCopyNeverWhileConnected(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, _ := exactFixture(t, major, time.Second)
 		conn, err := pgconn.Connect(f.ctx, f.pair.Primary.ReplicationDSN("app", true))
 		f.must(err)
@@ -202,7 +202,7 @@ func TestExactCopyNeverWhileConnected(t *testing.T) {
 // staged file at its shutdown), and loaded by the manager's restart: READY without the consumer,
 // and the promoted consumer gets every change exactly once.
 func TestExactCopyThroughTheManagersRestart(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, away := exactFixture(t, major, time.Second)
 		f.stageRestarts()
 		if r := f.pass()["cdc"]; r.Action != KindCreate {
@@ -222,7 +222,7 @@ func TestExactCopyThroughTheManagersRestart(t *testing.T) {
 // consumer is away by an exact one, and leaves the failover=true slot to the server, across the
 // restart that loads the exact copy; promoted, the consumer gets every change exactly once.
 func TestExactCopyBesideTheServersSync(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
 		f.eng.Close()
 		f.cfg.ExactCopyAfter = time.Second
@@ -260,7 +260,7 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 // exact copy was decided: READY with the transaction still prepared, which a promotion would send
 // whole to a consumer that holds it prepared.
 func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, _ := exactFixtureWith(t, major, 2*time.Second, 10*time.Minute, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
 		p := f.pair.Primary
 		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
@@ -316,7 +316,7 @@ func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 // Before, it stayed NOT READY copy_catalog_unprotected until its consumer returned.
 func TestExactCopyAtARealBound(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		// 30s on every major; the longer bounds, which differ only by the clock's move, on one
 		// major each.
 		bounds := map[int][]time.Duration{16: {30 * time.Second, 10 * time.Minute}, 17: {30 * time.Second, time.Hour}, 18: {30 * time.Second}}

@@ -20,7 +20,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-var faultMajors = []int{16, 17, 18}
+var faultMajors = []int{16, 17, 18, 19}
 
 // watchCopies samples the standby's copies of names until stop is closed and fails the test if
 // any copy disappears or moves backwards (rules 1 and 3 under faults).
@@ -192,7 +192,7 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 // is NOT READY (identity_mismatch). Before, it was READY, and a promotion skipped the consumer
 // past everything between the older slot and the copy.
 func TestFaultPrimaryDemotedSlotRemade(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('older', 'test_decoding')"))
 		f.readyCopy()
@@ -225,7 +225,7 @@ func TestFaultPrimaryDemotedSlotRemade(t *testing.T) {
 // it had not confirmed. Judged against the demoted slot, NOT READY copy_confirmed_flush_ahead;
 // before, READY, and the promoted standby's copy lost the changes the demoted slot still has.
 func TestFaultPrimaryDemotedSlotRemadeSamePositions(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
 		open, err := f.pair.Primary.Connect(f.ctx, "app")
@@ -282,7 +282,7 @@ func TestFaultPrimaryDemotedSlotRemadeSamePositions(t *testing.T) {
 // record does not know it: NOT READY slot_not_observed. Before, only the record's slots were
 // judged, READY, and after a promotion its consumer found no slot.
 func TestFaultPrimaryDemotedNewSlot(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('fresh', 'test_decoding')"))
@@ -331,7 +331,7 @@ func TestFaultRecordStandbyCutOff(t *testing.T) {
 // primary must not judge from the record of the first (rule 8, record_of_another_timeline).
 func TestFaultRecordOfAnotherTimeline(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
 		f.must(err)
@@ -511,7 +511,7 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 // copy_wal_missing from both, READY again once the consumer confirmed on and the copy followed;
 // and a promotion on the NOT READY, its checkpoint done, leaves the consumer no slot to resume.
 func TestCopyBeyondWALLimit(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{StandbyConf: []string{"max_slot_wal_keep_size = 1MB"}})
 		f.eng.Close()
 		f.cfg.PrimaryGoneAfter = time.Second
@@ -567,7 +567,7 @@ func newCopyBehindSegments(t *testing.T, major int) *fixture {
 // hook-standby-wal-cleaned-consumers-away: READY, then every change lost, before the gate read
 // the oldest WAL file.)
 func TestStandbyWALCleanedUnderACopy(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		removed, redo, err := f.pair.CleanStandbyWAL(f.ctx)
 		f.must(err)
@@ -589,7 +589,7 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 // restart_lsn; promoted, the consumer cannot resume. The gate, with the primary and without it,
 // says NOT READY copy_wal_missing; it said READY before it read the whole of pg_wal.
 func TestStandbyWALHoleUnderACopy(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		removed, cp := f.walFileAfterCopy(f.pair.HoleStandbyWAL)
 		if r := reportOf(f.inspectAsCheck(), "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonCopyWALMissing) {
@@ -607,7 +607,7 @@ func TestStandbyWALHoleUnderACopy(t *testing.T) {
 // copy_cannot_decode; promoted anyway, the consumer cannot resume. (The fault explorer's
 // hook-exact-copy-wal-damaged; mutant readiness:copy_cannot_decode.)
 func TestStandbyWALDamagedUnderACopy(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		damaged, cp := f.walFileAfterCopy(f.pair.DamageStandbyWAL)
 		f.consume(f.pair.Primary, "cdc")
@@ -748,7 +748,7 @@ func TestRotatedPasswordFileIsReadAgain(t *testing.T) {
 // the record was due. It answered READY from the stale record before.
 func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
 		f.cfg.PrimaryGoneAfter, f.cfg.GateRecordInterval = time.Second, time.Second
@@ -782,7 +782,7 @@ func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 // the note each pass leaves (gate-seen.json), for the daemon and for check. Before the note:
 // READY; promoted anyway, the consumer misses what the older slot still owed it.
 func TestFaultPrimaryOutlivedTheLastPass(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
 		f.cfg.PrimaryGoneAfter, f.cfg.Select.Ignore = time.Second, []string{"cdc_old"}
@@ -893,7 +893,7 @@ func TestFaultReceiverSilentlyCut(t *testing.T) {
 // still in use", no start. The method's standby sessions now bound each statement on the
 // server too (--slot-timeout and a margin): the backend ends by itself, and the standby starts.
 func TestStandbyCrashDuringACreate(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
 		f.eng.Close()
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))

@@ -205,7 +205,7 @@ func (f *fixture) untilHorizonSeen(slot string) {
 // replaced, so it turned READY on rows nothing kept; now it is never READY: its hold lapsed, it is
 // made again (a new incarnation), and only that one may be READY.
 func TestStatefileRemadeCopyHoldLost(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('old', 'test_decoding')"))

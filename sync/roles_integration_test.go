@@ -19,7 +19,7 @@ import (
 // and the consumer resumes on the new primary with exactly the changes after its position.
 func TestRolesMove(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
 		engines := map[*integration.Node]*Engine{}
@@ -173,7 +173,7 @@ func (f *fixture) waitReceivers(status string, want bool, limit time.Duration) b
 // standby but carried out after its promotion is refused in the session that would do it:
 // nothing is made on the primary, and the slot there (a consumer's now) is not dropped.
 func TestNeverCreateOnAPromotedNode(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('kept', 'test_decoding')"))
 		f.must(f.pair.WaitCaughtUp(f.ctx))

@@ -21,7 +21,7 @@ import (
 
 var insertedID = regexp.MustCompile(`INSERT: id\[integer\]:(\d+)`)
 
-var sqlMajors = []int{16, 17, 18}
+var sqlMajors = []int{16, 17, 18, 19}
 
 // TestSQLMethodFailoverLosesNothing: sync, consume, sync, promote; the consumer resumes on the
 // new primary with exactly the changes after its confirmed position.
@@ -570,7 +570,7 @@ func TestOneNudgerForManyCreates(t *testing.T) {
 // a create before, 20 ms after); the transaction that flushes it decodes to nothing, not even
 // an empty BEGIN/COMMIT.
 func TestRunningXactsRecordFlushed(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('probe', 'test_decoding')"))
@@ -622,7 +622,7 @@ func TestRunningXactsRecordFlushed(t *testing.T) {
 // in two (standby replay paused between them: it moves to the second). The copy is then ahead,
 // and still READY; a promotion loses nothing.
 func TestCopyAheadAfterFirstReady(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
 		f.readyCopy()

@@ -21,7 +21,7 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-var statefileMajors = []int{11, 12, 13, 14, 15, 16, 17, 18}
+var statefileMajors = []int{11, 12, 13, 14, 15, 16, 17, 18, 19}
 
 // TestStatefileFailoverLosesNothing: on majors where a standby cannot create a logical slot,
 // the slot's state file is copied in one standby restart, advanced, judged, and after a
@@ -356,7 +356,7 @@ func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
 	// 11 and 12: the standby's first advance of the copy moves its catalog_xmin past the
 	// primary's, so with no consumer progress the strict rule for state-file copies keeps it
 	// NOT READY (never READY wrongly); the scenario is settled on 13-18.
-	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		// Staged, the restart's shutdown checkpoint removes the staged snapshot.
 		restartWays(t, major, openTransactionAcrossCopy)
 	})
@@ -459,7 +459,7 @@ func openTransactionAcrossCopy(t *testing.T, f *fixture) {
 // loads the copy and is promoted at once, before any advance: the consumer resumes from the
 // copy and the changes before the schema change must still decode.
 func TestStatefileCatalogHold(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.neverRestart()
 		p := f.pair.Primary
@@ -857,7 +857,7 @@ func TestStatefileCopyAheadAfterItsOwnAdvance(t *testing.T) {
 // not confirmed, exactly once. On 16+ this is what --method statefile gives over the standby's
 // own decoding, whose copy stays ahead of such a consumer, NOT READY, until it returns (rule 4).
 func TestExactCopyForAnAwayConsumer(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -916,7 +916,7 @@ func (f *fixture) awayBesideAFailoverSlot() []int {
 // away) and leaves the failover=true slot to the server, whose copy it neither writes nor
 // drops, across the restart that loads its own.
 func TestStatefileBesideTheServersSync(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, syncOn)
 		away := f.awayBesideAFailoverSlot()
 		f.untilReady("cdc", func() {})

@@ -68,7 +68,7 @@ func (r *recvlogical) ids() []int {
 // nothing lost.
 func TestPlannedSwitchoverExact(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		dir := t.TempDir()

@@ -49,7 +49,7 @@ func isAlive(err error) bool { return errors.Is(err, ErrPrimaryAlive) }
 // before, both answered READY judged without the primary while the live primary's consumer
 // confirmed rows.
 func TestUpstreamMisaddressed(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
 		f.insert(3)
@@ -128,7 +128,7 @@ func TestUpstreamThreeNodesAfterFailover(t *testing.T) {
 // CANNOT TELL. Before, READY, judged without the primary at once, while C was the live primary.
 func TestUpstreamDemotedWhileASiblingIsPromoted(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		sibling, err := f.pair.AddStandby(f.ctx, "sibling")
 		f.must(err)

@@ -229,7 +229,7 @@ func hasReason(c checkJSON, slot, reason string) bool {
 
 // TestCommandsAgainstARealPair drives check, run --once, status and doctor on real pairs.
 func TestCommandsAgainstARealPair(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})
@@ -600,7 +600,7 @@ func TestDrillCommand(t *testing.T) {
 			t.Errorf("%v: exit %d, want 3: %s%s", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{13, 14, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		r := slotsyncCmd(t, nil, "drill", "--local", "--major", fmt.Sprint(major), "--mode", "kill", "--duration", "1s", "--json")
 		var rep struct {
 			OK     bool `json:"ok"`

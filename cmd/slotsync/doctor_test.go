@@ -44,7 +44,7 @@ func loadAsFailoverSlots(t *testing.T, ctx context.Context, pair *integration.Pa
 // gate answers NOT READY other_synchronizer instead of vouching for copies another tool writes.
 // With the library gone, slotsync syncs again.
 func TestOtherSynchronizerLeftAlone(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})

@@ -20,7 +20,7 @@ import (
 // check without --for-promotion (a planned switchover's question, asked before the primary is
 // stopped) still answers READY with the primary up.
 func TestPromotionHookWritablePrimary(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 16, 17, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
 		pair := pgtest.StartPair(t, integration.Options{Major: major})

@@ -105,7 +105,7 @@ func Mutants() []Mutant {
 	for _, r := range withoutMutants {
 		m := Mutant{Name: "without:" + string(r), Why: "the gate without the primary never says " + string(r)}
 		if r == lsncheck.ReasonCopyConfirmedAhead {
-			m.Majors = []int{17, 18} // said of a demoted primary's slot only where its shutdown saves confirmed_flush
+			m.Majors = []int{17, 18, 19} // said of a demoted primary's slot only where its shutdown saves confirmed_flush
 		}
 		out = append(out, m)
 	}
@@ -124,7 +124,7 @@ func Mutants() []Mutant {
 		},
 		Mutant{
 			Name:   "watch-unbound",
-			Majors: []int{16, 17, 18},
+			Majors: []int{16, 17, 18, 19},
 			Why:    "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)",
 		},
 		Mutant{
@@ -152,7 +152,7 @@ func Mutants() []Mutant {
 		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
 		Mutant{
 			Name:   "copy-traits-in-force",
-			Majors: []int{16, 17, 18},
+			Majors: []int{16, 17, 18, 19},
 			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
 				"not the state-file ones its journal entry names",
 		},
@@ -168,7 +168,7 @@ func Mutants() []Mutant {
 		},
 		Mutant{
 			Name:   "wal-timeline-unread",
-			Majors: []int{16, 17, 18},
+			Majors: []int{16, 17, 18, 19},
 			Why: "the standby's timeline without a WAL receiver is its last restartpoint's, not that of the WAL files it received: " +
 				"a standby that followed a promoted sibling, which died, is taken for one still on the record's timeline",
 		},
