@@ -2,6 +2,7 @@ package sync
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -440,5 +441,75 @@ func TestExactCopyRowsRemovedAfterItsConsumerReturns(t *testing.T) {
 			}
 		}
 		t.Logf("pg%d: the copy invalidated (%s) after %d vacuums, NOT READY %s", major, reason, tries, lsncheck.ReasonCopyInvalidated)
+	})
+}
+
+// failingRestarter is a standby restarter whose first fails stops fail (the standby stays up).
+type failingRestarter struct {
+	nodeRestarter
+	fails *atomic.Int32
+}
+
+func (r failingRestarter) Stop(ctx context.Context) error {
+	if r.fails.Add(-1) >= 0 {
+		return errors.New("stop refused (test)")
+	}
+	return r.nodeRestarter.Stop(ctx)
+}
+
+// TestExactCopyRestartFailedKeepsTheOwnCopysRules (issue: exact copies at real bounds, item 2,
+// the failed restart): an exact copy decided for an away consumer whose standby restart fails is
+// not made: the journal still names the sql method over the own copy that stayed, status does not
+// call it exact, the copy stays NOT READY by the own copy's rules; the next pass tries again, and
+// once the restart goes through the exact copy is made and READY.
+func TestExactCopyRestartFailedKeepsTheOwnCopysRules(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 19}, func(t *testing.T, major int) {
+		f, away := exactFixture(t, major, 2*time.Second)
+		// One failed restart: a second would spend the copy's two attempts (no restart loops), and
+		// the plan would give up until slotsync restarts.
+		fails := &atomic.Int32{}
+		fails.Store(1)
+		f.eng.Close()
+		f.cfg.Statefile.Restarter = failingRestarter{nodeRestarter{f.pair.Standby}, fails}
+		f.startEngine()
+		decided := 0
+		for deadline := time.Now().Add(60 * time.Second); fails.Load() > 0; time.Sleep(200 * time.Millisecond) {
+			away = append(away, f.insert(1)...)
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep, err := f.eng.RunOnce(f.ctx) // the pass whose restart fails reports it on the slot
+			f.must(err)
+			var r SlotReport
+			for _, s := range rep.Slots {
+				if s.Name == "cdc" {
+					r = s
+				}
+			}
+			if r.Error != "" && !strings.Contains(r.Error, "stop refused (test)") {
+				t.Fatalf("slot cdc: %s", r.Error)
+			}
+			if r.Code == CodeExactForAway {
+				decided++
+			}
+			if ent := f.eng.journal.Slots["cdc"]; ent != nil && ent.Method != string(topology.MethodSQL) {
+				t.Fatalf("the journal names %s while the exact copy was not made (its restart failed)", ent.Method)
+			}
+			if r.Verdict.Ready || r.ExactCopy {
+				t.Fatalf("the own copy, the exact one not made: READY %v, exact %v (%s %s)", r.Verdict.Ready, r.ExactCopy, r.Code, r.Verdict.Detail)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the exact copy was never tried: %s %s", r.Code, r.Reason)
+			}
+		}
+		if decided != 1 || f.restarts != 0 {
+			t.Fatalf("decided %d times, %d restarts: want it tried once, no restart made", decided, f.restarts)
+		}
+		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
+			t.Fatalf("after the restarts failed: replaced %v, %d restarts; want the exact copy at the next chance", replaced, f.restarts)
+		}
+		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.Method != string(topology.MethodStatefile) {
+			t.Fatalf("the journal's entry once made: %+v", ent)
+		}
+		f.promoteExpect("cdc", away)
 	})
 }
