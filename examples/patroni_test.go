@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,14 +51,14 @@ func (n *patroniNode) dsn() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=change-me dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
 }
 
+// freeTCPPort is a loopback port no other part of the test was given (integration.FreePort).
 func freeTCPPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := integration.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func needPatroni(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -217,14 +218,31 @@ func runCtx(ctx context.Context, cmd *exec.Cmd) error {
 	}
 }
 
-// FreePort asks the kernel for a free loopback TCP port.
+// handedOut holds the ports FreePort gave this process: the kernel may give a port again once
+// its listener is closed, before the server it was for has bound it (an etcd and a sidecar's
+// metrics listener once shared one), so a port is given once.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// FreePort asks the kernel for a free loopback TCP port that this process was not given before.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no loopback TCP port this process was not given already")
 }
 
 // initdb creates a new cluster in s.dataDir with trust authentication for the superuser, with
