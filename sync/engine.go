@@ -217,7 +217,9 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 	if apply && e.driving {
 		// Before the observation: the server copies each primary slot as it is now, which a
 		// primary slot read earlier in the pass may be behind (a consumer confirmed meanwhile).
-		if err := e.ctl.SyncSlots(ctx); err != nil {
+		if err := e.ctl.SyncSlots(ctx); errors.Is(err, ErrSyncSlotsUnfinished) {
+			e.log.Debug("pg_sync_replication_slots() stopped at its bound: the server waits to sync some slots (check says why)", "error", err)
+		} else if err != nil {
 			e.log.Warn("pg_sync_replication_slots() on the standby failed", "error", err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/slotsync/slotsync/internal/failpoint"
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
@@ -360,9 +361,23 @@ func (o *pgObserver) SyncSlots(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = sconn.Exec(ctx, "SELECT pg_sync_replication_slots()")
+	// 19's pg_sync_replication_slots() retries, every 30 s or so, each slot it cannot sync yet
+	// (its consumer behind the standby's horizon) until it can: bounded, the call does one round
+	// of what can be synced now and the pass goes on (the skip reason says why the rest waits).
+	// The SET lasts only for the call: an error rolls it back with the implicit transaction.
+	_, err = sconn.Exec(ctx, fmt.Sprintf("SET statement_timeout = %d; SELECT pg_sync_replication_slots(); RESET statement_timeout", syncSlotsBound.Milliseconds()))
+	if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && pe.Code == "57014" { // query_canceled: the statement_timeout
+		return fmt.Errorf("%w: %w", ErrSyncSlotsUnfinished, err)
+	}
 	return err
 }
+
+// syncSlotsBound is how long a pass lets pg_sync_replication_slots() run (SyncSlots).
+const syncSlotsBound = 2 * time.Second
+
+// ErrSyncSlotsUnfinished: pg_sync_replication_slots() was still retrying slots it cannot sync
+// yet when its bound ran out (19+); what it could sync, it did.
+var ErrSyncSlotsUnfinished = errors.New("the server's slot sync was still waiting for some slots")
 
 func (o *pgObserver) LogRunningXacts(ctx context.Context) (lsncheck.LSN, error) {
 	pconn, err := o.primaryConn(ctx)
