@@ -320,7 +320,7 @@ func TestExactCopyAtARealBound(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		// 30s on every major; the longer bounds, which differ only by the clock's move, on one
 		// major each.
-		bounds := map[int][]time.Duration{16: {30 * time.Second, 10 * time.Minute}, 17: {30 * time.Second, time.Hour}, 18: {30 * time.Second}}
+		bounds := map[int][]time.Duration{16: {30 * time.Second, 10 * time.Minute}, 17: {30 * time.Second, time.Hour}, 18: {30 * time.Second}, 19: {30 * time.Second}}
 		for _, bound := range bounds[major] {
 			t.Run(bound.String(), func(t *testing.T) { exactAtBound(t, major, bound) })
 		}
@@ -400,7 +400,7 @@ func readyExactAtBound(t *testing.T, major int, bound time.Duration, before func
 // (rows_removed), and the gate says NOT READY copy_invalidated, never READY on rows that are gone.
 func TestExactCopyRowsRemovedAfterItsConsumerReturns(t *testing.T) {
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
-	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{16, 18, 19}, func(t *testing.T, major int) {
 		f, _ := readyExactAtBound(t, major, 30*time.Second, func(f *fixture) {
 			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "ALTER TABLE t ADD COLUMN gone int"))
 			f.must(f.pair.Primary.ExecDB(f.ctx, "app", "ALTER TABLE t DROP COLUMN gone"))
