@@ -14,7 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
+	stdsync "sync"
 	"syscall"
 	"time"
 )
@@ -222,7 +222,7 @@ func runCtx(ctx context.Context, cmd *exec.Cmd) error {
 // its listener is closed, before the server it was for has bound it (an etcd and a sidecar's
 // metrics listener once shared one), so a port is given once.
 var handedOut = struct {
-	sync.Mutex
+	stdsync.Mutex
 	ports map[int]bool
 }{ports: map[int]bool{}}
 
