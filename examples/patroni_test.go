@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -49,16 +50,6 @@ func readLog(path string) string {
 // asks for it over TCP).
 func (n *patroniNode) dsn() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=change-me dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
-}
-
-// freeTCPPort is a loopback port no other part of the test was given (integration.FreePort).
-func freeTCPPort(t *testing.T) int {
-	t.Helper()
-	port, err := integration.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
 
 func needPatroni(t *testing.T) {
@@ -114,7 +105,7 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &patroniCluster{t: t, ctx: ctx, dir: dir, prefix: prefix, etcdPort: freeTCPPort(t)}
+	c := &patroniCluster{t: t, ctx: ctx, dir: dir, prefix: prefix, etcdPort: pgtest.FreePort(t)}
 	t.Cleanup(func() {
 		for i := len(c.processes) - 1; i >= 0; i-- {
 			kill(c.processes[i])
@@ -163,7 +154,7 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer := freeTCPPort(t)
+	peer := pgtest.FreePort(t)
 	c.start(nil, filepath.Join(dir, "etcd.log"), fmt.Sprintf("etcd --name e1 --data-dir %[1]s/etcd --listen-client-urls http://127.0.0.1:%[2]d --advertise-client-urls http://127.0.0.1:%[2]d "+
 		"--listen-peer-urls http://127.0.0.1:%[3]d --initial-advertise-peer-urls http://127.0.0.1:%[3]d --initial-cluster e1=http://127.0.0.1:%[3]d", dir, c.etcdPort, peer))
 
@@ -176,7 +167,7 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 2; i++ {
-		n := &patroniNode{name: fmt.Sprintf("n%d", i), pgPort: freeTCPPort(t), apiPort: freeTCPPort(t), metricsPort: freeTCPPort(t)}
+		n := &patroniNode{name: fmt.Sprintf("n%d", i), pgPort: pgtest.FreePort(t), apiPort: pgtest.FreePort(t), metricsPort: pgtest.FreePort(t)}
 		n.patroniLog, n.sidecarLog = filepath.Join(dir, n.name+"-patroni.log"), filepath.Join(dir, n.name+"-slotsync.log")
 		n.dataDir, n.stateDir, n.config = filepath.Join(dir, n.name), filepath.Join(dir, n.name+"-slotsync"), filepath.Join(dir, n.name+".yml")
 		if err := os.Mkdir(n.stateDir, 0o700); err != nil {

@@ -1,8 +1,6 @@
 package sync
 
 import (
-	"fmt"
-
 	"github.com/slotsync/slotsync/lsncheck"
 	"github.com/slotsync/slotsync/sync/method"
 	"github.com/slotsync/slotsync/topology"
@@ -54,7 +52,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 			sr.Verdict = lsncheck.Readiness(lsncheck.ReadinessInput{
 				Primary: ps.Seen(), PrimaryInvalidated: ps.Invalidated,
 				CopyExists: hasCopy, Copy: cp.Seen(), CopyInvalidated: cp.Invalidated,
-				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover, CopySyncSkip: syncSkip(cp),
+				CopyTemporary: cp.Temporary, CopySynced: cp.Synced, RequireSynced: ps.Failover, CopySyncSkip: cp.SyncSkip(),
 				CopyWALAvailable: walHeld,
 				CopyNotOurs:      a.Code == CodeNotOurs && e.cfg.StateDir != "",
 				// The plan makes the copy again (a slot made again on the primary, its WAL gone,
@@ -90,14 +88,6 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 		out = append(out, sr)
 	}
 	return out
-}
-
-// syncSkip says in words why the server's slot sync last skipped the copy (19+; "" if not).
-func syncSkip(cp topology.Slot) string {
-	if cp.SyncSkipReason == "" {
-		return ""
-	}
-	return fmt.Sprintf("%s, %d times (%s)", cp.SyncSkipReason, cp.SyncSkipCount, topology.SyncSkipMeaning(cp.SyncSkipReason))
 }
 
 // ownAdvancedCopy says whether a copy is one slotsync made by the standby's own decoding (sql,

@@ -80,8 +80,8 @@ type DoctorInput struct {
 func SyncSkipProblem(slots map[string]Slot) *Problem {
 	var skipped []string
 	for name, s := range slots {
-		if s.SyncSkipReason != "" {
-			skipped = append(skipped, fmt.Sprintf("%s: %s, %d times (%s)", name, s.SyncSkipReason, s.SyncSkipCount, SyncSkipMeaning(s.SyncSkipReason)))
+		if skip := s.SyncSkip(); skip != "" {
+			skipped = append(skipped, name+": "+skip)
 		}
 	}
 	if len(skipped) == 0 {

@@ -38,6 +38,15 @@ type Slot struct {
 	SyncSkipCount  int64
 }
 
+// SyncSkip says why the server's slot sync last skipped the slot, how often, and what that
+// means (19+; "" when it was not skipped): for check's details and doctor.
+func (s Slot) SyncSkip() string {
+	if s.SyncSkipReason == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s, %d times (%s)", s.SyncSkipReason, s.SyncSkipCount, SyncSkipMeaning(s.SyncSkipReason))
+}
+
 // SyncSkipMeaning says in words what the server's slot sync skip reason means (19+).
 func SyncSkipMeaning(reason string) string {
 	switch reason {
