@@ -158,7 +158,10 @@ func slotColumns(versionNum int) []string {
 	// (rule 5). NULL without pg_read_all_stats for another role's walsender.
 	cols = append(cols, "coalesce((SELECT r.sent_lsn FROM pg_stat_replication r WHERE r.pid = active_pid), '0/0')")
 	ifVersion(190000, "coalesce(slotsync_skip_reason, '')", "''")
-	ifVersion(190000, "coalesce((SELECT st.slotsync_skip_count FROM pg_stat_replication_slots st WHERE st.slot_name = pg_replication_slots.slot_name), 0)", "0")
+	// Only a synced slot has skips: the stats are not looked up for the others (every slot of the
+	// primary, read every pass).
+	ifVersion(190000, "CASE WHEN synced THEN coalesce((SELECT st.slotsync_skip_count FROM pg_stat_replication_slots st "+
+		"WHERE st.slot_name = pg_replication_slots.slot_name), 0) ELSE 0 END", "0")
 	return cols
 }
 
