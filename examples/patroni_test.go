@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,18 +20,36 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// patroniCluster is a real Patroni 3 cluster on this machine: etcd, two PostgreSQL 15 nodes run
-// by Patroni from examples/patroni/patroni.yml, the pre_promote hook from the example, and a
+// patroniCluster is a real Patroni cluster on this machine: etcd, two PostgreSQL nodes run by
+// Patroni from examples/patroni/patroni.yml, the pre_promote hook from the example, and a
 // slotsync daemon beside each node with the same settings (examples/patroni/slotsync.env).
 type patroniCluster struct {
-	t         *testing.T
-	ctx       context.Context
-	dir       string
-	prefix    string // runs a shell command as the clusters' user
-	etcdPort  int
-	nodes     []*patroniNode
-	processes []*exec.Cmd
+	t          *testing.T
+	ctx        context.Context
+	kind       patroniKind
+	dir        string
+	prefix     string // runs a shell command as the clusters' user
+	user       string // the clusters' user, "uid:gid"
+	etcdPort   int
+	nodes      []*patroniNode
+	processes  []*exec.Cmd
+	containers []string
 }
+
+// patroniKind is the Patroni and PostgreSQL a cluster runs: Debian bookworm's Patroni 3 on its
+// PostgreSQL 15, on this machine; or trixie's Patroni 4 on its PostgreSQL 17, each node in a
+// container of the local image scripts/setup.sh builds (host network, the cluster's directory at
+// the same path, the clusters' user), the sidecars on this machine beside them.
+type patroniKind struct {
+	name  string
+	major int
+	image string // "": the host's Patroni
+}
+
+var (
+	patroni3 = patroniKind{name: "patroni3-pg15", major: 15}
+	patroni4 = patroniKind{name: "patroni4-pg17", major: 17, image: "slotsync-postgres:17"}
+)
 
 type patroniNode struct {
 	name, config, dataDir, stateDir string
@@ -52,15 +71,27 @@ func (n *patroniNode) dsn() string {
 	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres password=change-me dbname=postgres sslmode=disable connect_timeout=3", n.pgPort)
 }
 
-func needPatroni(t *testing.T) {
+func needPatroni(t *testing.T, kind patroniKind) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test runs a real Patroni cluster")
 	}
-	for _, p := range []string{"patroni", "patronictl", "etcd"} {
+	need := []string{"patroni", "patronictl", "etcd"}
+	if kind.image != "" {
+		need = []string{"docker", "etcd"}
+	}
+	for _, p := range need {
 		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (scripts/setup.sh installs Debian's patroni, etcd-server and etcd-client)", p)
+			t.Skipf("%s is not installed (scripts/setup.sh installs Debian's patroni, etcd-server, etcd-client and docker.io)", p)
 		}
+	}
+	if kind.image != "" {
+		out, err := exec.Command("docker", "run", "--rm", "--entrypoint", "patroni", kind.image, "--version").CombinedOutput()
+		if err != nil || !strings.HasPrefix(string(out), "patroni 4.") {
+			t.Skipf("no Patroni 4 in the image %s (scripts/setup.sh builds it when Docker runs here): %v %s", kind.image, err, out)
+		}
+		t.Logf("%s in %s", strings.TrimSpace(string(out)), kind.image)
+		return
 	}
 	if _, err := os.Stat("/usr/lib/postgresql/15/bin/pg_basebackup"); err != nil {
 		t.Skip("PostgreSQL 15 from the distribution is not installed (scripts/setup.sh installs it)")
@@ -71,12 +102,18 @@ func needPatroni(t *testing.T) {
 // killed when the test ends.
 func (c *patroniCluster) start(env []string, logFile string, command string) *exec.Cmd {
 	c.t.Helper()
+	return c.launch(env, logFile, c.prefix+command)
+}
+
+// launch runs shell as a process group of this process's user (a container's client as root).
+func (c *patroniCluster) launch(env []string, logFile string, shell string) *exec.Cmd {
+	c.t.Helper()
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command("sh", "-c", c.prefix+command)
+	cmd := exec.Command("sh", "-c", shell)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -87,6 +124,27 @@ func (c *patroniCluster) start(env []string, logFile string, command string) *ex
 	return cmd
 }
 
+// inImage is the docker run command that runs program of the kind's image as the clusters'
+// user, on this machine's network, with the cluster's directory at the same path.
+func (c *patroniCluster) inImage(name, program string, options ...string) []string {
+	args := []string{"docker", "run", "--rm", "--network", "host", "--user", c.user,
+		"-v", "/etc/passwd:/etc/passwd:ro", "-v", "/etc/group:/etc/group:ro", "-v", c.dir + ":" + c.dir, "--entrypoint", program}
+	if name != "" {
+		args = append(args, "--name", name)
+	}
+	return append(append(args, options...), c.kind.image)
+}
+
+// patronictl runs patronictl on the cluster's configuration with args.
+func (c *patroniCluster) patronictl(args ...string) *exec.Cmd {
+	args = append([]string{"-c", c.nodes[0].config}, args...)
+	if c.kind.image == "" {
+		return exec.CommandContext(c.ctx, "patronictl", args...)
+	}
+	run := c.inImage("", "patronictl")
+	return exec.CommandContext(c.ctx, run[0], append(run[1:], args...)...)
+}
+
 func kill(cmd *exec.Cmd) {
 	if cmd != nil && cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -94,7 +152,7 @@ func kill(cmd *exec.Cmd) {
 	}
 }
 
-func newPatroniCluster(t *testing.T) *patroniCluster {
+func newPatroniCluster(t *testing.T, kind patroniKind) *patroniCluster {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	t.Cleanup(cancel)
 	dir, err := os.MkdirTemp("", "slotsync-patroni-")
@@ -105,13 +163,29 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &patroniCluster{t: t, ctx: ctx, dir: dir, prefix: prefix, etcdPort: pgtest.FreePort(t)}
+	c := &patroniCluster{t: t, ctx: ctx, kind: kind, dir: dir, prefix: prefix, etcdPort: pgtest.FreePort(t)}
+	runUser, err := integration.RunUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := user.Lookup(runUser); err != nil {
+		t.Fatal(err)
+	} else {
+		c.user = u.Uid + ":" + u.Gid
+	}
 	t.Cleanup(func() {
+		if len(c.containers) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, c.containers...)...).Run()
+		}
 		for i := len(c.processes) - 1; i >= 0; i-- {
 			kill(c.processes[i])
 		}
-		// Postgres started by Patroni lives on if Patroni was killed: stop it by its pid file.
+		// Postgres started by Patroni lives on if Patroni was killed: stop it by its pid file
+		// (in a container it went with the container).
 		for _, n := range c.nodes {
+			if kind.image != "" {
+				break
+			}
 			if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
 				if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
 					_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -148,10 +222,6 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 	// The sidecar's password for the primary (SLOTSYNC_PRIMARY_PASSWORD_FILE), which
 	// post-bootstrap.sh gives the role slotsync.
 	if err := os.WriteFile(filepath.Join(dir, "password"), []byte("slotsync-test-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	runUser, err := integration.RunUser()
-	if err != nil {
 		t.Fatal(err)
 	}
 	peer := pgtest.FreePort(t)
@@ -192,6 +262,7 @@ func newPatroniCluster(t *testing.T) *patroniCluster {
 		pg["listen"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
 		pg["connect_address"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
 		pg["data_dir"], pg["pgpass"], pg["pre_promote"] = n.dataDir, filepath.Join(dir, n.name+".pgpass"), hook
+		pg["bin_dir"] = fmt.Sprintf("/usr/lib/postgresql/%d/bin", kind.major)
 		pg["parameters"] = map[string]any{"unix_socket_directories": dir}
 		out, err := yaml.Marshal(cfg)
 		if err != nil {
@@ -246,12 +317,33 @@ func (c *patroniCluster) env(n *patroniNode) []string {
 
 // up starts node n's Patroni and its slotsync sidecar.
 func (c *patroniCluster) up(n *patroniNode) {
-	n.patroni = c.start(c.env(n), n.patroniLog, "patroni "+n.config)
+	if c.kind.image == "" {
+		n.patroni = c.start(c.env(n), n.patroniLog, "patroni "+n.config)
+	} else {
+		// Patroni's service environment, as the example's EnvironmentFile gives it.
+		envFile := filepath.Join(c.dir, n.name+".env")
+		if err := os.WriteFile(envFile, []byte(strings.Join(c.env(n), "\n")+"\n"), 0o644); err != nil {
+			c.t.Fatal(err)
+		}
+		name := "slotsync-" + filepath.Base(c.dir) + "-" + n.name
+		_ = exec.Command("docker", "rm", "-f", name).Run()
+		c.containers = append(c.containers, name)
+		run := append(c.inImage(name, "patroni", "--env-file", envFile), n.config)
+		n.patroni = c.launch(nil, n.patroniLog, strings.Join(run, " "))
+	}
 	n.sidecar = c.start(c.env(n), n.sidecarLog, fmt.Sprintf("slotsync run --interval 500ms --listen 127.0.0.1:%d", n.metricsPort))
 }
 
 // crash kills node n as a machine loss would: Patroni, PostgreSQL and the sidecar, with SIGKILL.
 func (c *patroniCluster) crash(n *patroniNode) {
+	if c.kind.image != "" {
+		if out, err := exec.Command("docker", "kill", "slotsync-"+filepath.Base(c.dir)+"-"+n.name).CombinedOutput(); err != nil {
+			c.t.Fatalf("docker kill %s: %v %s", n.name, err, out)
+		}
+		kill(n.patroni)
+		kill(n.sidecar)
+		return
+	}
 	kill(n.patroni)
 	kill(n.sidecar)
 	if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
@@ -266,7 +358,7 @@ type member struct {
 }
 
 func (c *patroniCluster) members() []member {
-	out, err := exec.CommandContext(c.ctx, "patronictl", "-c", c.nodes[0].config, "list", "-f", "json").Output()
+	out, err := c.patronictl("list", "-f", "json").Output()
 	if err != nil {
 		return nil
 	}
@@ -342,14 +434,101 @@ func tail(s string, n int) string {
 }
 
 // TestPatroniFailoverAndSwitchover: a real Patroni cluster with slotsync beside each node and a
-// native subscriber on a third server. The leader is killed -9: Patroni promotes the replica
-// (the pre_promote hook lets it only because the copy is READY, judged without the dead
-// primary), the slot is there, and the re-pointed subscriber gets every row exactly once. The
-// old leader rejoins as a replica (pg_rewind), its sidecar takes over its stale slot, and a
-// planned patronictl switchover moves the leader back, again with every row exactly once.
+// native subscriber on a third server, with Debian bookworm's Patroni 3 on PostgreSQL 15 and
+// trixie's Patroni 4 on PostgreSQL 17. The leader is killed -9: Patroni promotes the replica
+// (the pre_promote hook lets it only because every copy is READY, judged without the dead
+// primary), the slots are there, and the re-pointed subscriber gets every row exactly once. The
+// old leader rejoins as a replica (pg_rewind), its sidecar takes over its stale slots, and a
+// planned patronictl switchover moves the leader back, again with every row exactly once. On 17
+// a second subscription's slot has failover = true: the server syncs it (the example's
+// sync_replication_slots), slotsync copies the other and drops the stale failover slot the old
+// leader kept (the example's SLOTSYNC_DROP_STALE), so the server syncs it there again.
 func TestPatroniFailoverAndSwitchover(t *testing.T) {
-	needPatroni(t)
-	c := newPatroniCluster(t)
+	for _, kind := range []patroniKind{patroni3, patroni4} {
+		t.Run(kind.name, func(t *testing.T) { patroniFailoverAndSwitchover(t, kind) })
+	}
+}
+
+// patroniSubscriber is the native subscriber beside a Patroni cluster: table t through slot sub1
+// (slotsync's copy), and on 17+ table t2 through the failover slot sub2 (the server's).
+type patroniSubscriber struct {
+	c      *patroniCluster
+	dsn    string
+	tables []string
+	next   int
+}
+
+func newPatroniSubscriber(t *testing.T, c *patroniCluster, leader *patroniNode) *patroniSubscriber {
+	sub, err := integration.NewPair(c.ctx, integration.Options{Major: 15, NoStandby: true, BaseDir: c.dir, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	s := &patroniSubscriber{c: c, dsn: sub.Primary.DSN("postgres"), tables: []string{"t"}, next: 1}
+	if c.kind.major >= 17 {
+		s.tables = append(s.tables, "t2")
+	}
+	for i, table := range s.tables {
+		slot, failover := fmt.Sprintf("sub%d", i+1), i == 1
+		c.exec(leader.dsn(), fmt.Sprintf("CREATE TABLE %s (id int PRIMARY KEY)", table))
+		c.exec(leader.dsn(), fmt.Sprintf("CREATE PUBLICATION pub_%s FOR TABLE %s", table, table))
+		if failover {
+			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)", slot)
+		} else {
+			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
+		}
+		c.exec(s.dsn, fmt.Sprintf("CREATE TABLE %s (id int)", table)) // no key: a row delivered twice shows as a duplicate
+		c.exec(s.dsn, fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres' PUBLICATION pub_%s "+
+			"WITH (create_slot = false, slot_name = '%s', copy_data = false)", slot, leader.pgPort, table, slot))
+	}
+	return s
+}
+
+// write inserts n rows into each table on the leader.
+func (s *patroniSubscriber) write(leader *patroniNode, n int) {
+	for _, table := range s.tables {
+		s.c.exec(leader.dsn(), fmt.Sprintf("INSERT INTO %s SELECT generate_series($1::int, $2::int)", table), s.next, s.next+n-1)
+	}
+	s.next += n
+}
+
+// follow points every subscription at leader.
+func (s *patroniSubscriber) follow(leader *patroniNode) {
+	for i := range s.tables {
+		s.c.exec(s.dsn, fmt.Sprintf("ALTER SUBSCRIPTION sub%d CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", i+1, leader.pgPort))
+	}
+}
+
+// exactlyOnce waits until the subscriber has every row the leader has, in each table, then
+// checks that it has each exactly once.
+func (s *patroniSubscriber) exactlyOnce(leader *patroniNode, when string) {
+	s.c.t.Helper()
+	for _, table := range s.tables {
+		query := fmt.Sprintf("SELECT array_agg(id ORDER BY id) FROM %s", table)
+		want := s.c.queryInts(leader.dsn(), query)
+		s.c.eventually(time.Minute, "the subscriber to catch up on "+table+" "+when, func() bool {
+			got := s.c.queryInts(s.dsn, query)
+			return len(got) >= len(want) && len(want) > 0
+		})
+		if got := s.c.queryInts(s.dsn, query); fmt.Sprint(got) != fmt.Sprint(want) {
+			s.c.t.Fatalf("%s: the subscriber has %d rows of %s %v, the leader %d rows %v: lost or repeated changes", when, len(got), table, got, len(want), want)
+		}
+	}
+}
+
+// ready waits until slotsync's gate on replica n says READY, the subscriber confirming as rows flow.
+func (s *patroniSubscriber) ready(leader, n *patroniNode) {
+	s.c.t.Helper()
+	s.c.eventually(3*time.Minute, "the copies on "+n.name+" to be READY", func() bool {
+		s.write(leader, 1)
+		cmd := exec.Command(filepath.Join(binDir, "slotsync"), "check", "--standby", n.dsn(), "--state-dir", n.stateDir)
+		return cmd.Run() == nil
+	})
+}
+
+func patroniFailoverAndSwitchover(t *testing.T, kind patroniKind) {
+	needPatroni(t, kind)
+	c := newPatroniCluster(t, kind)
 	n1, n2 := c.nodes[0], c.nodes[1]
 	c.up(n1)
 	c.waitRoles(n1)
@@ -359,84 +538,59 @@ func TestPatroniFailoverAndSwitchover(t *testing.T) {
 	if !strings.Contains(string(doctor), "ha_manager") || !strings.Contains(string(doctor), "ignore_slots") {
 		t.Errorf("doctor on a Patroni replica must warn about ignore_slots:\n%s", doctor)
 	}
-
-	c.exec(n1.dsn(), "CREATE TABLE t (id int PRIMARY KEY)")
-	c.exec(n1.dsn(), "CREATE PUBLICATION pub FOR TABLE t")
-	c.exec(n1.dsn(), "SELECT pg_create_logical_replication_slot('sub1', 'pgoutput')")
-	sub, err := integration.NewPair(c.ctx, integration.Options{Major: 15, NoStandby: true, BaseDir: c.dir, Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Close() })
-	subDSN := sub.Primary.DSN("postgres")
-	c.exec(subDSN, "CREATE TABLE t (id int)") // no key: a row delivered twice shows as a duplicate
-	c.exec(subDSN, fmt.Sprintf("CREATE SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres' PUBLICATION pub "+
-		"WITH (create_slot = false, slot_name = 'sub1', copy_data = false)", n1.pgPort))
-
-	next := 1
-	write := func(leader *patroniNode, n int) {
-		c.exec(leader.dsn(), "INSERT INTO t SELECT generate_series($1::int, $2::int)", next, next+n-1)
-		next += n
-	}
-	// exactlyOnce waits until the subscriber has every row the leader has, then checks that it
-	// has each exactly once.
-	exactlyOnce := func(leader *patroniNode, when string) {
-		t.Helper()
-		want := c.queryInts(leader.dsn(), "SELECT array_agg(id ORDER BY id) FROM t")
-		c.eventually(time.Minute, "the subscriber to catch up "+when, func() bool {
-			got := c.queryInts(subDSN, "SELECT array_agg(id ORDER BY id) FROM t")
-			return len(got) >= len(want) && len(want) > 0
-		})
-		got := c.queryInts(subDSN, "SELECT array_agg(id ORDER BY id) FROM t")
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("%s: the subscriber has %d rows %v, the leader %d rows %v: lost or repeated changes", when, len(got), got, len(want), want)
-		}
-	}
-	// ready waits until slotsync's gate on replica n says READY, the subscriber confirming as rows flow.
-	ready := func(leader, n *patroniNode) {
-		t.Helper()
-		c.eventually(3*time.Minute, "the copy on "+n.name+" to be READY", func() bool {
-			write(leader, 1)
-			cmd := exec.Command(filepath.Join(binDir, "slotsync"), "check", "--standby", n.dsn(), "--state-dir", n.stateDir)
-			return cmd.Run() == nil
-		})
-	}
-
-	write(n1, 100)
-	exactlyOnce(n1, "before the failover")
-	ready(n1, n2)
-	exactlyOnce(n1, "before the failover")
+	s := newPatroniSubscriber(t, c, n1)
+	s.write(n1, 100)
+	s.exactlyOnce(n1, "before the failover")
+	s.ready(n1, n2)
+	s.exactlyOnce(n1, "before the failover")
 	time.Sleep(time.Second) // the sidecar records the last observation of the primary
 
 	// Unplanned failover: the leader's machine is gone.
 	c.crash(n1)
 	c.waitRoles(n2)
-	if got := c.queryInts(n2.dsn(), "SELECT array_agg(1) FROM pg_replication_slots WHERE slot_name = 'sub1'"); len(got) != 1 {
-		t.Fatal("the promoted node has no slot sub1")
+	for i := range s.tables {
+		if got := c.queryInts(n2.dsn(), fmt.Sprintf("SELECT array_agg(1) FROM pg_replication_slots WHERE slot_name = 'sub%d'", i+1)); len(got) != 1 {
+			t.Fatalf("the promoted node has no slot sub%d", i+1)
+		}
 	}
 	if !strings.Contains(readLog(n2.patroniLog), "JUDGED WITHOUT THE PRIMARY") {
 		t.Error("the hook's answer (judged without the primary) is not in Patroni's log")
 	}
-	c.exec(subDSN, fmt.Sprintf("ALTER SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", n2.pgPort))
-	write(n2, 100)
-	exactlyOnce(n2, "after the failover")
+	s.follow(n2)
+	s.write(n2, 100)
+	s.exactlyOnce(n2, "after the failover")
 
-	// The old leader comes back as a replica; its sidecar manages its stale slot.
+	// The old leader comes back as a replica; its sidecar manages its stale slots.
 	c.up(n1)
 	c.waitRoles(n2, n1)
-	ready(n2, n1)
-	write(n2, 100)
-	exactlyOnce(n2, "before the switchover")
+	s.ready(n2, n1)
+	s.write(n2, 100)
+	s.exactlyOnce(n2, "before the switchover")
 
-	// Planned switchover back to n1.
-	out, err := exec.CommandContext(c.ctx, "patronictl", "-c", n1.config, "switchover", "--master", n2.name, "--candidate", n1.name, "--force").CombinedOutput()
-	if err != nil {
+	// Planned switchover back to n1 (Patroni 4 names the leader --leader, 3 --master).
+	leaderFlag := map[bool]string{true: "--master", false: "--leader"}[kind.image == ""]
+	if out, err := c.patronictl("switchover", leaderFlag, n2.name, "--candidate", n1.name, "--force").CombinedOutput(); err != nil {
 		t.Fatalf("patronictl switchover: %v\n%s", err, out)
 	}
 	c.waitRoles(n1, n2)
-	c.exec(subDSN, fmt.Sprintf("ALTER SUBSCRIPTION sub1 CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", n1.pgPort))
-	write(n1, 100)
-	exactlyOnce(n1, "after the switchover")
+	s.follow(n1)
+	s.write(n1, 100)
+	s.exactlyOnce(n1, "after the switchover")
+
+	// Patroni 4 never sets synchronized_standby_slots (slotsync owns it, and only with
+	// --manage-synchronized-standby-slots, which the example leaves off): after the failover
+	// and the switchover the leader's is still empty.
+	if kind.major >= 17 {
+		var sss string
+		conn, err := pgx.Connect(c.ctx, n1.dsn())
+		if err == nil {
+			err = conn.QueryRow(c.ctx, "SHOW synchronized_standby_slots").Scan(&sss)
+			conn.Close(context.Background())
+		}
+		if err != nil || sss != "" {
+			t.Errorf("synchronized_standby_slots on the leader: %q, %v; want it empty, set by no one", sss, err)
+		}
+	}
 
 	// The example's own policy (proceed) is in force: each promotion above must have been on
 	// the gate's READY, never a promotion "anyway".

@@ -48,7 +48,8 @@ type NodeInfo struct {
 	// a WAL receiver: the one it receives, else its last restartpoint's (0 when unknown); the
 	// newest of its WAL files' when they are read (ReadWALFiles), if newer.
 	HistoryTimeline int
-	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni").
+	// ManagedByPatroni: Patroni is connected to this node (application_name "Patroni" before 4,
+	// "Patroni heartbeat", "Patroni restapi" and the like from 4).
 	ManagedByPatroni bool
 	// PrimaryConninfo is the standby's primary_conninfo ("" when empty or unreadable). It may
 	// hold a password: never log or print it.
@@ -314,7 +315,7 @@ func ReadNodeInfo(ctx context.Context, conn *pgx.Conn) (NodeInfo, error) {
 		pg_postmaster_start_time()::text,
 		` + setting("synchronized_standby_slots") + `,
 		` + recoverySetting("primary_conninfo", "conninfo") + `,
-		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni'),
+		EXISTS (SELECT FROM pg_stat_activity WHERE application_name = 'Patroni' OR application_name LIKE 'Patroni %'),
 		CASE WHEN pg_is_in_recovery() THEN coalesce((SELECT received_tli FROM pg_stat_wal_receiver), 0)
 			ELSE ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::int END,
 		` + setting("idle_replication_slot_timeout") + `,
