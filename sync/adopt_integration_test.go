@@ -17,7 +17,6 @@ import (
 // own, and it is READY again once its consumer moves past it. Before, check went on saying
 // READY for a copy nothing advanced, and turned NOT READY a minute later for another reason.
 func TestLostJournalCopiesNotOursThenAdopted(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()

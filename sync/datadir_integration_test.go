@@ -17,7 +17,6 @@ import (
 // other cluster (which then failed to start: PANIC, unsupported slot file version) and restarted
 // it.
 func TestStatefileRefusesAnotherDataDir(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))

@@ -80,7 +80,6 @@ func (f *fixture) untilReadyExact(before func(), each func(map[string]SlotReport
 // not confirmed, exactly once. Without the flag the copy is never READY (the test's first part).
 // Another slot whose consumer reads is advanced in the pass that makes the exact copy.
 func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, away := exactFixture(t, major, 3*time.Second)
 		// A second slot whose consumer keeps reading: the exact copy of the first never holds back
@@ -155,7 +154,6 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 // replaced, and the standby not restarted, while the consumer is connected. Once it
 // disconnects, the copy is replaced at the next pass.
 func TestExactCopyNeverWhileConnected(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, _ := exactFixture(t, major, time.Second)
 		conn, err := pgconn.Connect(f.ctx, f.pair.Primary.ReplicationDSN("app", true))
@@ -205,7 +203,6 @@ func TestExactCopyNeverWhileConnected(t *testing.T) {
 // staged file at its shutdown), and loaded by the manager's restart: READY without the consumer,
 // and the promoted consumer gets every change exactly once.
 func TestExactCopyThroughTheManagersRestart(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, away := exactFixture(t, major, time.Second)
 		f.stageRestarts()
@@ -264,7 +261,6 @@ func TestExactCopyBesideTheServersSync(t *testing.T) {
 // exact copy was decided: READY with the transaction still prepared, which a promotion would send
 // whole to a consumer that holds it prepared.
 func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f, _ := exactFixtureWith(t, major, 2*time.Second, 10*time.Minute, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
 		p := f.pair.Primary

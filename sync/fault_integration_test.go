@@ -63,7 +63,6 @@ func (f *fixture) watchCopies(names []string, stop <-chan struct{}) *stdsync.Wai
 // and say so, and the gate answers CANNOT TELL (the primary is alive); when it comes back
 // syncing resumes.
 func TestFaultNetworkToPrimary(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		proxy := f.primaryThroughProxy()
@@ -122,7 +121,6 @@ func TestFaultNetworkToPrimary(t *testing.T) {
 // TELL, the primary alive; never READY. Before --primary-gone-after it answered READY from the
 // record at once, and the drill's promotion then lost the consumer's changes.
 func TestFaultStandbyReconnecting(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		proxy := f.primaryThroughProxy()
@@ -162,7 +160,6 @@ func TestFaultStandbyReconnecting(t *testing.T) {
 // prerequisite error ("primary is in recovery", exit 3), which a hook took for a
 // misconfiguration and promoted anyway.
 func TestFaultPrimaryDemoted(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
@@ -195,7 +192,6 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 // is NOT READY (identity_mismatch). Before, it was READY, and a promotion skipped the consumer
 // past everything between the older slot and the copy.
 func TestFaultPrimaryDemotedSlotRemade(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('older', 'test_decoding')"))
@@ -286,7 +282,6 @@ func TestFaultPrimaryDemotedSlotRemadeSamePositions(t *testing.T) {
 // record does not know it: NOT READY slot_not_observed. Before, only the record's slots were
 // judged, READY, and after a promotion its consumer found no slot.
 func TestFaultPrimaryDemotedNewSlot(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
@@ -313,7 +308,6 @@ func TestFaultPrimaryDemotedNewSlot(t *testing.T) {
 // READY: the record was made while the standby was cut off. Before, it was READY, and a promotion
 // would hand the consumer a history without what it had.
 func TestFaultRecordStandbyCutOff(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
@@ -368,7 +362,6 @@ func TestFaultRecordOfAnotherTimeline(t *testing.T) {
 // TestFaultNodesCrashMidPass: the primary is killed -9 and the standby restarted while the
 // daemon loop runs; no copy is lost or moved backwards, and syncing resumes.
 func TestFaultNodesCrashMidPass(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.eng.Close()
@@ -409,7 +402,6 @@ func TestFaultNodesCrashMidPass(t *testing.T) {
 // TestFaultRefusals: the wrong cluster is refused, a role without privileges gets the fix, and a
 // journal that cannot be written stops the pass before anything changes.
 func TestFaultRefusals(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -519,7 +511,6 @@ func TestCopyInvalidatedOnStandby(t *testing.T) {
 // copy_wal_missing from both, READY again once the consumer confirmed on and the copy followed;
 // and a promotion on the NOT READY, its checkpoint done, leaves the consumer no slot to resume.
 func TestCopyBeyondWALLimit(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{StandbyConf: []string{"max_slot_wal_keep_size = 1MB"}})
 		f.eng.Close()
@@ -576,7 +567,6 @@ func newCopyBehindSegments(t *testing.T, major int) *fixture {
 // hook-standby-wal-cleaned-consumers-away: READY, then every change lost, before the gate read
 // the oldest WAL file.)
 func TestStandbyWALCleanedUnderACopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		removed, redo, err := f.pair.CleanStandbyWAL(f.ctx)
@@ -599,7 +589,6 @@ func TestStandbyWALCleanedUnderACopy(t *testing.T) {
 // restart_lsn; promoted, the consumer cannot resume. The gate, with the primary and without it,
 // says NOT READY copy_wal_missing; it said READY before it read the whole of pg_wal.
 func TestStandbyWALHoleUnderACopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		removed, cp := f.walFileAfterCopy(f.pair.HoleStandbyWAL)
@@ -618,7 +607,6 @@ func TestStandbyWALHoleUnderACopy(t *testing.T) {
 // copy_cannot_decode; promoted anyway, the consumer cannot resume. (The fault explorer's
 // hook-exact-copy-wal-damaged; mutant readiness:copy_cannot_decode.)
 func TestStandbyWALDamagedUnderACopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newCopyBehindSegments(t, major)
 		damaged, cp := f.walFileAfterCopy(f.pair.DamageStandbyWAL)
@@ -680,7 +668,6 @@ func (f *fixture) walGoneThenPromoted(what string, reason lsncheck.Reason) {
 // consumer has confirmed again (receiving again what it had confirmed: redelivered, not lost),
 // READY, and a promotion loses nothing.
 func TestPrimaryCrashTakesConfirmedBack(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, faultMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
@@ -795,7 +782,6 @@ func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 // the note each pass leaves (gate-seen.json), for the daemon and for check. Before the note:
 // READY; promoted anyway, the consumer misses what the older slot still owed it.
 func TestFaultPrimaryOutlivedTheLastPass(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
@@ -907,7 +893,6 @@ func TestFaultReceiverSilentlyCut(t *testing.T) {
 // still in use", no start. The method's standby sessions now bound each statement on the
 // server too (--slot-timeout and a margin): the backend ends by itself, and the standby starts.
 func TestStandbyCrashDuringACreate(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{})
 		f.eng.Close()

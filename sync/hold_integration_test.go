@@ -205,7 +205,6 @@ func (f *fixture) untilHorizonSeen(slot string) {
 // replaced, so it turned READY on rows nothing kept; now it is never READY: its hold lapsed, it is
 // made again (a new incarnation), and only that one may be READY.
 func TestStatefileRemadeCopyHoldLost(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary

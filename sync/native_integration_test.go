@@ -122,7 +122,6 @@ func TestNativeSetFailoverAndWarnings(t *testing.T) {
 // old same-name slot (synced=false), which stops the server's slot sync. slotsync reports it,
 // clears it when allowed (--drop-stale), the server syncs again, and a switch back loses nothing.
 func TestNativeSwitchoverAndBack(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodNative, syncOn)
 		p := f.pair.Primary
@@ -173,7 +172,6 @@ func TestNativeSwitchoverAndBack(t *testing.T) {
 // TestNativeSlotOlderThanStandbyWaitsForConsumer: a failover slot whose restart_lsn predates the
 // standby's oldest WAL cannot be synced usefully: it stays NOT READY until the consumer moves on.
 func TestNativeSlotOlderThanStandbyWaitsForConsumer(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		before := func(ctx context.Context, prim *integration.Node) error {
 			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
@@ -298,7 +296,6 @@ func TestNativeDriveAsksForRunningXacts(t *testing.T) {
 // on most passes. The sync now runs before the pass reads the nodes: with the consumer
 // confirming (only WAL the standby has) throughout, most passes are READY.
 func TestNativeDriveWhileConsumerConfirms(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
 		f := newDrivingFixture(t, major)
 		p := f.pair.Primary

@@ -218,7 +218,6 @@ func TestNeverCreateOnAPromotedNode(t *testing.T) {
 // the same timeline (the standby's slot there exists but is not in use), and a sibling promoted
 // to a new timeline. Both hold a logical slot the standby would otherwise get a copy of.
 func TestStandbyFollowsAnotherServer(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		for _, newTimeline := range []bool{false, true} {
@@ -256,7 +255,6 @@ func TestStandbyFollowsAnotherServer(t *testing.T) {
 // history: its sidecar makes the copy again instead of advancing it, and a promotion of the
 // rejoined node gives the consumer exactly the changes after its position.
 func TestCopyBeyondFork(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		a, b := f.pair.Primary, f.pair.Standby

@@ -21,7 +21,6 @@ import (
 // made, needs none: decoding from there reaches its consistent point again; check without the
 // daemon's journal cannot know that, and asks every copy for its snapshot.
 func TestSnapshotOfAnAdvancedCopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.eng.Close()

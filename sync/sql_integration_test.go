@@ -26,7 +26,6 @@ var sqlMajors = []int{16, 17, 18, 19}
 // TestSQLMethodFailoverLosesNothing: sync, consume, sync, promote; the consumer resumes on the
 // new primary with exactly the changes after its confirmed position.
 func TestSQLMethodFailoverLosesNothing(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -91,7 +90,6 @@ func TestSQLMethodFailoverLosesNothing(t *testing.T) {
 // stopped), rule 2 (recreated slots get a new copy and incarnation) and rule 1 (never past the
 // replay position), with rule 5 reported while replay is paused.
 func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
@@ -250,7 +248,6 @@ func TestSQLMethodLeastPrivilege(t *testing.T) {
 // TestSQLMethodNeverDropsAnActiveCopy: rule 3 on a real pair. A copy someone streams from on
 // the standby is not dropped when its slot goes away on the primary; once idle, it is.
 func TestSQLMethodNeverDropsAnActiveCopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -383,7 +380,6 @@ func TestLeftAloneCopies(t *testing.T) {
 // in advances of at most AdvanceStep, logs its progress, stays READY (it trails, nothing is
 // lost), and another slot keeps moving meanwhile.
 func TestCatchUpInBoundedSteps(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 18}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.eng.Close()
@@ -737,7 +733,6 @@ func TestSQLMethodRefusesEarly16(t *testing.T) {
 // back (before, mid); one that begins once it is made and commits after that first READY
 // (during) reaches the consumer whole after a promotion, between the rows committed around it.
 func TestFirstReadyFromOwnDecoding(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		p := f.pair.Primary
@@ -885,7 +880,6 @@ func TestIdlePrimaryStaysIdle(t *testing.T) {
 // it; once that is resolved and confirmed past, READY, and a promotion gives the consumer
 // exactly the changes after its position.
 func TestTwoPhaseCopyWaitsForPrepared(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, sqlMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"max_prepared_transactions = 10"}})
 		p := f.pair.Primary

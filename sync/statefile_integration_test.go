@@ -27,7 +27,6 @@ var statefileMajors = []int{11, 12, 13, 14, 15, 16, 17, 18, 19}
 // the slot's state file is copied in one standby restart, advanced, judged, and after a
 // promotion the consumer gets exactly the changes after its confirmed position.
 func TestStatefileFailoverLosesNothing(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
@@ -70,7 +69,6 @@ func TestStatefileFailoverLosesNothing(t *testing.T) {
 // TestStatefileLifecycle: a slot older than the standby, many new slots in one restart, a
 // two_phase slot, a dropped and a recreated slot, and a crash in the middle of an install.
 func TestStatefileLifecycle(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		before := func(ctx context.Context, prim *integration.Node) error {
 			if err := prim.Exec(ctx, "CREATE DATABASE app"); err != nil {
@@ -176,7 +174,6 @@ func TestStatefileLifecycle(t *testing.T) {
 // pg_read_binary_file(text) and pg_stat_file(text, boolean), and (15+) pg_checkpoint: no
 // superuser.
 func TestStatefileLeastPrivilege(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, statefileMajors, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary
@@ -356,7 +353,6 @@ func TestStatefileRecreateKeepsACopy(t *testing.T) {
 // open when the copy is made and commits afterwards, and the consumer confirms nothing more.
 // After promotion the consumer must get that transaction (rule 4).
 func TestStatefileOpenTransactionAcrossCopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	// 11 and 12: the standby's first advance of the copy moves its catalog_xmin past the
 	// primary's, so with no consumer progress the strict rule for state-file copies keeps it
 	// NOT READY (never READY wrongly); the scenario is settled on 13-18.
@@ -463,7 +459,6 @@ func openTransactionAcrossCopy(t *testing.T, f *fixture) {
 // loads the copy and is promoted at once, before any advance: the consumer resumes from the
 // copy and the changes before the schema change must still decode.
 func TestStatefileCatalogHold(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.neverRestart()
@@ -512,7 +507,6 @@ func holdsCatalog(f *fixture, name string) bool {
 // staged into the running one and loaded by its manager's restart (the WAL is put back once
 // the copy is loaded).
 func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		restartWays(t, major, func(t *testing.T, f *fixture) {
 			walRemovedBeforeCopy(t, f, func() {
@@ -706,7 +700,6 @@ func (r blackholingRestarter) Stop(ctx context.Context) error {
 // fetched once the standby runs, bounded in time, and that fetch fails); once the primary
 // answers, the next pass fetches the WAL, and the copy is READY without being made again.
 func TestStatefileStandbyUpWhenPrimaryGoes(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		proxy := f.primaryThroughProxy()
@@ -864,7 +857,6 @@ func TestStatefileCopyAheadAfterItsOwnAdvance(t *testing.T) {
 // not confirmed, exactly once. On 16+ this is what --method statefile gives over the standby's
 // own decoding, whose copy stays ahead of such a consumer, NOT READY, until it returns (rule 4).
 func TestExactCopyForAnAwayConsumer(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		p := f.pair.Primary

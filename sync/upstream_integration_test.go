@@ -49,7 +49,6 @@ func isAlive(err error) bool { return errors.Is(err, ErrPrimaryAlive) }
 // before, both answered READY judged without the primary while the live primary's consumer
 // confirmed rows.
 func TestUpstreamMisaddressed(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
@@ -73,7 +72,6 @@ func TestUpstreamMisaddressed(t *testing.T) {
 // reaches that standby, in recovery. The primary is alive: CANNOT TELL (primary alive) for the
 // daemon's pass and for check. Before, both answered READY judged without the primary.
 func TestUpstreamCascade(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()
@@ -100,7 +98,6 @@ func TestUpstreamCascade(t *testing.T) {
 // whose consumers confirm rows: CANNOT TELL (primary alive). Before, C's gate answered READY at
 // once.
 func TestUpstreamThreeNodesAfterFailover(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		_, thirdEng := f.secondSidecar("third")
@@ -180,7 +177,6 @@ func (f *fixture) untilActive(n *integration.Node, name string) {
 // (consumer_ahead_of_standby), not READY judged without the primary from the record made while
 // the standby still streamed.
 func TestDemotedPrimaryAheadOfTheStandby(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.readyCopy()

@@ -12,7 +12,6 @@ import (
 // its consumer within moments; it never moves it past the standby's replay position, and it
 // leaves a slot whose restart_lsn went back (another incarnation) to the next full pass.
 func TestWatchAdvancesBetweenPasses(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('older', 'test_decoding')"))

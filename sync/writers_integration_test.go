@@ -16,7 +16,6 @@ import (
 // says NOT READY other_synchronizer (so does a read-only engine, as check, from the journal),
 // and the copy stays where the other writer put it; the daemon started again writes it again.
 func TestCopyChangedUnderSlotsync(t *testing.T) {
-	t.Parallel() // its own pair and ports; mostly waiting: runs beside other tests
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixture(t, major)
 		f.readyCopy()
