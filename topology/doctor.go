@@ -73,6 +73,9 @@ type DoctorInput struct {
 	Synced                     []SyncedStandbySlot
 	// StandbySlotList: the standby's logical slots, for the server's slot sync skips (19+).
 	StandbySlotList map[string]Slot
+	// ExactCopies: the sql or native method makes exact copies for away consumers
+	// (--exact-copy-after), which are state-file copies: the state-file method's checks apply.
+	ExactCopies bool
 }
 
 // SyncSkipProblem names the standby's synced slots whose last sync the server skipped (19+:
@@ -134,7 +137,8 @@ func Doctor(in DoctorInput) []Check {
 			),
 			Fix: fmt.Sprintf("ALTER SYSTEM SET max_replication_slots = %d; then restart the standby", max(need*2, 10))})
 	}
-	if method == MethodStatefile && !primary.CanReadStateFiles {
+	stateFiles := method == MethodStatefile || in.ExactCopies
+	if stateFiles && !primary.CanReadStateFiles {
 		probs = append(probs, Problem{Check: "state_files", Node: "primary",
 			Issue: "the role may not call pg_read_binary_file(text): slot state files cannot be read",
 			Fix:   "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO <slotsync role>"})
@@ -149,7 +153,7 @@ func Doctor(in DoctorInput) []Check {
 				"on the standby, so every copy it has advanced (every state-file copy) stays NOT READY",
 			Fix: fix})
 	}
-	if method == MethodStatefile && !primary.CanCheckpoint {
+	if stateFiles && !primary.CanCheckpoint {
 		fix := "GRANT pg_checkpoint TO <slotsync role>"
 		if primary.Major() < 15 {
 			fix = "run slotsync with --no-checkpoint (CHECKPOINT needs a superuser before 15); copies are then as of the last checkpoint"
@@ -180,7 +184,7 @@ func Doctor(in DoctorInput) []Check {
 
 	var out []Check
 	for _, d := range doctorChecks {
-		if d.only != "" && d.only != method && !(d.only == MethodSQL && method == MethodNative) {
+		if d.only != "" && d.only != method && !(d.only == MethodSQL && method == MethodNative) && !(d.only == MethodStatefile && stateFiles) {
 			continue
 		}
 		c := Check{Name: d.name, Node: d.node, OK: true, Severity: d.severity}

@@ -350,6 +350,19 @@ func TestDoctor(t *testing.T) {
 		!strings.Contains(bad["state_files"].Fix, "pg_read_binary_file(text)") || !strings.Contains(bad["checkpoint"].Fix, "pg_checkpoint") {
 		t.Errorf("statefile doctor: %+v", bad)
 	}
+	// Exact copies beside the sql method (--exact-copy-after) are state-file copies: the same
+	// checks, which the sql method alone leaves out.
+	p16, s16 := p15, s15
+	p16.VersionNum, s16.VersionNum = 160004, 160004
+	for _, exact := range []bool{false, true} {
+		bad := map[string]bool{}
+		for _, c := range Doctor(DoctorInput{Primary: p16, Standby: s16, Physical: ph, Method: MethodSQL, PrimarySlots: 3, ExactCopies: exact}) {
+			bad[c.Name] = !c.OK
+		}
+		if bad["state_files"] != exact || bad["checkpoint"] != exact || bad["decoding_snapshots"] != exact {
+			t.Errorf("sql method, exact copies %v: %+v", exact, bad)
+		}
+	}
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
 	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3, StandbySlots: 1}) {

@@ -35,6 +35,7 @@ func doctorCommand() *cli.Command {
 		Flags: append(pairFlags(),
 			&cli.BoolFlag{Name: "json", Usage: "print JSON", EnvVars: []string{"SLOTSYNC_JSON"}},
 			&cli.StringFlag{Name: "standby-data-dir", Usage: "statefile: the standby's data directory, checked as the daemon would (it is the standby's, and this user owns it)", EnvVars: []string{"SLOTSYNC_STANDBY_DATA_DIR"}},
+			&cli.DurationFlag{Name: "exact-copy-after", Usage: "sql and native methods: the daemon's --exact-copy-after; exact copies are state-file copies, so the state-file method's checks apply too", EnvVars: []string{"SLOTSYNC_EXACT_COPY_AFTER"}},
 		),
 		Action: func(c *cli.Context) error {
 			cfg, _, err := configure(c, true)
@@ -44,6 +45,7 @@ func doctorCommand() *cli.Command {
 				}
 				return err
 			}
+			cfg.ExactCopyAfter = c.Duration("exact-copy-after")
 			ctx, cancel := context.WithTimeout(c.Context, cfg.ObserveTimeout)
 			defer cancel()
 			res := diagnose(ctx, cfg, c.String("standby-data-dir"))
@@ -89,8 +91,8 @@ func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorRe
 	}
 	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(topology.DoctorInput{Primary: pi, Standby: si, Physical: phys, Method: method,
 		Drive: method == topology.MethodNative && cfg.Native.Drive, PrimarySlots: selected, StandbySlots: standbyOnly, Unselected: unselected, Synced: synced,
-		StandbySlotList: sslots})}
-	if method == topology.MethodStatefile && dataDir != "" {
+		StandbySlotList: sslots, ExactCopies: cfg.ExactCopyAfter > 0 && method != topology.MethodStatefile})}
+	if (method == topology.MethodStatefile || cfg.ExactCopyAfter > 0) && dataDir != "" {
 		res.Checks = append(res.Checks, dataDirCheck(dataDir, si))
 	}
 	for _, ch := range res.Checks {
