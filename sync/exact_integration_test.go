@@ -513,3 +513,72 @@ func TestExactCopyRestartFailedKeepsTheOwnCopysRules(t *testing.T) {
 		f.promoteExpect("cdc", away)
 	})
 }
+
+// TestExactCopyReadFailedKeepsTheOwnCopysRules (issue: exact copies at real bounds, item 2, the
+// failed read): slotsync's role may do everything but read the primary slot's state file, so the
+// exact copy decided for an away consumer fails at its read, the missing grant named in the
+// slot's error (a human's to fix; the pass goes on). The own copy stays, the journal still names
+// the sql method over it, also once slotsync is started again, status does not call it exact,
+// and it stays NOT READY by the own copy's rules. Once the privilege is granted, the exact copy is
+// made and READY, and promoted the consumer gets every change it had not confirmed once.
+func TestExactCopyReadFailedKeepsTheOwnCopysRules(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{16, 19}, func(t *testing.T, major int) {
+		f, away := exactFixture(t, major, 2*time.Second)
+		f.asRole("slotsync", "GRANT pg_monitor TO slotsync", "GRANT pg_checkpoint TO slotsync",
+			"GRANT EXECUTE ON FUNCTION pg_stat_file(text, boolean) TO slotsync", "GRANT EXECUTE ON FUNCTION pg_log_standby_snapshot() TO slotsync")
+		f.startEngine()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			away = append(away, f.insert(1)...)
+			f.logRunningXacts()
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			rep, err := f.eng.RunOnce(f.ctx)
+			f.must(err)
+			if ent := f.eng.journal.Slots["cdc"]; ent != nil && ent.Method != string(topology.MethodSQL) {
+				t.Fatalf("the journal names %s while the exact copy was not made (its read failed)", ent.Method)
+			}
+			r := slotReport(rep, "cdc")
+			if r.Verdict.Ready || r.ExactCopy {
+				t.Fatalf("the own copy, the exact one not made: READY %v, exact %v (%s %s)", r.Verdict.Ready, r.ExactCopy, r.Code, r.Verdict.Detail)
+			}
+			if r.Error != "" {
+				if !strings.Contains(r.Error, "pg_read_binary_file") {
+					t.Fatalf("slot cdc: %s", r.Error)
+				}
+				t.Logf("the exact copy's read failed: %s", r.Error)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the exact copy was never tried: %s %s", r.Code, r.Reason)
+			}
+		}
+		if f.restarts != 0 {
+			t.Fatalf("%d standby restarts for a copy whose read failed", f.restarts)
+		}
+		// slotsync started again before the privilege is there: its journal still says what the
+		// copy is.
+		f.eng.Close()
+		f.startEngine()
+		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.Method != string(topology.MethodSQL) {
+			t.Fatalf("the journal read again: %+v; want the sql method's own copy", ent)
+		}
+		f.must(f.pair.Primary.Exec(f.ctx, "GRANT EXECUTE ON FUNCTION pg_read_binary_file(text) TO slotsync"))
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		if replaced := f.untilReadyExact(nil, nil); !replaced || f.restarts != 1 {
+			t.Fatalf("once it may read: replaced %v, %d restarts; want the exact copy", replaced, f.restarts)
+		}
+		if ent := f.eng.journal.Slots["cdc"]; ent == nil || ent.Method != string(topology.MethodStatefile) {
+			t.Fatalf("the journal's entry once made: %+v", ent)
+		}
+		f.promoteExpect("cdc", away)
+	})
+}
+
+// slotReport is slot's report in rep (zero when rep has none).
+func slotReport(rep Report, slot string) SlotReport {
+	for _, s := range rep.Slots {
+		if s.Name == slot {
+			return s
+		}
+	}
+	return SlotReport{}
+}
