@@ -135,6 +135,28 @@ func (c *patroniCluster) inImage(name, program string, options ...string) []stri
 	return append(append(args, options...), c.kind.image)
 }
 
+// container is the name of node n's container (the image's kind).
+func (c *patroniCluster) container(n *patroniNode) string {
+	return "slotsync-" + filepath.Base(c.dir) + "-" + n.name
+}
+
+// killPostgres kills node n's PostgreSQL with SIGKILL: its container (with Patroni in it), or the
+// postmaster named in its pid file, which outlives a killed Patroni.
+func (c *patroniCluster) killPostgres(n *patroniNode) error {
+	if c.kind.image != "" {
+		if out, err := exec.Command("docker", "kill", c.container(n)).CombinedOutput(); err != nil {
+			return fmt.Errorf("docker kill %s: %w %s", n.name, err, out)
+		}
+		return nil
+	}
+	if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return nil
+}
+
 // patronictl runs patronictl on the cluster's configuration with args.
 func (c *patroniCluster) patronictl(args ...string) *exec.Cmd {
 	args = append([]string{"-c", c.nodes[0].config}, args...)
@@ -180,16 +202,11 @@ func newPatroniCluster(t *testing.T, kind patroniKind) *patroniCluster {
 		for i := len(c.processes) - 1; i >= 0; i-- {
 			kill(c.processes[i])
 		}
-		// Postgres started by Patroni lives on if Patroni was killed: stop it by its pid file
-		// (in a container it went with the container).
-		for _, n := range c.nodes {
-			if kind.image != "" {
-				break
-			}
-			if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
-				if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
+		// Postgres started by Patroni lives on if Patroni was killed (in a container it went
+		// with the container).
+		if kind.image == "" {
+			for _, n := range c.nodes {
+				_ = c.killPostgres(n)
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -325,7 +342,7 @@ func (c *patroniCluster) up(n *patroniNode) {
 		if err := os.WriteFile(envFile, []byte(strings.Join(c.env(n), "\n")+"\n"), 0o644); err != nil {
 			c.t.Fatal(err)
 		}
-		name := "slotsync-" + filepath.Base(c.dir) + "-" + n.name
+		name := c.container(n)
 		_ = exec.Command("docker", "rm", "-f", name).Run()
 		c.containers = append(c.containers, name)
 		run := append(c.inImage(name, "patroni", "--env-file", envFile), n.config)
@@ -336,20 +353,10 @@ func (c *patroniCluster) up(n *patroniNode) {
 
 // crash kills node n as a machine loss would: Patroni, PostgreSQL and the sidecar, with SIGKILL.
 func (c *patroniCluster) crash(n *patroniNode) {
-	if c.kind.image != "" {
-		if out, err := exec.Command("docker", "kill", "slotsync-"+filepath.Base(c.dir)+"-"+n.name).CombinedOutput(); err != nil {
-			c.t.Fatalf("docker kill %s: %v %s", n.name, err, out)
-		}
-		kill(n.patroni)
-		kill(n.sidecar)
-		return
-	}
 	kill(n.patroni)
 	kill(n.sidecar)
-	if data, err := os.ReadFile(filepath.Join(n.dataDir, "postmaster.pid")); err == nil {
-		if pid, err := strconv.Atoi(strings.SplitN(string(data), "\n", 2)[0]); err == nil {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	if err := c.killPostgres(n); err != nil {
+		c.t.Fatal(err)
 	}
 }
 
@@ -452,10 +459,21 @@ func TestPatroniFailoverAndSwitchover(t *testing.T) {
 // patroniSubscriber is the native subscriber beside a Patroni cluster: table t through slot sub1
 // (slotsync's copy), and on 17+ table t2 through the failover slot sub2 (the server's).
 type patroniSubscriber struct {
-	c      *patroniCluster
-	dsn    string
-	tables []string
-	next   int
+	c    *patroniCluster
+	dsn  string
+	subs []patroniSubscription
+	next int
+}
+
+// patroniSubscription is one subscription: its table, and the slot it reads on the leader.
+type patroniSubscription struct {
+	table, slot string
+	failover    bool
+}
+
+// publisher is the subscriptions' connection string for leader.
+func publisher(leader *patroniNode) string {
+	return fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres", leader.pgPort)
 }
 
 func newPatroniSubscriber(t *testing.T, c *patroniCluster, leader *patroniNode) *patroniSubscriber {
@@ -464,38 +482,37 @@ func newPatroniSubscriber(t *testing.T, c *patroniCluster, leader *patroniNode) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Close() })
-	s := &patroniSubscriber{c: c, dsn: sub.Primary.DSN("postgres"), tables: []string{"t"}, next: 1}
+	s := &patroniSubscriber{c: c, dsn: sub.Primary.DSN("postgres"), subs: []patroniSubscription{{table: "t", slot: "sub1"}}, next: 1}
 	if c.kind.major >= 17 {
-		s.tables = append(s.tables, "t2")
+		s.subs = append(s.subs, patroniSubscription{table: "t2", slot: "sub2", failover: true})
 	}
-	for i, table := range s.tables {
-		slot, failover := fmt.Sprintf("sub%d", i+1), i == 1
-		c.exec(leader.dsn(), fmt.Sprintf("CREATE TABLE %s (id int PRIMARY KEY)", table))
-		c.exec(leader.dsn(), fmt.Sprintf("CREATE PUBLICATION pub_%s FOR TABLE %s", table, table))
-		if failover {
-			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)", slot)
+	for _, sb := range s.subs {
+		c.exec(leader.dsn(), fmt.Sprintf("CREATE TABLE %s (id int PRIMARY KEY)", sb.table))
+		c.exec(leader.dsn(), fmt.Sprintf("CREATE PUBLICATION pub_%s FOR TABLE %s", sb.table, sb.table))
+		if sb.failover {
+			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput', false, false, true)", sb.slot)
 		} else {
-			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", slot)
+			c.exec(leader.dsn(), "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", sb.slot)
 		}
-		c.exec(s.dsn, fmt.Sprintf("CREATE TABLE %s (id int)", table)) // no key: a row delivered twice shows as a duplicate
-		c.exec(s.dsn, fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres' PUBLICATION pub_%s "+
-			"WITH (create_slot = false, slot_name = '%s', copy_data = false)", slot, leader.pgPort, table, slot))
+		c.exec(s.dsn, fmt.Sprintf("CREATE TABLE %s (id int)", sb.table)) // no key: a row delivered twice shows as a duplicate
+		c.exec(s.dsn, fmt.Sprintf("CREATE SUBSCRIPTION %s CONNECTION '%s' PUBLICATION pub_%s "+
+			"WITH (create_slot = false, slot_name = '%s', copy_data = false)", sb.slot, publisher(leader), sb.table, sb.slot))
 	}
 	return s
 }
 
 // write inserts n rows into each table on the leader.
 func (s *patroniSubscriber) write(leader *patroniNode, n int) {
-	for _, table := range s.tables {
-		s.c.exec(leader.dsn(), fmt.Sprintf("INSERT INTO %s SELECT generate_series($1::int, $2::int)", table), s.next, s.next+n-1)
+	for _, sb := range s.subs {
+		s.c.exec(leader.dsn(), fmt.Sprintf("INSERT INTO %s SELECT generate_series($1::int, $2::int)", sb.table), s.next, s.next+n-1)
 	}
 	s.next += n
 }
 
 // follow points every subscription at leader.
 func (s *patroniSubscriber) follow(leader *patroniNode) {
-	for i := range s.tables {
-		s.c.exec(s.dsn, fmt.Sprintf("ALTER SUBSCRIPTION sub%d CONNECTION 'host=127.0.0.1 port=%d user=postgres dbname=postgres'", i+1, leader.pgPort))
+	for _, sb := range s.subs {
+		s.c.exec(s.dsn, fmt.Sprintf("ALTER SUBSCRIPTION %s CONNECTION '%s'", sb.slot, publisher(leader)))
 	}
 }
 
@@ -503,7 +520,8 @@ func (s *patroniSubscriber) follow(leader *patroniNode) {
 // checks that it has each exactly once.
 func (s *patroniSubscriber) exactlyOnce(leader *patroniNode, when string) {
 	s.c.t.Helper()
-	for _, table := range s.tables {
+	for _, sb := range s.subs {
+		table := sb.table
 		query := fmt.Sprintf("SELECT array_agg(id ORDER BY id) FROM %s", table)
 		want := s.c.queryInts(leader.dsn(), query)
 		s.c.eventually(time.Minute, "the subscriber to catch up on "+table+" "+when, func() bool {
@@ -548,9 +566,9 @@ func patroniFailoverAndSwitchover(t *testing.T, kind patroniKind) {
 	// Unplanned failover: the leader's machine is gone.
 	c.crash(n1)
 	c.waitRoles(n2)
-	for i := range s.tables {
-		if got := c.queryInts(n2.dsn(), fmt.Sprintf("SELECT array_agg(1) FROM pg_replication_slots WHERE slot_name = 'sub%d'", i+1)); len(got) != 1 {
-			t.Fatalf("the promoted node has no slot sub%d", i+1)
+	for _, sb := range s.subs {
+		if got := c.queryInts(n2.dsn(), fmt.Sprintf("SELECT array_agg(1) FROM pg_replication_slots WHERE slot_name = '%s'", sb.slot)); len(got) != 1 {
+			t.Fatalf("the promoted node has no slot %s", sb.slot)
 		}
 	}
 	if !strings.Contains(readLog(n2.patroniLog), "JUDGED WITHOUT THE PRIMARY") {

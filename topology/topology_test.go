@@ -192,27 +192,6 @@ func TestSlotColumnsPerVersion(t *testing.T) {
 }
 
 // TestReadRealPair reads node info and slots from a real pair of every requested major.
-// checkSeesPatroni: a node is Patroni's when a session of Patroni is on it, named "Patroni"
-// before 4 and "Patroni heartbeat", "Patroni restapi" and the like from 4 (doctor's ha_manager
-// row); si, read with no such session, is not.
-func checkSeesPatroni(ctx context.Context, t *testing.T, dsn string, conn *pgx.Conn, si NodeInfo) {
-	t.Helper()
-	if si.ManagedByPatroni {
-		t.Fatal("a node without Patroni's sessions is taken for Patroni's")
-	}
-	for _, name := range []string{"Patroni", "Patroni heartbeat"} {
-		patroni, err := pgx.Connect(ctx, dsn+" application_name='"+name+"'")
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := ReadNodeInfo(ctx, conn)
-		patroni.Close(ctx)
-		if err != nil || !info.ManagedByPatroni {
-			t.Fatalf("with a session named %q: ManagedByPatroni %v, %v", name, info.ManagedByPatroni, err)
-		}
-	}
-}
-
 func TestReadRealPair(t *testing.T) {
 	pgtest.ForEachMajor(t, nil, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -297,6 +276,27 @@ func TestReadRealPair(t *testing.T) {
 		}
 		readSnapshotsReal(ctx, t, pair.Primary, pc, pi.VersionNum)
 	})
+}
+
+// checkSeesPatroni: a node is Patroni's when a session of Patroni is on it, named "Patroni"
+// before 4 and "Patroni heartbeat", "Patroni restapi" and the like from 4 (doctor's ha_manager
+// row); si, read with no such session, is not.
+func checkSeesPatroni(ctx context.Context, t *testing.T, dsn string, conn *pgx.Conn, si NodeInfo) {
+	t.Helper()
+	if si.ManagedByPatroni {
+		t.Fatal("a node without Patroni's sessions is taken for Patroni's")
+	}
+	for _, name := range []string{"Patroni", "Patroni heartbeat"} {
+		patroni, err := pgx.Connect(ctx, dsn+" application_name='"+name+"'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := ReadNodeInfo(ctx, conn)
+		patroni.Close(ctx)
+		if err != nil || !info.ManagedByPatroni {
+			t.Fatalf("with a session named %q: ManagedByPatroni %v, %v", name, info.ManagedByPatroni, err)
+		}
+	}
 }
 
 // readSnapshotsReal: once s1 has decoded past a running-xacts record, its restart_lsn is where

@@ -91,7 +91,7 @@ func diagnose(ctx context.Context, cfg slotsync.Config, dataDir string) doctorRe
 	}
 	res := doctorResult{OK: true, Method: method, Checks: topology.Doctor(topology.DoctorInput{Primary: pi, Standby: si, Physical: phys, Method: method,
 		Drive: method == topology.MethodNative && cfg.Native.Drive, PrimarySlots: selected, StandbySlots: standbyOnly, Unselected: unselected, Synced: synced,
-		StandbySlotList: sslots, ExactCopies: cfg.ExactCopyAfter > 0 && method != topology.MethodStatefile})}
+		StandbySlotList: sslots, ExactCopies: cfg.ExactCopyAfter > 0})}
 	if (method == topology.MethodStatefile || cfg.ExactCopyAfter > 0) && dataDir != "" {
 		res.Checks = append(res.Checks, dataDirCheck(dataDir, si))
 	}
