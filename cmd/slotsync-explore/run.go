@@ -28,7 +28,7 @@ func runCommand() *cli.Command {
 			&cli.IntFlag{Name: "major", Value: defaultMajor, Usage: "PostgreSQL major of the pairs"},
 			&cli.Int64Flag{Name: "seed", Usage: "seed of the draw (default: from the clock; printed)"},
 			&cli.IntFlag{Name: "iterations", Value: 1, Usage: "failovers to run"},
-			&cli.StringFlag{Name: "plan", Usage: "replay the plans in this file (JSON lines: a report's iterations, or plans), whatever draw made them"},
+			&cli.StringFlag{Name: "plan", Usage: "replay the plans in this file (JSON lines: a report's iterations, or plans), whatever draw made them, or a written plan (.yaml)"},
 			&cli.StringFlag{Name: "slotsync", Usage: "the slotsync binary judged (default: slotsync beside this binary, else in PATH)"},
 			&cli.StringFlag{Name: "report", Usage: "append each iteration, as a JSON line, to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},

@@ -565,16 +565,19 @@ func TestWrittenPlansCheck(t *testing.T) {
 	}
 }
 
-// matrixPlans are the MatrixPlans want names ("matrix": all of them).
+// matrixPlans are the MatrixPlans want names, in its order ("matrix": all of them).
 func matrixPlans(t *testing.T, want string) []Plan {
-	var out []Plan
-	for _, p := range MatrixPlans() {
-		if want == "matrix" || slices.Contains(strings.Split(want, ","), p.Name) {
-			out = append(out, p)
-		}
+	all := MatrixPlans()
+	if want == "matrix" {
+		return all
 	}
-	if len(out) == 0 {
-		t.Fatalf("SLOTSYNC_CHAOS_PLANS=%s names no plan of MatrixPlans", want)
+	var out []Plan
+	for _, name := range strings.Split(want, ",") {
+		i := slices.IndexFunc(all, func(p Plan) bool { return p.Name == name })
+		if i < 0 {
+			t.Fatalf("SLOTSYNC_CHAOS_PLANS=%s names %q, which is not one of plans/*.yaml", want, name)
+		}
+		out = append(out, all[i])
 	}
 	return out
 }

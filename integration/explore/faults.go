@@ -168,16 +168,16 @@ var WrittenFailpoints = []string{"journal.remake-intended"}
 
 // Step is one fault at a moment of the live phase.
 type Step struct {
-	At    time.Duration // from the start of the live phase
-	Fault Fault
-	Slot  string        // the slot or consumer it concerns, if any
-	For   time.Duration // how long it lasts (a blackhole, a long transaction)
+	At    time.Duration `yaml:"at"` // from the start of the live phase
+	Fault Fault         `yaml:"fault"`
+	Slot  string        `yaml:"slot"` // the slot or consumer it concerns, if any
+	For   time.Duration `yaml:"for"`  // how long it lasts (a blackhole, a long transaction)
 	// Away: the slot's consumer stays away from this fault to the promotion (a consumer down
 	// for maintenance, or one that runs nightly).
-	Away bool `json:"away,omitempty"`
+	Away bool `json:"away,omitempty" yaml:"away"`
 	// Second: the fault acts on the second standby (Plan.SecondStandby) instead of the standby:
 	// its copy dropped (FaultCopyDropped), the primary's address moved to it (FaultAddressMoved).
-	Second bool `json:"second,omitempty"`
+	Second bool `json:"second,omitempty" yaml:"second"`
 }
 
 // DrawVersion names how DrawPlan draws a plan from a seed: a seed replays the same plan only
@@ -198,86 +198,86 @@ const DrawVersion = 5
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
 type Plan struct {
-	Seed int64
+	Seed int64 `yaml:"-"`
 	// Draw: the DrawVersion the plan was drawn with (0: written by hand).
-	Draw int `json:"draw,omitempty"`
+	Draw int `json:"draw,omitempty" yaml:"-"`
 	// Name: a plan written by hand says what it is for.
-	Name string        `json:"name,omitempty"`
-	Live time.Duration // the live phase before the failover
+	Name string        `json:"name,omitempty" yaml:"-"`
+	Live time.Duration `yaml:"live"` // the live phase before the failover
 	// Failpoint arms slotsync's first process to crash at this step (name@hit), or to stall there
 	// (Stall).
-	Failpoint string
+	Failpoint string `yaml:"failpoint"`
 	// Stall: slotsync's first process sleeps this long at its failpoint instead of crashing, as
 	// a process stalled between two steps; written plans only.
-	Stall time.Duration `json:"stall,omitempty"`
-	Steps []Step
+	Stall time.Duration `json:"stall,omitempty" yaml:"stall"`
+	Steps []Step        `yaml:"steps"`
 	// Quiesce: the writes stop this long before the failover (0: the failover hits them in
 	// flight).
-	Quiesce time.Duration
-	Kill    bool // the primary is killed -9 (else stopped cleanly, as in a switchover)
+	Quiesce time.Duration `yaml:"quiesce"`
+	Kill    bool          `yaml:"kill"` // the primary is killed -9 (else stopped cleanly, as in a switchover)
 	// Freeze: slotsync is paused (SIGSTOP) just before the gate is asked with the primary, until
 	// the promotion: the promotion then happens on exactly what the answer saw, as an HA hook
 	// promoting at once would (16+: a state-file restart must not be frozen half-way).
-	Freeze bool `json:"freeze,omitempty"`
+	Freeze bool `json:"freeze,omitempty" yaml:"freeze"`
 	// Hook: the cutover of an HA hook that promotes on READY: the writes and the consumers go
 	// on, the gate is asked again at once until it says READY for every slot (at most
 	// HookBound), and the primary is killed -9 (every process of it at once, as good as frozen)
 	// the moment it does; the standby is promoted. The answer is binding: what the consumers
 	// confirmed after it is theirs, not the gate's (the oracle judges a consumer ahead of the
 	// standby by its offset when the gate was asked).
-	Hook bool `json:"hook,omitempty"`
+	Hook bool `json:"hook,omitempty" yaml:"hook"`
 	// SyncStandbySlots: the primary's synchronized_standby_slots lists the standby's physical
 	// slot from the start (17+; not with a switchover, which would leave the old primary's list
 	// naming a slot it does not have): no consumer gets what the standby has not flushed, and
 	// an answer without the primary promises that too (rule 8).
-	SyncStandbySlots bool `json:"synchronized_standby_slots,omitempty"`
+	SyncStandbySlots bool `json:"synchronized_standby_slots,omitempty" yaml:"synchronized_standby_slots"`
 	// Demote: the failover starts with the primary restarted read-only, in recovery and
 	// following no one, as an HA manager demotes a leader that lost its lock (after a clean stop;
 	// with Kill, after a kill -9: WAL the standby lacks may stay on it, and its consumers may
 	// have received it). The gate's address then reaches a server in recovery (rule 8).
-	Demote bool `json:"demote,omitempty"`
+	Demote bool `json:"demote,omitempty" yaml:"demote"`
 	// SecondStandby: a second standby of the primary, with a sidecar of its own, as in a
 	// three-node cluster (16+, not with a switchover): two sidecars copying the same slots from
 	// one primary, each with its own catalog holds and record, must not disturb each other.
-	SecondStandby bool `json:"second_standby,omitempty"`
+	SecondStandby bool `json:"second_standby,omitempty" yaml:"second_standby"`
 	// Sibling: with SecondStandby, the failover goes through the second standby first: cut off
 	// and promoted while the primary lives on, it takes writes; the primary is killed after a
 	// last segment switch its consumers confirm past, slotsync paused just before; the standby
 	// is re-pointed to follow the second one onto its new timeline, and the second one is
 	// killed before the gate is asked without a primary (siblingCutover); written plans only.
-	Sibling bool `json:"sibling_promoted,omitempty"`
+	Sibling bool `json:"sibling_promoted,omitempty" yaml:"sibling_promoted"`
 	// ExactCopyAfter: the sidecar runs with --exact-copy-after (16+, sql and native methods),
 	// restarting the standby with the drill's commands as the state-file method does; written
 	// plans only (never drawn).
-	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty"`
+	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty" yaml:"exact_copy_after"`
 	// OlderOutside: the older slots FaultSlotBehind copies from are left out of slotsync's
 	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
 	// of theirs holds the standby's catalog horizon back; written plans only.
-	OlderOutside bool `json:"older_slots_outside,omitempty"`
+	OlderOutside bool `json:"older_slots_outside,omitempty" yaml:"older_slots_outside"`
 	// ServerSync: with the native method (Method), the standby's own slot sync worker copies
 	// the failover slots (sync_replication_slots = on, 17+) and slotsync does not drive it (no
 	// --native-drive); written plans only.
-	ServerSync bool `json:"server_sync,omitempty"`
+	ServerSync bool `json:"server_sync,omitempty" yaml:"server_sync"`
 	// PromotionCheckpoint: the checkpoint the promotion asks for is done before the consumers
 	// resume (a CHECKPOINT on the promoted standby), as it is before a consumer away for
 	// minutes returns; written plans only.
-	PromotionCheckpoint bool `json:"promotion_checkpoint,omitempty"`
+	PromotionCheckpoint bool `json:"promotion_checkpoint,omitempty" yaml:"promotion_checkpoint"`
 	// GateExact: the gate is asked with --exact, as before a planned switchover: a READY then
 	// promises that nothing the consumers confirmed when the gate observed comes again (every
 	// copy exactly at its consumer's position); written plans only.
-	GateExact bool `json:"gate_exact,omitempty"`
+	GateExact bool `json:"gate_exact,omitempty" yaml:"gate_exact"`
 	// Method: slotsync's --method for this plan, in place of the run's (ChaosOptions.Method),
 	// for a plan written for one method (the native method's own sync); written plans only.
-	Method string `json:"method,omitempty"`
+	Method string `json:"method,omitempty" yaml:"method"`
 	// KeepStale: with the native method, a switchover rejoins the old primary with its slots,
 	// as after pg_rewind, and slotsync runs without --drop-stale: those same-name slots, which
 	// the server's sync will not take over, stay as they were; written plans only.
-	KeepStale bool `json:"keep_stale,omitempty"`
+	KeepStale bool `json:"keep_stale,omitempty" yaml:"keep_stale"`
 	// Linger: the primary's end comes this long after the gate's answer with the primary, slotsync
 	// continued at the answer (a pause a step put on it ends there) and the writes going on, as
 	// an operator who asks, then switches over a moment later; not with Hook or Freeze; written
 	// plans only.
-	Linger time.Duration `json:"linger,omitempty"`
+	Linger time.Duration `json:"linger,omitempty" yaml:"linger"`
 }
 
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
@@ -447,8 +447,12 @@ func (p Plan) Check() error {
 }
 
 // ReadPlans reads the plans in a file of JSON lines: each a chaos report's iteration (its
-// plan_drawn) or a plan itself.
+// plan_drawn) or a plan itself; or, in a .yaml file, a written plan (ReadWrittenPlan).
 func ReadPlans(path string) ([]Plan, error) {
+	if strings.HasSuffix(path, ".yaml") {
+		p, err := ReadWrittenPlan(path)
+		return []Plan{p}, err
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
