@@ -237,10 +237,10 @@ func (e *Engine) checkJournalCluster(systemID string) error {
 // standby's own decoding (--exact-copy-after) is different: the own copy stands until the exact
 // one exists, so its entry, and the rules it names (its two_phase guard), stay until then; the
 // exact copy's entry is returned (exact), for recordResults to write once it is made. A decided
-// exact copy not made (the restart rate limit, its consumer back during the read, a failed read
-// or restart, a crash) leaves the own copy under its own rules, and the plan decides it again.
+// exact copy not made (the restart rate limit, a failed read or restart, a crash) leaves the own
+// copy under its own rules, and the plan decides it again.
 func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsncheck.LSN) (exact map[string]*Entry, err error) {
-	var changed, remakes bool
+	var changed, remakes, exacts bool
 	var making []string
 	next := e.journal.clone()
 	for _, a := range actions {
@@ -274,7 +274,7 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 			next.Slots[a.Slot] = ent
 		}
 		making = append(making, a.Slot)
-		changed, remakes = true, remakes || a.Kind == KindRecreate
+		changed, remakes, exacts = true, remakes || a.Kind == KindRecreate, exacts || a.Exact
 	}
 	if !changed {
 		return nil, nil
@@ -284,8 +284,11 @@ func (e *Engine) recordIntents(actions []Action, timeline int, primaryLSN lsnche
 	if err := e.commit(next, nil, "the copies about to be made"); err != nil {
 		return nil, fmt.Errorf("record new copies in the journal (nothing was changed): %w", err)
 	}
-	// A pass that makes a copy again, between its record and its actions (written plans of the
-	// fault explorer stall it here).
+	// A pass that makes a copy again, or an exact copy, between its record and its actions
+	// (written plans of the fault explorer crash or stall it here).
+	if exacts {
+		_ = failpoint.Hit("journal.exact-intended")
+	}
 	if remakes {
 		return exact, failpoint.Hit("journal.remake-intended")
 	}

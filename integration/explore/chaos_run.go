@@ -259,8 +259,9 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 const quietFor = 5 * time.Second
 
 // quiet says why the moment of the question is a quiet window, in which the gate must say READY
-// (liveness): the writes paused for 2 s or more, no fault acting in the last 5 s, no failpoint,
-// no switchover, the standby streaming; "" when it is not one.
+// (liveness): the writes paused for 2 s or more, no fault acting in the last 5 s, no failpoint
+// (but a written plan's crash, once slotsync crashed there 5 s before or more), no switchover,
+// the standby streaming; "" when it is not one.
 func (wd *world) quiet(plan Plan) string {
 	end := plan.Live + plan.Quiesce // the question, from the start of the live phase
 	last, dropped, away := time.Duration(0), 0, map[string]bool{}
@@ -283,10 +284,24 @@ func (wd *world) quiet(plan Plan) string {
 		}
 	}
 	streamed := wd.recv.lastStreamed(time.Now())
-	if plan.Quiesce < 2*time.Second || end-last < quietFor || plan.Failpoint != "" || wd.switched > 0 || time.Since(streamed) > 2*receiverEvery {
+	if plan.Quiesce < 2*time.Second || end-last < quietFor || wd.failpointActing(plan) || wd.switched > 0 || time.Since(streamed) > 2*receiverEvery {
 		return ""
 	}
 	return fmt.Sprintf("writes paused %s, the last fault ended %s before, the standby streaming", plan.Quiesce, (end - last).Round(100*time.Millisecond))
+}
+
+// failpointActing says whether plan's failpoint may still act on slotsync at the question: a
+// drawn one, or a stall, always; a written plan's crash until slotsync has crashed there, and
+// for quietFor after.
+func (wd *world) failpointActing(plan Plan) bool {
+	if plan.Failpoint == "" {
+		return false
+	}
+	if plan.Draw != 0 || plan.Stall > 0 {
+		return true
+	}
+	crashed := wd.side.lastCrash()
+	return crashed.IsZero() || time.Since(crashed) < quietFor
 }
 
 // exactCopyDue says whether slot's consumer, away since the plan made its slot again, no longer

@@ -589,32 +589,45 @@ func TestQuietWindow(t *testing.T) {
 	streaming := &receiverLog{samples: []receiverSample{{at: time.Now(), streaming: true}}}
 	cut := &receiverLog{samples: []receiverSample{{at: time.Now(), streaming: false}}}
 	quietPlan := Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 1000 * ms, Fault: FaultPrimaryRoute, For: 3000 * ms}}}
+	crashPlan := Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "journal.exact-intended@1"}
 	for _, c := range []struct {
-		name  string
-		plan  Plan
-		recv  *receiverLog
-		quiet bool
+		name    string
+		plan    Plan
+		recv    *receiverLog
+		quiet   bool
+		crashed time.Duration // how long before the question slotsync crashed (0: never)
 	}{
-		{"quiet", quietPlan, streaming, true},
-		{"the standby not streaming", quietPlan, cut, false},
-		{"writes paused too briefly", Plan{Live: 8000 * ms, Quiesce: 1500 * ms}, streaming, false},
-		{"a blackhole ending 4 s before", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 5000 * ms, Fault: FaultPrimaryRoute, For: 1000 * ms}}}, streaming, false},
-		{"a failpoint", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "engine.actions-done@1"}, streaming, false},
-		{"a copy dropped once", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped}}}, streaming, true},
+		{"quiet", quietPlan, streaming, true, 0},
+		{"the standby not streaming", quietPlan, cut, false, 0},
+		{"writes paused too briefly", Plan{Live: 8000 * ms, Quiesce: 1500 * ms}, streaming, false, 0},
+		{"a blackhole ending 4 s before", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 5000 * ms, Fault: FaultPrimaryRoute, For: 1000 * ms}}}, streaming, false, 0},
+		{"a drawn failpoint", Plan{Draw: DrawVersion, Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "engine.actions-done@1"}, streaming, false, 0},
+		{"a drawn failpoint that crashed long before", Plan{Draw: DrawVersion, Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "engine.actions-done@1"},
+			streaming, false, 7 * time.Second},
+		{"a written stall", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Failpoint: "journal.exact-intended@1", Stall: time.Second}, streaming, false,
+			7 * time.Second},
+		// A written plan's crash: the window is quiet once slotsync crashed there, 5 s before.
+		{"a written crash not reached", crashPlan, streaming, false, 0},
+		{"a written crash 2 s before", crashPlan, streaming, false, 2 * time.Second},
+		{"a written crash 6 s before", crashPlan, streaming, true, 6 * time.Second},
+		{"a copy dropped once", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped}}}, streaming, true, 0},
 		// The second change of a copy by someone else makes slotsync leave it (other_synchronizer).
 		{"a copy dropped twice", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
-			{At: 900 * ms, Fault: FaultCopyDropped}}}, streaming, false},
+			{At: 900 * ms, Fault: FaultCopyDropped}}}, streaming, false, 0},
 		{"a copy dropped on each standby", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultCopyDropped},
-			{At: 900 * ms, Fault: FaultCopyDropped, Second: true}}}, streaming, true},
+			{At: 900 * ms, Fault: FaultCopyDropped, Second: true}}}, streaming, true, 0},
 		// A consumer away holds its slot's new copy back, unless it came back before the window.
 		{"a consumer away", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
-			{At: 900 * ms, Fault: FaultConsumerReconnect, Slot: "a"}}}, streaming, false},
+			{At: 900 * ms, Fault: FaultConsumerReconnect, Slot: "a"}}}, streaming, false, 0},
 		{"a consumer away and back", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
-			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "a"}}}, streaming, true},
+			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "a"}}}, streaming, true, 0},
 		{"another consumer back", Plan{Live: 8000 * ms, Quiesce: 2000 * ms, Steps: []Step{{At: 500 * ms, Fault: FaultSlotBehind, Slot: "a", Away: true},
-			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "b"}}}, streaming, false},
+			{At: 900 * ms, Fault: FaultConsumerBack, Slot: "b"}}}, streaming, false, 0},
 	} {
-		wd := &world{recv: c.recv}
+		wd := &world{recv: c.recv, side: &sidecar{}}
+		if c.crashed > 0 {
+			wd.side.crashedAt = time.Now().Add(-c.crashed)
+		}
 		if got := wd.quiet(c.plan) != ""; got != c.quiet {
 			t.Errorf("%s: quiet %v, want %v", c.name, got, c.quiet)
 		}

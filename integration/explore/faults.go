@@ -163,8 +163,9 @@ var FailpointSteps = []string{"engine.intents-written", "engine.actions-done", "
 	"statefile.copies-installed", "statefile.wal-installed", "statefile.before-start", "hold.taken", "hold.release"}
 
 // WrittenFailpoints are failpoints only written plans arm (never drawn, so the draw stays as it
-// was): a pass that makes a copy again, between its record and its actions.
-var WrittenFailpoints = []string{"journal.remake-intended"}
+// was): a pass that makes a copy again, or an exact copy, between its record and its actions; a
+// state-file copy between the read of its state file and of its decoding snapshot.
+var WrittenFailpoints = []string{"journal.remake-intended", "journal.exact-intended", "statefile.state-read"}
 
 // Step is one fault at a moment of the live phase.
 type Step struct {

@@ -63,6 +63,7 @@ var mutantPlans = map[string][]string{
 	"redelivery-window-late":               {"hook-copies-frozen"},
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer", "hook-exact-copy-wal-damaged"},
+	"exact-intent-early":                   {"exact-copy-decided-then-crash"},
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
 	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
@@ -154,6 +155,12 @@ func Mutants() []Mutant {
 			Majors: []int{16, 17, 18, 19},
 			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
 				"not the state-file ones its journal entry names",
+		},
+		Mutant{
+			Name:   "exact-intent-early",
+			Majors: []int{16, 17, 18, 19},
+			Why: "an exact copy's journal entry is written when it is decided, over the own copy it replaces: an own copy whose " +
+				"exact copy is decided and not made is judged by the state-file rules, without its two_phase guard",
 		},
 		Mutant{
 			Name: "wal-files-unchecked",

@@ -30,7 +30,8 @@ type sidecar struct {
 	// failpoint, whose step may come at the shutdown's last journal save): when stop finds it
 	// so, that is the drill's crash, not slotsync's failure to stop.
 	lastCrashed bool
-	ownExits    []string // ended by itself: how, with its last words
+	crashedAt   time.Time // when the last crash the drill caused ended a process
+	ownExits    []string  // ended by itself: how, with its last words
 	done        chan struct{}
 }
 
@@ -81,7 +82,7 @@ func (s *sidecar) ended(err error, tail string) {
 	s.lastCrashed = killed && (!s.stopping || strings.HasPrefix(lastLine(tail), "failpoint "))
 	switch {
 	case s.lastCrashed:
-		s.crashes++
+		s.crashes, s.crashedAt = s.crashes+1, time.Now()
 	case s.stopping:
 	default:
 		s.ownExits = append(s.ownExits, fmt.Sprintf("%v: %s", err, lastLine(tail)))
@@ -92,6 +93,13 @@ func (s *sidecar) ownExit(why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.ownExits = append(s.ownExits, why)
+}
+
+// lastCrash is when the drill's last crash of slotsync ended a process (zero: none yet).
+func (s *sidecar) lastCrash() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.crashedAt
 }
 
 // signal sends sig to the running process (SIGSTOP to pause slotsync across a cutover, as a

@@ -94,3 +94,27 @@ func Hit(name string) error {
 	}
 	return fmt.Errorf("failpoint %s", name)
 }
+
+// Set arms the failpoints of spec (SLOTSYNC_FAILPOINTS's form) in place of any armed before,
+// each hit counted from none: for tests that run slotsync in their own process.
+func Set(spec string) error {
+	ps, err := parse(spec)
+	if err != nil {
+		return err
+	}
+	once.Do(func() {}) // the environment no longer arms anything
+	mu.Lock()
+	defer mu.Unlock()
+	points = ps
+	return nil
+}
+
+// Hits is how many times the armed failpoint name was hit since it was armed.
+func Hits(name string) int {
+	mu.Lock()
+	defer mu.Unlock()
+	if p := points[name]; p != nil {
+		return p.hits
+	}
+	return 0
+}

@@ -29,3 +29,19 @@ func TestNthHit(t *testing.T) {
 		t.Fatal("only the second hit fails")
 	}
 }
+
+// TestSetAndHits: Set arms a spec in place of the environment's, its hits counted from none.
+func TestSetAndHits(t *testing.T) {
+	if err := Set("y@2=error"); err != nil {
+		t.Fatal(err)
+	}
+	if Hit("y") != nil || Hits("y") != 1 || Hit("y") == nil || Hits("y") != 2 || Hits("z") != 0 {
+		t.Fatal("the second hit of y fails, and each is counted")
+	}
+	if err := Set("y=explode"); err == nil {
+		t.Fatal("a bad spec accepted")
+	}
+	if err := Set(""); err != nil || Hit("y") != nil {
+		t.Fatalf("an empty spec arms nothing: %v", err)
+	}
+}

@@ -475,6 +475,9 @@ func (m *Method) readStates(ctx context.Context, conn *pgx.Conn, pending []topol
 			out[ps.Name] = err
 			continue
 		}
+		// Between the two reads its consumer may come back and move the slot on (failpoint
+		// builds stall here to show it).
+		_ = failpoint.Hit("statefile.state-read")
 		// Rule 4: the copy decodes consistently from its restart_lsn only with the primary's
 		// serialized snapshot there, copied with the state file.
 		snap, err := ReadSnapshot(ctx, conn, st)
