@@ -275,7 +275,7 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	if err := e.checkJournalCluster(obs.Primary.Info.SystemID); err != nil {
 		return rep, err
 	}
-	if e.cfg.ForPromotion && !apply {
+	if e.cfg.ForPromotion && !apply && !failpoint.Mutant("for-promotion-unchecked") {
 		return rep, writablePrimaryAlive(obs)
 	}
 	e.noteHorizonGap(obs, apply)

@@ -245,10 +245,11 @@ type world struct {
 	// at its promotion.
 	hook, byServers, stopUnsent bool
 	walEnd                      pglogrepl.LSN
-	// exact: the gate is asked with --exact (Plan.GateExact); native: how the native method
-	// runs (Plan.ServerSync, Plan.KeepStale).
-	exact  bool
-	native nativeOpts
+	// exact: the gate is asked with --exact (Plan.GateExact); forPromotion: with
+	// --for-promotion (Plan.ForPromotion); native: how the native method runs (Plan.ServerSync,
+	// Plan.KeepStale).
+	exact, forPromotion bool
+	native              nativeOpts
 	// hookAnswers: every answer of a hook's cutover, in order (GateAnswer.brief).
 	hookAnswers []string
 	// liveness: the gate not READY in a quiet window (world.quiet).
@@ -277,6 +278,8 @@ type world struct {
 	// leader's address the standby streams through in it.
 	siblingSkipped bool
 	leader         *integration.Proxy
+	// demotedRoute: the demoted primary's route to the second standby (Plan.DemoteToSibling).
+	demotedRoute *integration.Proxy
 	// second: the sidecar beside a second standby (Plan.SecondStandby); secondSkipped: why
 	// there is none ("" when there is).
 	second        *sidecar
@@ -374,7 +377,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd := &world{pair: pair, proxy: proxy, w: &drill.Writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
 		liveEnds: make(chan struct{}),
-		recv:     &receiverLog{}, exact: plan.GateExact}
+		recv:     &receiverLog{}, exact: plan.GateExact, forPromotion: plan.ForPromotion}
 	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) || plan.ExactCopyAfter > 0 {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
@@ -580,6 +583,9 @@ func (wd *world) close() {
 	if wd.leader != nil {
 		_ = wd.leader.Close()
 	}
+	if wd.demotedRoute != nil {
+		_ = wd.demotedRoute.Close()
+	}
 }
 
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
@@ -589,10 +595,13 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	if wd.exact {
 		args = append(args, "--exact")
 	}
-	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames())
+	if wd.forPromotion {
+		args = append(args, "--for-promotion")
+	}
+	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
-	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames())
+	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
 	exit := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -601,7 +610,7 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 		return GateAnswer{}, fmt.Errorf("gate: %w", err)
 	}
 	a, err := parseCheck(out, exit, asked, wd.exact)
-	a.Before, a.After = &before, &after
+	a.Before, a.After, a.ForPromotion = &before, &after, wd.forPromotion
 	if d := a.disagreement(); err == nil && d != "" {
 		wd.disagreements = append(wd.disagreements, fmt.Sprintf("the gate's answer disagrees with itself at %s: %s", asked.Format("15:04:05.000"), d))
 	}

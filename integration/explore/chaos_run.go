@@ -232,6 +232,8 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	local := wd.pair.Dir != ""
 	wd.demoteSkipped = plan.Demote && !local
 	switch {
+	case plan.DemoteToSibling && local && wd.secondNode != nil:
+		err = wd.demoteToSibling(ctx)
 	case plan.Demote && plan.Kill && local:
 		err = wd.pair.DemotePrimaryAfter(ctx, wd.killPrimary)
 	case plan.Demote && local:
@@ -478,6 +480,12 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 			instant := ""
 			if a.answer.Before != nil && a.answer.After != nil {
 				instant = instantLie(*a.answer.Before, *a.answer.After, f.c.Slot, !a.answer.WithoutPrimary)
+				if instant == "" && a.answer.ForPromotion {
+					instant = promotionLie(*a.answer.Before, *a.answer.After)
+				}
+				if instant == "" && a.answer.WithoutPrimary {
+					instant = otherPrimaryLie(*a.answer.Before, *a.answer.After)
+				}
 			}
 			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding, Instant: instant,
 				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,

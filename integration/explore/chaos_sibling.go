@@ -209,3 +209,43 @@ func waitWALEnd(ctx context.Context, n *integration.Node, lsn pglogrepl.LSN, wha
 		return got >= lsn, err
 	})
 }
+
+// demoteToSibling is the failover of Plan.DemoteToSibling: the primary stopped cleanly and
+// started in recovery following the second standby through a route that reaches nothing for a
+// second (its WAL receiver between two attempts), the second standby promoted meanwhile, with
+// its sidecar stopped, and taking writes; then the route reaches it. The standby's
+// primary_conninfo still names the primary: the gate beside it must not take the primary for
+// one that follows no one (rule 8).
+func (wd *world) demoteToSibling(ctx context.Context) error {
+	s2 := wd.secondNode
+	if wd.second != nil {
+		if err := wd.second.stop(wd.stopWithin); err != nil {
+			wd.log.Warn("the second standby's sidecar did not stop", "error", err)
+		}
+		wd.second = nil
+	}
+	dead, err := integration.FreePort()
+	if err != nil {
+		return err
+	}
+	route, err := integration.NewProxy(fmt.Sprintf("127.0.0.1:%d", dead))
+	if err != nil {
+		return err
+	}
+	wd.demotedRoute = route
+	conninfo := fmt.Sprintf("host=127.0.0.1 port=%d user=%s dbname=postgres application_name=demoted", route.Port(), integration.Superuser)
+	if err := wd.pair.DemotePrimaryFollowing(ctx, conninfo, ""); err != nil {
+		return err
+	}
+	var ok bool
+	if err := s2.QueryRow(ctx, "SELECT pg_promote(true, 60)", nil, &ok); err != nil || !ok {
+		return fmt.Errorf("promote the second standby: %v (promoted: %v)", err, ok)
+	}
+	addr, err := s2.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	time.AfterFunc(time.Second, func() { route.Redirect(addr) })
+	wd.log.Info("the primary demoted to follow the second standby, promoted meanwhile")
+	return wd.w.Batch(ctx, s2, 100)
+}

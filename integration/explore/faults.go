@@ -237,6 +237,13 @@ type Plan struct {
 	// with Kill, after a kill -9: WAL the standby lacks may stay on it, and its consumers may
 	// have received it). The gate's address then reaches a server in recovery (rule 8).
 	Demote bool `json:"demote,omitempty" yaml:"demote"`
+	// DemoteToSibling: with Demote and SecondStandby, the primary is demoted to follow the second
+	// standby (its primary_conninfo through a route that reaches nothing for a second, then the
+	// second standby), which is promoted meanwhile and takes writes, as an HA manager that
+	// fails over to another node does; the standby still names the primary (rule 8: a server in
+	// recovery whose upstream does not stream yet is not proven to follow no one); written
+	// plans only.
+	DemoteToSibling bool `json:"demote_to_sibling,omitempty" yaml:"demote_to_sibling"`
 	// SecondStandby: a second standby of the primary, with a sidecar of its own, as in a
 	// three-node cluster (16+, not with a switchover): two sidecars copying the same slots from
 	// one primary, each with its own catalog holds and record, must not disturb each other.
@@ -267,6 +274,10 @@ type Plan struct {
 	// promises that nothing the consumers confirmed when the gate observed comes again (every
 	// copy exactly at its consumer's position); written plans only.
 	GateExact bool `json:"gate_exact,omitempty" yaml:"gate_exact"`
+	// ForPromotion: the gate is asked with --for-promotion, the question of a promotion hook
+	// (the shipped Patroni hook's): a READY while the old primary answers read-write would make
+	// two primaries (rule 8c); written plans only.
+	ForPromotion bool `json:"for_promotion,omitempty" yaml:"for_promotion"`
 	// Method: slotsync's --method for this plan, in place of the run's (ChaosOptions.Method),
 	// for a plan written for one method (the native method's own sync); written plans only.
 	Method string `json:"method,omitempty" yaml:"method"`
@@ -409,6 +420,9 @@ func (p Plan) String() string {
 	if p.GateExact {
 		b.WriteString("; the gate asked with --exact")
 	}
+	if p.ForPromotion {
+		b.WriteString("; the gate asked with --for-promotion")
+	}
 	if p.Method != "" {
 		fmt.Fprintf(&b, "; slotsync --method %s", p.Method)
 	}
@@ -420,6 +434,8 @@ func (p Plan) String() string {
 			"the standby following the second one, which is killed")
 	} else if p.Hook {
 		b.WriteString("; failover: kill -9 the moment the gate says READY, the writes going on")
+	} else if p.DemoteToSibling {
+		b.WriteString("; failover: the primary stopped and restarted read-only, following the second standby, promoted meanwhile")
 	} else if p.Demote && p.Kill {
 		b.WriteString("; failover: the primary killed -9 and restarted read-only")
 	} else if p.Demote {
@@ -440,6 +456,9 @@ func (p Plan) Check() error {
 	}
 	if p.Sibling && (!p.SecondStandby || p.Hook || p.Linger > 0 || p.Demote || !p.Kill) {
 		return errors.New("sibling promoted needs a second standby and a kill -9 of the primary, and is a cutover of its own: drop hook, linger and demote")
+	}
+	if p.DemoteToSibling && (!p.Demote || !p.SecondStandby || p.Kill || p.Hook || p.Sibling) {
+		return errors.New("demote to sibling needs demote and a second standby after a clean stop: drop kill, hook and sibling")
 	}
 	if p.Stall > 0 && p.Failpoint == "" {
 		return errors.New("stall with no failpoint to stall at: name one, or drop the stall")

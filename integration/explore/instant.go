@@ -29,6 +29,9 @@ type Instant struct {
 	// PrimaryInRecovery: the server read as the primary was in recovery (a demoted primary): its
 	// slots are not the consumers' positions (before 17 a shutdown does not save confirmed_flush).
 	PrimaryInRecovery bool `json:"primary_in_recovery,omitempty"`
+	// OtherWritable: another node of the cluster (the second standby) that answered read-write:
+	// a primary besides the one the standby names ("" when none did, or none was read).
+	OtherWritable string `json:"other_writable,omitempty"`
 	// PrimaryErr and StandbyErr: a read that failed; what it would have said is absent.
 	PrimaryErr string `json:"primary_error,omitempty"`
 	StandbyErr string `json:"standby_error,omitempty"`
@@ -58,8 +61,9 @@ const slotsAtSQL = `SELECT s.slot_name::text, coalesce(s.plugin, '')::text, coal
   FROM pg_replication_slots s LEFT JOIN pg_stat_replication w ON w.pid = s.active_pid
  WHERE s.slot_type = 'logical' AND s.slot_name = ANY($1)`
 
-// readInstant reads the primary's slots, then the standby's copies and WAL end, as the gate does.
-func readInstant(ctx context.Context, primary, standby *integration.Node, slots []string) Instant {
+// readInstant reads the primary's slots, then the standby's copies and WAL end, as the gate does,
+// then whether any of others answers read-write.
+func readInstant(ctx context.Context, primary, standby *integration.Node, slots []string, others ...*integration.Node) Instant {
 	in := Instant{At: time.Now()}
 	var err error
 	if in.Primary, err = readSlotsAt(ctx, primary, slots); err == nil {
@@ -73,6 +77,12 @@ func readInstant(ctx context.Context, primary, standby *integration.Node, slots 
 	}
 	if err != nil {
 		in.StandbyErr = err.Error()
+	}
+	for _, n := range others {
+		var inRecovery bool
+		if n != nil && readInRecovery(ctx, n, &inRecovery) == nil && !inRecovery {
+			in.OtherWritable = n.Name
+		}
 	}
 	return in
 }
@@ -169,4 +179,25 @@ func instantLie(before, after Instant, slot string, withPrimary bool) string {
 			held, after.StandbyWALEnd)
 	}
 	return ""
+}
+
+// promotionLie says how a READY to a promotion's question (--for-promotion), given between the
+// reads before and after, broke rule 8c: the old primary answered read-write at both reads, so
+// it was alive throughout, and promoting the standby then makes two primaries ("" when a read
+// failed or found it in recovery).
+func promotionLie(before, after Instant) string {
+	if before.PrimaryErr != "" || after.PrimaryErr != "" || before.PrimaryInRecovery || after.PrimaryInRecovery {
+		return ""
+	}
+	return "rule 8c at the instant: asked for a promotion while the old primary answered read-write before and after the question"
+}
+
+// otherPrimaryLie says how a READY judged without the primary, given between the reads before
+// and after, broke rule 8: another node of the cluster answered read-write at both reads, so a
+// primary lived throughout, and promoting the standby then makes two ("" when it did not).
+func otherPrimaryLie(before, after Instant) string {
+	if before.OtherWritable == "" || after.OtherWritable == "" {
+		return ""
+	}
+	return fmt.Sprintf("rule 8 at the instant: judged without the primary while %s answered read-write before and after the question", after.OtherWritable)
 }

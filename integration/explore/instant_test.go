@@ -92,3 +92,46 @@ func TestAssessAtTheInstant(t *testing.T) {
 		t.Error("an always-READY gate is not caught where the rules were broken at the instant")
 	}
 }
+
+// TestPromotionLie: a READY to a promotion's question is a lie when the old primary answered
+// read-write at both reads, and nothing is said when a read failed or found it in recovery.
+func TestPromotionLie(t *testing.T) {
+	writable := Instant{At: time.Now()}
+	demoted := Instant{At: time.Now(), PrimaryInRecovery: true}
+	gone := Instant{At: time.Now(), PrimaryErr: "connection refused"}
+	for _, c := range []struct {
+		name          string
+		before, after Instant
+		lie           bool
+	}{
+		{"read-write at both reads", writable, writable, true},
+		{"demoted before the question", demoted, demoted, false},
+		{"demoted during the question", writable, demoted, false},
+		{"gone during the question", writable, gone, false},
+		{"unreachable before", gone, writable, false},
+	} {
+		if got := promotionLie(c.before, c.after); (got != "") != c.lie || c.lie && !strings.Contains(got, "rule 8c") {
+			t.Errorf("%s: %q, want a lie: %v", c.name, got, c.lie)
+		}
+	}
+}
+
+// TestOtherPrimaryLie: a READY judged without the primary is a lie when another node of the
+// cluster answered read-write at both reads (two primaries), and nothing is said otherwise.
+func TestOtherPrimaryLie(t *testing.T) {
+	promoted := Instant{OtherWritable: "second"}
+	for _, c := range []struct {
+		name          string
+		before, after Instant
+		lie           bool
+	}{
+		{"a second primary at both reads", promoted, promoted, true},
+		{"promoted during the question", Instant{}, promoted, false},
+		{"gone during the question", promoted, Instant{}, false},
+		{"none", Instant{}, Instant{}, false},
+	} {
+		if got := otherPrimaryLie(c.before, c.after); (got != "") != c.lie || c.lie && !strings.Contains(got, "second answered read-write") {
+			t.Errorf("%s: %q, want a lie: %v", c.name, got, c.lie)
+		}
+	}
+}

@@ -64,6 +64,8 @@ var mutantPlans = map[string][]string{
 	"watch-unbound":                        {"address-flaps-to-sibling"},
 	"copy-traits-in-force":                 {"hook-exact-copy-for-away-consumer", "hook-exact-copy-wal-damaged"},
 	"exact-intent-early":                   {"exact-copy-decided-then-crash"},
+	"for-promotion-unchecked":              {"hook-for-promotion-primary-writable"},
+	"upstream-pending-unchecked":           {"demoted-to-sibling-promoted"},
 	"readiness:copy_behind_consumer":       {"hook-exact-copies-behind"},
 	"readiness:two_phase_at_not_synced":    {"hook-two-phase-on-while-prepared"},
 	"readiness:copy_snapshot_missing":      {"hook-copy-snapshot-removed"},
@@ -155,6 +157,10 @@ func Mutants() []Mutant {
 			Majors: []int{16, 17, 18, 19},
 			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
 				"not the state-file ones its journal entry names",
+		},
+		Mutant{
+			Name: "for-promotion-unchecked",
+			Why:  "the gate asked for a promotion (--for-promotion) judges as any check while the old primary answers read-write (rule 8c)",
 		},
 		Mutant{
 			Name:   "exact-intent-early",

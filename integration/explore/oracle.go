@@ -61,9 +61,10 @@ type GateAnswer struct {
 	// what committed after it, never what committed before.
 	WindowFrom map[string]uint64 `json:"window_from,omitempty"`
 	// Before and After: the servers read right before and right after the question (the rules
-	// at the instant: instantLie).
-	Before *Instant `json:"read_before,omitempty"`
-	After  *Instant `json:"read_after,omitempty"`
+	// at the instant: instantLie, promotionLie); ForPromotion: asked with --for-promotion.
+	Before       *Instant `json:"read_before,omitempty"`
+	After        *Instant `json:"read_after,omitempty"`
+	ForPromotion bool     `json:"for_promotion,omitempty"`
 }
 
 // parseCheck reads the JSON `check --json` printed (any exit code): the gate's one answer type;
