@@ -88,10 +88,13 @@ func TestExactCopyConsumerBackDuringTheRead(t *testing.T) {
 
 // passesUntilExactDecided runs passes in a goroutine of their own until one decides an exact
 // copy of slot; it sends that pass's report, its StandbyRestarts those of every pass until then,
-// or the error that ended them.
+// or the error that ended them. The test's end waits for the goroutine, so that the pair is not
+// torn down under a pass.
 func (f *fixture) passesUntilExactDecided(slot string) (<-chan Report, <-chan error) {
-	decided, failed := make(chan Report, 1), make(chan error, 1)
+	decided, failed, done := make(chan Report, 1), make(chan error, 1), make(chan struct{})
+	f.t.Cleanup(func() { <-done })
 	go func() {
+		defer close(done)
 		restarts := 0
 		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			rep, err := f.eng.RunOnce(f.ctx)
