@@ -99,12 +99,7 @@ func (wd *world) streamThroughLeader(ctx context.Context) error {
 // standby, cuts the second standby off once it has all the standby has, promotes it and writes
 // on it: the second one's new timeline forks off at or after where the standby stands.
 func (wd *world) siblingForks(ctx context.Context, s2 *integration.Node) error {
-	if wd.second != nil {
-		if err := wd.second.stop(wd.stopWithin); err != nil {
-			wd.log.Warn("the second standby's sidecar did not stop", "error", err)
-		}
-		wd.second = nil
-	}
+	wd.stopSecondSidecar()
 	if _, err := wd.stallSender(ctx); err != nil {
 		return err
 	}
@@ -218,12 +213,7 @@ func waitWALEnd(ctx context.Context, n *integration.Node, lsn pglogrepl.LSN, wha
 // one that follows no one (rule 8).
 func (wd *world) demoteToSibling(ctx context.Context) error {
 	s2 := wd.secondNode
-	if wd.second != nil {
-		if err := wd.second.stop(wd.stopWithin); err != nil {
-			wd.log.Warn("the second standby's sidecar did not stop", "error", err)
-		}
-		wd.second = nil
-	}
+	wd.stopSecondSidecar()
 	dead, err := integration.FreePort()
 	if err != nil {
 		return err
@@ -248,4 +238,14 @@ func (wd *world) demoteToSibling(ctx context.Context) error {
 	time.AfterFunc(time.Second, func() { route.Redirect(addr) })
 	wd.log.Info("the primary demoted to follow the second standby, promoted meanwhile")
 	return wd.w.Batch(ctx, s2, 100)
+}
+
+// stopSecondSidecar stops the second standby's sidecar, before that standby is promoted.
+func (wd *world) stopSecondSidecar() {
+	if wd.second != nil {
+		if err := wd.second.stop(wd.stopWithin); err != nil {
+			wd.log.Warn("the second standby's sidecar did not stop", "error", err)
+		}
+		wd.second = nil
+	}
 }

@@ -39,7 +39,7 @@ func TestWrittenPlansParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := ReadPlans(copied)
-	if err != nil || len(got) != 1 || got[0].Name != "hook-slot-behind" || got[0].String() != planNamed(t, "hook-slot-behind").String() {
+	if err != nil || len(got) != 1 || got[0].Name != "hook-slot-behind" || got[0].String() != samplePlan(t, "hook-slot-behind", 0).String() {
 		t.Fatalf("--plan with a copy of hook-slot-behind.yaml: %+v, %v", got, err)
 	}
 	if got[0].Live != 3*time.Second || !got[0].Hook || len(got[0].Steps) != 2 || got[0].Steps[1].Fault != FaultSlotBehind || !got[0].Steps[1].Away {
@@ -64,17 +64,6 @@ func TestWrittenPlanRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
-}
-
-// planNamed is the written plan of that name.
-func planNamed(t *testing.T, name string) Plan {
-	for _, p := range MatrixPlans() {
-		if p.Name == name {
-			return p
-		}
-	}
-	t.Fatalf("no written plan %s", name)
-	return Plan{}
 }
 
 // faultConstants are the values of faults.go's Fault constants.
