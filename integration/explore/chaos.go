@@ -285,6 +285,8 @@ type world struct {
 	second        *sidecar
 	secondNode    *integration.Node
 	secondSkipped string
+	// interval: every sidecar's --interval (Plan.Interval).
+	interval time.Duration
 	// primaryDSN: the primary through the proxy, as slotsync reaches it.
 	primaryDSN string
 	// liveEnds: closed (endLive) by a fault that found the window it searched for: the live
@@ -377,7 +379,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd := &world{pair: pair, proxy: proxy, w: &drill.Writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
 		liveEnds: make(chan struct{}),
-		recv:     &receiverLog{}, exact: plan.GateExact, forPromotion: plan.ForPromotion}
+		recv:     &receiverLog{}, exact: plan.GateExact, forPromotion: plan.ForPromotion, interval: plan.Interval}
 	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) || plan.ExactCopyAfter > 0 {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
@@ -394,7 +396,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		proxy.Close()
 		return nil, err
 	}
-	args, err := sidecarArgs(pair, opts.Method, plan.ExactCopyAfter, wd.gateArgs)
+	args, err := sidecarArgs(pair, opts.Method, plan.ExactCopyAfter, plan.Interval, wd.gateArgs)
 	if err != nil {
 		proxy.Close()
 		return nil, err
@@ -412,6 +414,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 		// The test_decoding consumer resumes from the slot's position, as pg_recvlogical does
 		// without --startpos: what it gets twice is checked against the gate's redelivery window.
 		c.FromSlot = s.Plugin == "test_decoding"
+		c.AckEvery = plan.ConfirmEvery
 		wd.feeds = append(wd.feeds, &feed{c: c, next: make(chan struct{}, 1)})
 	}
 	wd.holds = &holdWatch{node: pair.Primary, firstSeen: map[string]time.Time{}}
@@ -484,11 +487,14 @@ func statefileMethod(pair *integration.Pair, method string) bool {
 	return method == "statefile" || ((method == "" || method == "auto") && pair.Major <= 15)
 }
 
-// sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, fast
-// passes, a short catalog hold, and for the state-file method (or exact copies beside another,
-// exact > 0: --exact-copy-after) pg_ctl as the servers' user.
-func sidecarArgs(pair *integration.Pair, method string, exact time.Duration, common []string) ([]string, error) {
-	args := append([]string{"run", "--interval", "200ms", "--listen", "", "--log-format", "json",
+// sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, passes
+// every interval (0: fast ones, 200ms), a short catalog hold, and for the state-file method (or
+// exact copies beside another, exact > 0: --exact-copy-after) pg_ctl as the servers' user.
+func sidecarArgs(pair *integration.Pair, method string, exact, interval time.Duration, common []string) ([]string, error) {
+	if interval <= 0 {
+		interval = 200 * time.Millisecond
+	}
+	args := append([]string{"run", "--interval", interval.String(), "--listen", "", "--log-format", "json",
 		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
 	installs := statefileMethod(pair, method)
 	if exact > 0 && !installs && pair.Major >= 16 && pair.Dir != "" {
@@ -564,7 +570,7 @@ func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOpti
 	}
 	wd.secondNode = n
 	gate := gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method, wd.native)
-	args, err := sidecarArgs(wd.pair, opts.Method, 0, gate)
+	args, err := sidecarArgs(wd.pair, opts.Method, 0, wd.interval, gate)
 	if err != nil {
 		return "", err
 	}

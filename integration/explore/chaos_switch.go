@@ -40,7 +40,7 @@ func (wd *world) switchoverAndBack(ctx context.Context) error {
 // startOther starts slotsync beside the first primary, now a standby (its gate's arguments are
 // wd.gateArgs since the switch).
 func (wd *world) startOther(ctx context.Context) error {
-	args, err := sidecarArgs(wd.pair, wd.method, 0, wd.gateArgs)
+	args, err := sidecarArgs(wd.pair, wd.method, 0, wd.interval, wd.gateArgs)
 	if err != nil {
 		return err
 	}

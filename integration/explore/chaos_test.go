@@ -67,6 +67,41 @@ func TestDrawPlanReplays(t *testing.T) {
 	}
 }
 
+// TestDrawnSettings: draw 6 draws the sidecar's settings after the faults, so a seed's faults
+// are those draw 5 drew (pinned below), and over many seeds each setting is drawn at the values
+// the docs recommend as well as left at the explorer's short ones.
+func TestDrawnSettings(t *testing.T) {
+	drawn5 := map[int64]string{
+		5100: "seed 5100 (draw 5): live 7.53s; slotsync crashes at statefile.copies-installed@2; at 3.434s catalog_vacuumed; at 5.678s slotsync_paused for 2.673s; writes pause 1.122s before; failover: kill -9",
+		5103: "seed 5103 (draw 5): live 7.92s; slotsync crashes at sql.after-advance@2; at 1.616s slotsync_killed; failover: clean stop",
+		7101: "seed 7101 (draw 5): live 6.432s; at 228ms slotsync_paused for 2.13s; at 3.693s slot_recreated_behind drill_test_decoding; at 3.724s standby_restart; " +
+			"at 5.234s wal_sender_stalled for 2.683s; failover: kill -9 the moment the gate says READY, the writes going on",
+	}
+	for seed, want := range drawn5 {
+		p := DrawPlan(seed, true)
+		p.Draw, p.Interval, p.ConfirmEvery, p.ExactCopyAfter = 5, 0, 0, 0
+		if got := p.String(); got != want {
+			t.Errorf("seed %d draws other faults than under draw 5:\n got %s\nwant %s", seed, got, want)
+		}
+	}
+	intervals, confirms, exacts := map[time.Duration]int{}, map[bool]bool{}, map[time.Duration]int{}
+	for seed := int64(0); seed < 500; seed++ {
+		p := DrawPlan(seed, true)
+		intervals[p.Interval]++
+		exacts[p.ExactCopyAfter]++
+		if c := p.ConfirmEvery; c != 0 && (c < 2*time.Second || c >= 5*time.Second) {
+			t.Fatalf("seed %d: consumers confirm every %s, outside 2-5 s", seed, c)
+		}
+		confirms[p.ConfirmEvery > 0] = true
+	}
+	if len(intervals) != 2 || intervals[time.Second] < 200 || intervals[0] < 200 {
+		t.Errorf("intervals drawn over 500 seeds: %v (want the default 1s and the short one, about half each)", intervals)
+	}
+	if !confirms[true] || !confirms[false] || len(exacts) != 3 || exacts[30*time.Second] == 0 || exacts[10*time.Minute] == 0 {
+		t.Errorf("over 500 seeds: consumers confirming late %v, exact copy bounds %v", confirms, exacts)
+	}
+}
+
 // assessFixture is one answer the oracle judges, with whether it is a lie.
 type assessFixture struct {
 	name string

@@ -194,7 +194,10 @@ type Step struct {
 // every pass is drawn at any of its first eight hits (failpointHits), across the live phase; a
 // fourth of the plans add a second standby with its own sidecar (Plan.SecondStandby, 16+), from
 // which the standby may be cascaded for a while (FaultCascade).
-const DrawVersion = 5
+// 6: as 5 (the same seed draws the same faults), and the sidecar's settings are drawn after
+// them (drawSettings): half the plans pass every second (the default --interval), a third have
+// the consumers confirm every 2 to 5 s, a fourth run with --exact-copy-after 30s or 10m.
+const DrawVersion = 6
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -255,9 +258,15 @@ type Plan struct {
 	// killed before the gate is asked without a primary (siblingCutover); written plans only.
 	Sibling bool `json:"sibling_promoted,omitempty" yaml:"sibling_promoted"`
 	// ExactCopyAfter: the sidecar runs with --exact-copy-after (16+, sql and native methods),
-	// restarting the standby with the drill's commands as the state-file method does; written
-	// plans only (never drawn).
+	// restarting the standby with the drill's commands as the state-file method does. Drawn at
+	// the bounds the docs recommend (30s, 10m: an iteration runs with the flag set, the bound
+	// not reached); written plans set shorter ones to reach it.
 	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty" yaml:"exact_copy_after"`
+	// Interval: the sidecar's --interval (0: the explorer's 200ms; drawn: the default, 1s).
+	Interval time.Duration `json:"interval,omitempty" yaml:"interval"`
+	// ConfirmEvery: every consumer confirms what it received only every this long, from the
+	// start (0: at each commit), as a connector that commits its offsets every few seconds.
+	ConfirmEvery time.Duration `json:"confirm_every,omitempty" yaml:"confirm_every"`
 	// OlderOutside: the older slots FaultSlotBehind copies from are left out of slotsync's
 	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
 	// of theirs holds the standby's catalog horizon back; written plans only.
@@ -335,7 +344,23 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	p.SyncStandbySlots = rng.Intn(3) == 0
 	p.Demote = !p.Hook && rng.Intn(6) == 0
 	p.SecondStandby = rng.Intn(4) == 0
+	drawSettings(rng, &p)
 	return p
+}
+
+// drawSettings draws the sidecar's and the consumers' settings, after the faults (so that a seed
+// draws the faults it drew before settings were drawn): the ranges the docs recommend beside the
+// short ones the tests like.
+func drawSettings(rng *rand.Rand, p *Plan) {
+	if rng.Intn(2) == 0 {
+		p.Interval = time.Second
+	}
+	if rng.Intn(3) == 0 {
+		p.ConfirmEvery = time.Duration(2000+rng.Intn(3000)) * time.Millisecond
+	}
+	if rng.Intn(4) == 0 {
+		p.ExactCopyAfter = []time.Duration{30 * time.Second, 10 * time.Minute}[rng.Intn(2)]
+	}
 }
 
 // failpointHits is how far into the live phase a failpoint at step is drawn, in hits: a step of
@@ -413,6 +438,12 @@ func (p Plan) String() string {
 	}
 	if p.ExactCopyAfter > 0 {
 		fmt.Fprintf(&b, "; exact copies after %s", p.ExactCopyAfter)
+	}
+	if p.Interval > 0 {
+		fmt.Fprintf(&b, "; passes every %s", p.Interval)
+	}
+	if p.ConfirmEvery > 0 {
+		fmt.Fprintf(&b, "; consumers confirm every %s", p.ConfirmEvery)
 	}
 	if p.OlderOutside {
 		b.WriteString("; the older slots outside slotsync's selection")
