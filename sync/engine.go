@@ -104,6 +104,10 @@ type logged struct {
 // from its primary (liveness.go, primaryLost).
 type liveness struct {
 	started, lastStreaming time.Time
+	// passTook: how long the last pass with the primary took from its observation to its
+	// record (tookKnown: there was one), for the windows the next record grants (windowTook).
+	passTook  time.Duration
+	tookKnown bool
 }
 
 // watching is the watch between passes (watch.go): how often it looks now, and how many

@@ -177,18 +177,38 @@ func TestJournalThatIsADirectory(t *testing.T) {
 }
 
 // TestRecordRenewByCountsThePass: a record is due to be renewed within the record interval and
-// two passes, each an interval plus as long as the pass that made it took: a slow pass (a
-// thousand slots, a standby restart) must not make the next record look overdue (rule 8).
+// two passes, each an interval plus as long as a pass takes: passes slow one after another (a
+// thousand slots) must not make the next record look overdue (rule 8). A pass is counted no
+// longer than the pass before it (the first: an interval): one stalled between its observation
+// and its record must not widen the window by the stall, or the record vouches for the primary's
+// life while nothing observed it (rule 8a). The note of the pass counts it alike.
 func TestRecordRenewByCountsThePass(t *testing.T) {
 	e := testEngine(t, &simObserver{}, &simMethod{})
+	e.cfg.StateDir = t.TempDir()
 	taken := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
-	snap := twoNodeSnapshot()
-	snap.Taken = taken
-	e.now = func() time.Time { return taken.Add(3 * time.Second) } // the pass took 3 s so far
-	e.recordGate(snap, topology.MethodSQL, nil)
-	want := taken.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+3*time.Second))
-	if e.journal.Gate == nil || !e.journal.Gate.RenewBy.Equal(want) {
-		t.Fatalf("renew_by %v, want %v (record interval %s, interval %s, a pass of 3 s)", e.journal.Gate, want, e.cfg.GateRecordInterval, e.cfg.Interval)
+	for i, c := range []struct {
+		what          string
+		took, counted time.Duration
+	}{
+		{"the first pass, 3 s", 3 * time.Second, e.cfg.Interval},
+		{"a pass of 3 s after one of 3 s", 3 * time.Second, 3 * time.Second},
+		{"a pass of 50 ms", 50 * time.Millisecond, 50 * time.Millisecond},
+		{"a pass stalled 20 s after its observation", 20 * time.Second, 50 * time.Millisecond},
+		{"the pass after the stall", 60 * time.Millisecond, 60 * time.Millisecond},
+	} {
+		snap := twoNodeSnapshot()
+		snap.Taken = taken.Add(time.Duration(i) * time.Minute)
+		snap.Primary.Info.Clock = snap.Taken
+		e.now = func() time.Time { return snap.Taken.Add(c.took) }
+		e.recordGate(snap, topology.MethodSQL, nil)
+		want := snap.Taken.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+c.counted))
+		if e.journal.Gate == nil || !e.journal.Gate.RenewBy.Equal(want) {
+			t.Fatalf("%s: renew_by %v, want %v (record interval %s, interval %s, the pass counted %s)", c.what, e.journal.Gate, want,
+				e.cfg.GateRecordInterval, e.cfg.Interval, c.counted)
+		}
+		if want := snap.Taken.Add(2 * (e.cfg.Interval + c.counted)); e.seen == nil || !e.seen.RenewBy.Equal(want) {
+			t.Fatalf("%s: the note's renew_by %v, want %v", c.what, e.seen, want)
+		}
 	}
 }
 

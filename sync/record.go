@@ -402,14 +402,18 @@ func notInRecord(rec *GateRecord, j *Journal, standby NodeState, sel Selection) 
 // recordGate keeps the journal's gate record fresh: at once when a verdict changed or the standby
 // stopped or resumed streaming, otherwise every GateRecordInterval. A failed write is logged; the gate then answers from an older record.
 func (e *Engine) recordGate(obs Observation, method topology.Method, slots []SlotReport) {
+	if failpoint.Hit("engine.pass-observed") != nil {
+		return // a failed write of the record and the note: the older ones stand
+	}
+	took := e.windowTook(obs)
 	rec := newGateRecord(obs.Taken, method, synchronizedStandby(obs), obs.Standby.Info, slots)
 	_, rec.Unselected = e.cfg.Select.Unselected(obs.Primary.Slots)
 	if rec.StandbyCutOff {
 		rec.HeldBackUntil = rec.ObservedAt.Add(e.cfg.Native.StandbyGoneAfter - ownSlotInactiveFor(obs))
 	}
 	// The next record comes with a pass within GateRecordInterval, each pass an interval plus
-	// as long as this one took (a thousand slots, a standby restart): two of them for room.
-	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+max(e.now().Sub(obs.Taken), 0)))
+	// as long as a pass takes (a thousand slots, a standby restart): two of them for room.
+	rec.RenewBy = rec.ObservedAt.Add(e.cfg.GateRecordInterval + 2*(e.cfg.Interval+took))
 	old := e.journal.Gate
 	if old == nil || !rec.sameVerdicts(old) || rec.StandbyCutOff != old.StandbyCutOff || !rec.StandbyReloadedAt.Equal(old.StandbyReloadedAt) ||
 		rec.ObservedAt.Sub(old.ObservedAt) >= e.cfg.GateRecordInterval {
@@ -420,13 +424,34 @@ func (e *Engine) recordGate(obs Observation, method topology.Method, slots []Slo
 			return // the record in force is the older one, whose note stands
 		}
 	}
-	e.noteSeen(obs)
+	e.noteSeen(obs, took)
 }
 
-// noteSeen writes the note of a pass with the primary under the record now in force (GateSeen). A
-// failed write is logged once; the gate then rests on an older note.
-func (e *Engine) noteSeen(obs Observation) {
-	seen := newGateSeen(e.journal.Gate.ObservedAt, obs.Primary.Info.Clock, e.cfg.Interval, e.now().Sub(obs.Taken))
+// windowTook is how long the pass took from its observation to its record, as the windows the
+// record and the note grant the next pass count it (GateRecord.RenewBy, GateSeen.RenewBy): no
+// longer than the pass before took (the first: an interval). A pass stalled between its
+// observation and its writes (the process paused, the host frozen) would otherwise widen both
+// windows by the stall and vouch for the primary's life while nothing observed it: a slot made
+// then is unknown to a record the gate would still trust (rule 8a). Passes that are slow one
+// after another (a thousand slots) keep their length.
+func (e *Engine) windowTook(obs Observation) time.Duration {
+	took := max(e.now().Sub(obs.Taken), 0)
+	before := e.cfg.Interval
+	if e.live.tookKnown {
+		before = e.live.passTook
+	}
+	e.live.passTook, e.live.tookKnown = took, true
+	if failpoint.Mutant("pass-window-unbounded") {
+		return took
+	}
+	return min(took, before)
+}
+
+// noteSeen writes the note of a pass with the primary under the record now in force (GateSeen),
+// its window counting the pass as windowTook does. A failed write is logged once; the gate then
+// rests on an older note.
+func (e *Engine) noteSeen(obs Observation, took time.Duration) {
+	seen := newGateSeen(e.journal.Gate.ObservedAt, obs.Primary.Info.Clock, e.cfg.Interval, took)
 	if seen == nil || e.cfg.StateDir == "" {
 		return
 	}

@@ -491,16 +491,24 @@ esac
 }
 
 // TestFailpointStepsAreTheCodes: the steps the chaos drill can crash slotsync at, drawn or
-// written (WrittenFailpoints), are exactly the failpoints the code hits (a step renamed or added
-// in the code and not here would never be armed, or would arm nothing).
+// written (WrittenFailpoints), and those the engine's own tests arm (failpoint.Set), are exactly
+// the failpoints the code hits (a step renamed or added in the code and not here would never be
+// armed, or would arm nothing).
 func TestFailpointStepsAreTheCodes(t *testing.T) {
 	hit := regexp.MustCompile(`failpoint\.Hit\("([a-z.-]+)"\)`)
-	inCode := map[string]bool{}
+	set := regexp.MustCompile(`failpoint\.Set\("([a-z.-]+)[@=]`)
+	inCode, inTests := map[string]bool{}, map[string]bool{}
 	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
 			return err
 		}
 		src, err := os.ReadFile(path)
+		if strings.HasSuffix(path, "_test.go") {
+			for _, m := range set.FindAllStringSubmatch(string(src), -1) {
+				inTests[m[1]] = true
+			}
+			return err
+		}
 		for _, m := range hit.FindAllStringSubmatch(string(src), -1) {
 			inCode[m[1]] = true
 		}
@@ -520,6 +528,12 @@ func TestFailpointStepsAreTheCodes(t *testing.T) {
 		known[s] = true
 		if !inCode[s] {
 			t.Errorf("step %s is drawn but no code hits it", s)
+		}
+	}
+	for s := range inTests {
+		known[s] = true
+		if !inCode[s] {
+			t.Errorf("failpoint %s is armed by a test but no code hits it", s)
 		}
 	}
 	for s := range inCode {

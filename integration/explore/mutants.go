@@ -50,6 +50,7 @@ var mutantPlans = map[string][]string{
 	"primary-gone-after-1ms":               {"hook-route-and-standby-cut", "route-and-standby-cut-then-kill", "hook-route-and-receiver-cut"},
 	"record-outlived":                      {"hook-slot-behind"},
 	"seen-unchecked":                       {"route-cut-slot-behind-then-stop"},
+	"pass-window-unbounded":                {"hook-slot-made-again"},
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"hook-catalog-vacuum", "catalog-moves-before-feedback", "hook-remade-copy-hold-lost"},
 	"horizon-remade":                       {"hook-slot-made-again", "hook-remade-copy-hold-lost"},
@@ -119,6 +120,10 @@ func Mutants() []Mutant {
 		Mutant{Name: "consumer-ahead-slack-4k", Why: "rule 5 lets a consumer hold up to 4 kB more than the standby received"},
 		Mutant{Name: "consumer-ahead-confirmed-only", Why: "rule 5 counts what the consumer confirmed, not what its walsender sent it"},
 		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
+		Mutant{
+			Name: "pass-window-unbounded",
+			Why:  "the record's and the note's windows count a pass as long as it took, a stall after its observation included (rule 8a)",
+		},
 		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (an earlier correctness review, finding 1)"},
 		Mutant{
 			Name: "upstream-pending-unchecked",
