@@ -46,6 +46,6 @@ tags=()
 # of last, on two cores.
 first=(./sync ./integration/explore)
 rest=$(go list ./... | grep -vx -e "$(go list -m)/sync" -e "$(go list -m)/integration/explore")
-# Each package's bound: the two longest take about 23 minutes on two cores (the explorer's short
-# run and its sample of mutants), so 30 minutes left too little room on a slower machine.
+# Each package's bound: the longest takes about 32 minutes on two cores (the engine's real-pair
+# tests), so 30 minutes left too little room on a slower machine.
 go test -count=1 -timeout 45m "${tags[@]}" "$@" "${first[@]}" $rest
