@@ -105,9 +105,9 @@ type logged struct {
 type liveness struct {
 	started, lastStreaming time.Time
 	// passTook: how long the last pass with the primary took from its observation to its
-	// record (tookKnown: there was one), for the windows the next record grants (windowTook).
-	passTook  time.Duration
-	tookKnown bool
+	// record (before the first: an interval), for the windows the next record grants
+	// (windowTook).
+	passTook time.Duration
 }
 
 // watching is the watch between passes (watch.go): how often it looks now, and how many
@@ -166,7 +166,8 @@ func New(cfg Config) (*Engine, error) {
 
 func newEngine(cfg Config, obs observer, j *Journal) *Engine {
 	return &Engine{cfg: cfg, log: cfg.Logger, obs: obs, ctl: obs, journal: j, watching: watching{every: cfg.WatchInterval},
-		mem: newMemory(), logged: logged{warnings: "[]"}, wake: make(chan struct{}, 1), now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
+		live: liveness{passTook: cfg.Interval}, mem: newMemory(), logged: logged{warnings: "[]"}, wake: make(chan struct{}, 1),
+		now: time.Now, sleep: sleepCtx, stillFailingEvery: 10 * time.Minute}
 }
 
 // RestartInProgress reports whether the state-file method is restarting the standby now: a

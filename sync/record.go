@@ -436,11 +436,8 @@ func (e *Engine) recordGate(obs Observation, method topology.Method, slots []Slo
 // after another (a thousand slots) keep their length.
 func (e *Engine) windowTook(obs Observation) time.Duration {
 	took := max(e.now().Sub(obs.Taken), 0)
-	before := e.cfg.Interval
-	if e.live.tookKnown {
-		before = e.live.passTook
-	}
-	e.live.passTook, e.live.tookKnown = took, true
+	before := e.live.passTook
+	e.live.passTook = took
 	if failpoint.Mutant("pass-window-unbounded") {
 		return took
 	}

@@ -64,12 +64,7 @@ func TestFaultPassStalledAfterItsObservation(t *testing.T) {
 		}
 		time.Sleep(f.cfg.PrimaryGoneAfter + 500*time.Millisecond)
 
-		cfg := f.cfg
-		cfg.ReadOnly = true
-		check, err := New(cfg)
-		f.must(err)
-		defer check.Close()
-		rep, err := check.Inspect(f.ctx)
+		rep, err := f.checkOn(f.cfg.PrimaryDSN).Inspect(f.ctx)
 		if !errors.Is(err, ErrCannotTell) || errors.Is(err, ErrPrimaryAlive) {
 			t.Fatalf("check without the primary, which lived 4 s past the stalled pass's observation and made slot late then: "+
 				"want CANNOT TELL, got %v (ready %v, slots %+v)", err, rep.Ready(), rep.Slots)
