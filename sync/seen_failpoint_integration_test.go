@@ -17,9 +17,9 @@ import (
 // TestFaultPassStalledAfterItsObservation (rule 8a; 13, 15-19): slotsync's pass observes the primary, then
 // stalls before its record and note (engine.pass-observed; a process paused, a host frozen). A
 // slot is made on the primary meanwhile, its consumer reads it, and the primary lives on
-// committing for 4 s, then is killed -9; the pass then goes on and writes its record and note.
+// committing for 6 s, then is killed -9; the pass then goes on and writes its record and note.
 // That pass took 10 s: counted as it took, the window the note grants the next pass (two
-// passes of an interval and the pass) covers the primary's 4 s, and the gate without the
+// passes of an interval and the pass) covers the primary's 6 s, and the gate without the
 // primary answered READY from a record that does not know the new slot, whose consumer then
 // finds no slot on the promoted standby (found by the fault explorer: hook-slot-made-again on
 // 17, slotsync paused in the middle of a pass). A pass is counted no longer than the one before
@@ -29,7 +29,8 @@ func TestFaultPassStalledAfterItsObservation(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
-		f.cfg.PrimaryGoneAfter = time.Second
+		// Passes at slotsync's default interval (1 s): the windows are those users run with.
+		f.cfg.PrimaryGoneAfter, f.cfg.Interval = time.Second, time.Second
 		f.startEngine()
 		f.readyCopy()
 		for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
@@ -52,7 +53,7 @@ func TestFaultPassStalledAfterItsObservation(t *testing.T) {
 			}
 		}
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
-		for end := time.Now().Add(4 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+		for end := time.Now().Add(6 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
 			f.insert(1)
 			f.consume(f.pair.Primary, "cdc")
 		}
@@ -66,7 +67,7 @@ func TestFaultPassStalledAfterItsObservation(t *testing.T) {
 
 		rep, err := f.checkOn(f.cfg.PrimaryDSN).Inspect(f.ctx)
 		if !errors.Is(err, ErrCannotTell) || errors.Is(err, ErrPrimaryAlive) {
-			t.Fatalf("check without the primary, which lived 4 s past the stalled pass's observation and made slot late then: "+
+			t.Fatalf("check without the primary, which lived 6 s past the stalled pass's observation and made slot late then: "+
 				"want CANNOT TELL, got %v (ready %v, slots %+v)", err, rep.Ready(), rep.Slots)
 		}
 		t.Logf("check: %v", err)
