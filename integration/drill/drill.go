@@ -64,6 +64,12 @@ type SlotVerdict struct {
 	Lost     []int `json:"lost"`
 	Repeated []int `json:"repeated"`
 	Ahead    []int `json:"ahead"`
+	// RepeatedBefore: for a consumer that confirms only every few seconds (AckEvery), changes
+	// it received twice before this promotion, when a stream restarted from its offset while it
+	// held changes it had not confirmed: at-least-once delivery as PostgreSQL gives it, which no
+	// promotion caused. A consumer that confirms each commit has none: its twice-received
+	// changes before the promotion stay in Repeated.
+	RepeatedBefore []int `json:"repeated_before_promotion,omitempty"`
 	// AheadOfStandby: the consumer's offset was beyond the WAL the standby had at its promotion
 	// (chaos drill): changes the new primary then writes below that offset never reach it,
 	// even when the consumer holds no change the new primary lacks.
@@ -338,7 +344,7 @@ func Resume(
 			// The slot is missing or unusable on the new primary: everything since the offset is lost.
 			log.Error("consumer cannot resume on the new primary", "slot", c.Slot, "error", err)
 		}
-		judge(sv, c.owed(truth), c.mayHave(), durable[i], c.receivedIn(phase))
+		judge(sv, c.owed(truth), c.mayHave(), durable[i], c.receivedIn(phase), c.AckEvery > 0)
 		if slotUnusable(err) {
 			sv.CannotResume, sv.OK = err.Error(), false
 		}
@@ -351,8 +357,10 @@ func Resume(
 }
 
 // judge compares what the consumer got with what the new primary holds (truth: what the slot
-// owes the consumer; may: what it may or may not carry, neither lost nor ahead).
-func judge(sv *SlotVerdict, truth, may map[int]bool, durable map[int]int, after []int) {
+// owes the consumer; may: what it may or may not carry, neither lost nor ahead; lagging: the
+// consumer confirms only every few seconds, so a change received twice before the promotion is
+// its own redelivery, counted apart).
+func judge(sv *SlotVerdict, truth, may map[int]bool, durable map[int]int, after []int, lagging bool) {
 	got := map[int]int{}
 	for _, id := range after {
 		got[id]++
@@ -369,12 +377,16 @@ func judge(sv *SlotVerdict, truth, may map[int]bool, durable map[int]int, after 
 		if !truth[id] && !may[id] {
 			sv.Ahead = append(sv.Ahead, id)
 		}
-		if n > 1 {
+		switch {
+		case n > 1 && lagging:
+			sv.RepeatedBefore = append(sv.RepeatedBefore, id)
+		case n > 1:
 			sv.Repeated = append(sv.Repeated, id)
 		}
 	}
 	sort.Ints(sv.Lost)
 	sort.Ints(sv.Repeated)
+	sort.Ints(sv.RepeatedBefore)
 	sort.Ints(sv.Ahead)
 	sv.Resumed = len(after)
 	sv.OK = len(sv.Lost) == 0 && len(sv.Repeated) == 0 && len(sv.Ahead) == 0

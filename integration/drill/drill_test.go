@@ -24,20 +24,28 @@ func TestJudge(t *testing.T) {
 		name                  string
 		durable               map[int]int
 		after                 []int
+		lagging               bool
 		ok                    bool
 		lost, repeated, ahead int
+		before                int
 	}{
-		{"exact", map[int]int{1: 1, 2: 1}, []int{3, 4, 5}, true, 0, 0, 0},
-		{"lost in between", map[int]int{1: 1, 2: 1}, []int{4, 5}, false, 1, 0, 0},
-		{"repeated past the offset", map[int]int{1: 1, 2: 1}, []int{2, 3, 4, 5}, false, 0, 1, 0},
-		{"consumer ahead of the new primary", map[int]int{1: 1, 2: 1, 6: 1}, []int{3, 4, 5}, false, 0, 0, 1},
+		{"exact", map[int]int{1: 1, 2: 1}, []int{3, 4, 5}, false, true, 0, 0, 0, 0},
+		{"lost in between", map[int]int{1: 1, 2: 1}, []int{4, 5}, false, false, 1, 0, 0, 0},
+		{"repeated past the offset", map[int]int{1: 1, 2: 1}, []int{2, 3, 4, 5}, false, false, 0, 1, 0, 0},
+		{"consumer ahead of the new primary", map[int]int{1: 1, 2: 1, 6: 1}, []int{3, 4, 5}, false, false, 0, 0, 1, 0},
 		// 7: in flight when the slot was made again, committed after it (the new slot may carry it).
-		{"a change the new slot may carry", map[int]int{1: 1, 2: 1, 7: 1}, []int{3, 4, 5}, true, 0, 0, 0},
+		{"a change the new slot may carry", map[int]int{1: 1, 2: 1, 7: 1}, []int{3, 4, 5}, false, true, 0, 0, 0, 0},
+		// 2 received twice before the promotion: a consumer confirming each commit never should.
+		{"twice before the promotion, confirming each commit", map[int]int{1: 1, 2: 2}, []int{3, 4, 5}, false, false, 0, 1, 0, 0},
+		// A consumer confirming every few seconds gets again what it held unconfirmed when its
+		// stream restarted (the primary restarted): its own redelivery, not the promotion's.
+		{"twice before the promotion, confirming every few seconds", map[int]int{1: 1, 2: 2}, []int{3, 4, 5}, true, true, 0, 0, 0, 1},
+		{"twice after the promotion, confirming every few seconds", map[int]int{1: 1, 2: 1}, []int{2, 3, 4, 5}, true, false, 0, 1, 0, 0},
 	}
 	for _, c := range cases {
 		var sv SlotVerdict
-		judge(&sv, truth, map[int]bool{7: true}, c.durable, c.after)
-		if sv.OK != c.ok || len(sv.Lost) != c.lost || len(sv.Repeated) != c.repeated || len(sv.Ahead) != c.ahead {
+		judge(&sv, truth, map[int]bool{7: true}, c.durable, c.after, c.lagging)
+		if sv.OK != c.ok || len(sv.Lost) != c.lost || len(sv.Repeated) != c.repeated || len(sv.Ahead) != c.ahead || len(sv.RepeatedBefore) != c.before {
 			t.Errorf("%s: %+v", c.name, sv)
 		}
 	}
