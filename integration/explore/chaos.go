@@ -220,6 +220,9 @@ type world struct {
 	method   string
 	dir      string
 	gateArgs []string
+	// settings: the drawn flags every sidecar of the plan and its gate take (--max-record-age,
+	// --manage-synchronized-standby-slots), as a user sets them in every node's environment.
+	settings []string
 	holds    *holdWatch
 	log      hclog.Logger
 	// other is slotsync beside the first primary, started at the first switchover (with
@@ -299,13 +302,19 @@ type world struct {
 func (wd *world) endLive() { wd.endLiveOnce.Do(func() { close(wd.liveEnds) }) }
 
 // listStandby makes the primary's synchronized_standby_slots list the standby's physical slot
-// (Plan.SyncStandbySlots); it returns why not when the pair or the plan does not allow it.
+// (Plan.SyncStandbySlots), or has every sidecar list its own (Plan.ManageStandbySlots); it
+// returns why not when the pair or the plan does not allow it.
 func (wd *world) listStandby(ctx context.Context, plan Plan) (string, error) {
 	switch {
 	case wd.pair.Major < 17:
 		return "synchronized_standby_slots needs 17+", nil
 	case plan.Has(FaultSwitchover):
 		return "a switchover would leave the old primary's list naming a slot it does not have", nil
+	}
+	if plan.ManageStandbySlots {
+		// Rule 10: every sidecar of the plan lists its own standby once it streams.
+		wd.settings = append(wd.settings, "--manage-synchronized-standby-slots")
+		return "", nil
 	}
 	if err := wd.pair.Primary.Exec(ctx, "ALTER SYSTEM SET synchronized_standby_slots = '"+integration.PhysicalSlot+"'"); err != nil {
 		return "", err
@@ -392,10 +401,14 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if plan.OlderOutside {
 		wd.gateArgs = append(wd.gateArgs, "--ignore-slots", behind("*"))
 	}
+	if plan.MaxRecordAge > 0 {
+		wd.settings = append(wd.settings, "--max-record-age", plan.MaxRecordAge.String())
+	}
 	if err := wd.arrange(ctx, plan, opts); err != nil {
 		proxy.Close()
 		return nil, err
 	}
+	wd.gateArgs = append(wd.gateArgs, wd.settings...)
 	args, err := sidecarArgs(pair, opts.Method, plan.ExactCopyAfter, plan.Interval, wd.gateArgs)
 	if err != nil {
 		proxy.Close()
@@ -570,7 +583,7 @@ func (wd *world) addSecondStandby(ctx context.Context, plan Plan, opts ChaosOpti
 	}
 	wd.secondNode = n
 	gate := gateArgs(wd.primaryDSN, n.DSN("postgres"), filepath.Join(wd.dir, "state-second"), opts.Method, wd.native)
-	args, err := sidecarArgs(wd.pair, opts.Method, 0, wd.interval, gate)
+	args, err := sidecarArgs(wd.pair, opts.Method, 0, wd.interval, append(gate, wd.settings...))
 	if err != nil {
 		return "", err
 	}

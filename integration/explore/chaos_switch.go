@@ -24,6 +24,7 @@ func (wd *world) switchoverAndBack(ctx context.Context) error {
 	}
 	if wd.otherArgs == nil {
 		wd.otherArgs = gateArgs(wd.pair.Standby.DSN("postgres"), wd.pair.Primary.DSN("postgres"), filepath.Join(wd.dir, "other-state"), wd.method, wd.native)
+		wd.otherArgs = append(wd.otherArgs, wd.settings...)
 	}
 	if done, err := wd.switchTo(ctx); err != nil || !done {
 		return err

@@ -67,9 +67,10 @@ func TestDrawPlanReplays(t *testing.T) {
 	}
 }
 
-// TestDrawnSettings: draw 6 draws the sidecar's settings after the faults, so a seed's faults
-// are those draw 5 drew (pinned below), and over many seeds each setting is drawn at the values
-// the docs recommend as well as left at the explorer's short ones.
+// TestDrawnSettings: draws 6 and 7 draw the sidecar's settings after the faults, so a seed's
+// faults are those draw 5 drew (pinned below) and its draw-6 settings those draw 6 drew, and over
+// many seeds each setting is drawn at the values the docs recommend as well as left at the
+// explorer's short ones or the default.
 func TestDrawnSettings(t *testing.T) {
 	drawn5 := map[int64]string{
 		5100: "seed 5100 (draw 5): live 7.53s; slotsync crashes at statefile.copies-installed@2; at 3.434s catalog_vacuumed; at 5.678s slotsync_paused for 2.673s; writes pause 1.122s before; failover: kill -9",
@@ -79,14 +80,34 @@ func TestDrawnSettings(t *testing.T) {
 	}
 	for seed, want := range drawn5 {
 		p := DrawPlan(seed, true)
-		p.Draw, p.Interval, p.ConfirmEvery, p.ExactCopyAfter = 5, 0, 0, 0
+		p.Draw, p.Interval, p.ConfirmEvery, p.ExactCopyAfter, p.ManageStandbySlots, p.MaxRecordAge = 5, 0, 0, 0, false, 0
 		if got := p.String(); got != want {
 			t.Errorf("seed %d draws other faults than under draw 5:\n got %s\nwant %s", seed, got, want)
 		}
 	}
+	drawn6 := map[int64]string{
+		5100: "seed 5100 (draw 6): live 7.53s; slotsync crashes at statefile.copies-installed@2; at 3.434s catalog_vacuumed; at 5.678s slotsync_paused for 2.673s; " +
+			"writes pause 1.122s before; exact copies after 30s; consumers confirm every 4.29s; failover: kill -9",
+		5103: "seed 5103 (draw 6): live 7.92s; slotsync crashes at sql.after-advance@2; at 1.616s slotsync_killed; passes every 1s; consumers confirm every 2.185s; " +
+			"failover: clean stop",
+	}
+	for seed, want := range drawn6 {
+		p := DrawPlan(seed, true)
+		p.Draw, p.ManageStandbySlots, p.MaxRecordAge = 6, false, 0
+		if got := p.String(); got != want {
+			t.Errorf("seed %d draws other faults or settings than under draw 6:\n got %s\nwant %s", seed, got, want)
+		}
+	}
 	intervals, confirms, exacts := map[time.Duration]int{}, map[bool]bool{}, map[time.Duration]int{}
+	ages, manage := map[time.Duration]int{}, map[bool]int{}
 	for seed := int64(0); seed < 500; seed++ {
 		p := DrawPlan(seed, true)
+		ages[p.MaxRecordAge]++
+		if p.SyncStandbySlots {
+			manage[p.ManageStandbySlots]++
+		} else if p.ManageStandbySlots {
+			t.Fatalf("seed %d: slotsync manages a list the plan does not want", seed)
+		}
 		intervals[p.Interval]++
 		exacts[p.ExactCopyAfter]++
 		if c := p.ConfirmEvery; c != 0 && (c < 2*time.Second || c >= 5*time.Second) {
@@ -99,6 +120,9 @@ func TestDrawnSettings(t *testing.T) {
 	}
 	if !confirms[true] || !confirms[false] || len(exacts) != 3 || exacts[30*time.Second] == 0 || exacts[10*time.Minute] == 0 {
 		t.Errorf("over 500 seeds: consumers confirming late %v, exact copy bounds %v", confirms, exacts)
+	}
+	if len(ages) != 3 || ages[time.Minute] == 0 || ages[4*time.Minute] == 0 || manage[true] < 30 || manage[false] < 30 {
+		t.Errorf("over 500 seeds: record ages %v, the standby listed by slotsync %v (want both ways, about half each)", ages, manage)
 	}
 }
 

@@ -197,7 +197,11 @@ type Step struct {
 // 6: as 5 (the same seed draws the same faults), and the sidecar's settings are drawn after
 // them (drawSettings): half the plans pass every second (the default --interval), a third have
 // the consumers confirm every 2 to 5 s, a fourth run with --exact-copy-after 30s or 10m.
-const DrawVersion = 6
+// 7: as 6 (the same seed draws the same faults and settings), and then: of the plans whose
+// primary lists the standby in synchronized_standby_slots, half have slotsync list it
+// (--manage-synchronized-standby-slots, rule 10) instead of the explorer; a fourth run the gate
+// and the sidecar with --max-record-age 1m or 4m (the default is 2m).
+const DrawVersion = 7
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -262,6 +266,12 @@ type Plan struct {
 	// the bounds the docs recommend (30s, 10m: an iteration runs with the flag set, the bound
 	// not reached); written plans set shorter ones to reach it.
 	ExactCopyAfter time.Duration `json:"exact_copy_after,omitempty" yaml:"exact_copy_after"`
+	// ManageStandbySlots: with SyncStandbySlots, slotsync lists the standby in the primary's
+	// synchronized_standby_slots (--manage-synchronized-standby-slots, rule 10, every sidecar of
+	// the plan) once it streams, instead of the explorer listing it from the start.
+	ManageStandbySlots bool `json:"manage_standby_slots,omitempty" yaml:"manage_standby_slots"`
+	// MaxRecordAge: the gate's and the sidecar's --max-record-age (0: the default, 2m).
+	MaxRecordAge time.Duration `json:"max_record_age,omitempty" yaml:"max_record_age"`
 	// Interval: the sidecar's --interval (0: the explorer's 200ms; drawn: the default, 1s).
 	Interval time.Duration `json:"interval,omitempty" yaml:"interval"`
 	// ConfirmEvery: every consumer confirms what it received only every this long, from the
@@ -361,6 +371,12 @@ func drawSettings(rng *rand.Rand, p *Plan) {
 	if rng.Intn(4) == 0 {
 		p.ExactCopyAfter = []time.Duration{30 * time.Second, 10 * time.Minute}[rng.Intn(2)]
 	}
+	// Draw 7's, after draw 6's.
+	manage := rng.Intn(2) == 0
+	p.ManageStandbySlots = p.SyncStandbySlots && manage
+	if rng.Intn(4) == 0 {
+		p.MaxRecordAge = []time.Duration{time.Minute, 4 * time.Minute}[rng.Intn(2)]
+	}
 }
 
 // failpointHits is how far into the live phase a failpoint at step is drawn, in hits: a step of
@@ -430,8 +446,14 @@ func (p Plan) String() string {
 	if p.Linger > 0 {
 		fmt.Fprintf(&b, "; the primary's end %s after the answer, slotsync continued", p.Linger)
 	}
-	if p.SyncStandbySlots {
+	switch {
+	case p.SyncStandbySlots && p.ManageStandbySlots:
+		b.WriteString("; slotsync lists the standby in synchronized_standby_slots")
+	case p.SyncStandbySlots:
 		b.WriteString("; synchronized_standby_slots lists the standby")
+	}
+	if p.MaxRecordAge > 0 {
+		fmt.Fprintf(&b, "; records at most %s old", p.MaxRecordAge)
 	}
 	if p.SecondStandby {
 		b.WriteString("; a second standby with its own sidecar")
