@@ -129,8 +129,11 @@ func New(cfg Config) (*Engine, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if failpoint.Mutant("primary-gone-after-1ms") {
-		cfg.PrimaryGoneAfter = time.Millisecond // the fault explorer's mutant (test builds only)
+	switch {
+	case failpoint.Mutant("primary-gone-after-1ms"):
+		cfg.PrimaryGoneAfter = time.Millisecond // the fault explorer's mutants (test builds only)
+	case failpoint.Mutant("primary-gone-after-5s"):
+		cfg.PrimaryGoneAfter = 5 * time.Second
 	}
 	primary, standby, err := cfg.Endpoints()
 	if err != nil {

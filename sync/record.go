@@ -506,3 +506,12 @@ func synchronizedStandby(obs Observation) bool {
 // (rule 8): a pass that takes long, and clocks of the primary and of slotsync's host a little
 // apart.
 const RecordLagMargin = 5 * time.Second
+
+// recordLagMargin is RecordLagMargin, or twice it in the fault explorer's boundary mutant
+// record-margin-doubled (test builds only).
+func recordLagMargin() time.Duration {
+	if failpoint.Mutant("record-margin-doubled") {
+		return 2 * RecordLagMargin
+	}
+	return RecordLagMargin
+}
