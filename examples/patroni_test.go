@@ -44,11 +44,16 @@ type patroniKind struct {
 	name  string
 	major int
 	image string // "": the host's Patroni
+	// managed: slotsync.env's optional line SLOTSYNC_MANAGE_SYNCHRONIZED_STANDBY_SLOTS=true
+	// taken, the choice the example's README offers beside the file as shipped (slotsync owns
+	// the list, Patroni's parameters leave it out).
+	managed bool
 }
 
 var (
-	patroni3 = patroniKind{name: "patroni3-pg15", major: 15}
-	patroni4 = patroniKind{name: "patroni4-pg17", major: 17, image: "slotsync-postgres:17"}
+	patroni3        = patroniKind{name: "patroni3-pg15", major: 15}
+	patroni4        = patroniKind{name: "patroni4-pg17", major: 17, image: "slotsync-postgres:17"}
+	patroni4Managed = patroniKind{name: "patroni4-pg17-slotsync-lists-standbys", major: 17, image: "slotsync-postgres:17", managed: true}
 )
 
 type patroniNode struct {
@@ -320,8 +325,16 @@ func (c *patroniCluster) env(n *patroniNode) []string {
 		"/etc/slotsync/password", filepath.Join(c.dir, "password"), "/var/lib/slotsync", n.stateDir,
 		"/var/lib/postgresql/15/main", n.dataDir, "/etc/patroni/patroni.yml", n.config, "/etc/slotsync/restart-member.sh", restartMember(c.t),
 		"PATH=/usr/local/bin", "PATH="+filepath.Join(c.dir, "bin")+":/usr/local/bin")
+	text := replace.Replace(string(raw))
+	if c.kind.managed { // the file's optional line, taken as the README says
+		const line = "\n#SLOTSYNC_MANAGE_SYNCHRONIZED_STANDBY_SLOTS=true\n"
+		if !strings.Contains(text, line) {
+			c.t.Fatalf("examples/patroni/slotsync.env has no line %q to take", strings.TrimSpace(line))
+		}
+		text = strings.Replace(text, line, "\n"+line[2:], 1)
+	}
 	var env []string
-	for _, line := range strings.Split(replace.Replace(string(raw)), "\n") {
+	for _, line := range strings.Split(text, "\n") {
 		if line != "" && !strings.HasPrefix(line, "#") {
 			env = append(env, line)
 		}
@@ -451,11 +464,54 @@ func tail(s string, n int) string {
 // planned patronictl switchover moves the leader back, again with every row exactly once. On 17
 // a second subscription's slot has failover = true: the server syncs it (the example's
 // sync_replication_slots), slotsync copies the other and drops the stale failover slot the old
-// leader kept (the example's SLOTSYNC_DROP_STALE), so the server syncs it there again.
+// leader kept (the example's SLOTSYNC_DROP_STALE), so the server syncs it there again. Patroni 4
+// runs once more with the README's other choice for synchronized_standby_slots, slotsync's
+// --manage-synchronized-standby-slots on every node: the same failovers, then the leader lists
+// the replica's slot and keeps it through Patroni's reload.
 func TestPatroniFailoverAndSwitchover(t *testing.T) {
-	for _, kind := range []patroniKind{patroni3, patroni4} {
+	for _, kind := range []patroniKind{patroni3, patroni4, patroni4Managed} {
 		t.Run(kind.name, func(t *testing.T) { patroniFailoverAndSwitchover(t, kind) })
 	}
+}
+
+// show is a setting of node n.
+func (c *patroniCluster) show(n *patroniNode, setting string) string {
+	c.t.Helper()
+	var v string
+	conn, err := pgx.Connect(c.ctx, n.dsn())
+	if err == nil {
+		err = conn.QueryRow(c.ctx, "SHOW "+setting).Scan(&v)
+		conn.Close(context.Background())
+	}
+	if err != nil {
+		c.t.Fatalf("SHOW %s on %s: %v", setting, n.name, err)
+	}
+	return v
+}
+
+// standbyListed: with --manage-synchronized-standby-slots, the leader's
+// synchronized_standby_slots comes to list the replica's physical slot (rule 10), stays so
+// through Patroni's own reload of its configuration, and the consumers of both slots still get
+// every row exactly once: Patroni and slotsync do not fight over it.
+func (s *patroniSubscriber) standbyListed(leader, replica *patroniNode) {
+	c := s.c
+	c.t.Helper()
+	want := c.show(replica, "primary_slot_name")
+	if want == "" {
+		c.t.Fatalf("%s streams through no physical slot", replica.name)
+	}
+	c.eventually(time.Minute, "the leader's synchronized_standby_slots to list "+want, func() bool {
+		return c.show(leader, "synchronized_standby_slots") == want
+	})
+	if out, err := c.patronictl("reload", "--force", "pg-ha").CombinedOutput(); err != nil {
+		c.t.Fatalf("patronictl reload: %v\n%s", err, out)
+	}
+	time.Sleep(5 * time.Second) // Patroni applies its configuration again; slotsync makes passes
+	if got := c.show(leader, "synchronized_standby_slots"); got != want {
+		c.t.Errorf("after Patroni's reload the leader's synchronized_standby_slots is %q, want %q", got, want)
+	}
+	s.write(leader, 100)
+	s.exactlyOnce(leader, "with the replica listed")
 }
 
 // patroniSubscriber is the native subscriber beside a Patroni cluster: table t through slot sub1
@@ -603,17 +659,15 @@ func patroniFailoverAndSwitchover(t *testing.T, kind patroniKind) {
 
 	// Patroni 4 never sets synchronized_standby_slots (slotsync owns it, and only with
 	// --manage-synchronized-standby-slots, which the example leaves off): after the failover
-	// and the switchover the leader's is still empty.
-	if kind.major >= 17 {
-		var sss string
-		conn, err := pgx.Connect(c.ctx, n1.dsn())
-		if err == nil {
-			err = conn.QueryRow(c.ctx, "SHOW synchronized_standby_slots").Scan(&sss)
-			conn.Close(context.Background())
+	// and the switchover the leader's is still empty; with the flag, it lists the replica's
+	// slot, and Patroni's reload leaves it so.
+	if kind.major >= 17 && !kind.managed {
+		if sss := c.show(n1, "synchronized_standby_slots"); sss != "" {
+			t.Errorf("synchronized_standby_slots on the leader: %q; want it empty, set by no one", sss)
 		}
-		if err != nil || sss != "" {
-			t.Errorf("synchronized_standby_slots on the leader: %q, %v; want it empty, set by no one", sss, err)
-		}
+	}
+	if kind.managed {
+		s.standbyListed(n1, n2)
 	}
 
 	// The example's own policy (proceed) is in force: each promotion above must have been on
