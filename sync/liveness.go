@@ -144,7 +144,8 @@ func cannotTell(standby topology.NodeInfo, perr error, rec *GateRecord, seen *Ga
 	case maxAge > 0 && age > maxAge:
 		return fmt.Errorf("%w: the last observation of the primary is %s old, past --max-record-age %s: slots made since are unknown to it",
 			ErrCannotTell, age.Round(time.Second), maxAge)
-	case !rec.RenewBy.IsZero() && standby.ReplayedCommitAge >= 0 && lastCommit.After(rec.RenewBy.Add(recordLagMargin())) && !failpoint.Mutant("record-outlived"):
+	case !rec.RenewBy.IsZero() && standby.ReplayedCommitAge >= 0 && !failpoint.Mutant("record-outlived") &&
+		lastCommit.After(rec.RenewBy.Add(lagMargin(RecordLagMargin, "record-margin-doubled"))):
 		return fmt.Errorf("%w: the standby replayed a transaction the primary committed at %s, %s after slotsync's last observation of it (%s, "+
 			"due to be renewed by %s): slotsync did not observe the primary's last moments (stalled, restarting, or its route to the primary cut), "+
 			"so slots dropped, made again or moved back then are unknown to the gate; see slotsync's log for why its passes stopped",

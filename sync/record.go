@@ -507,11 +507,11 @@ func synchronizedStandby(obs Observation) bool {
 // apart.
 const RecordLagMargin = 5 * time.Second
 
-// recordLagMargin is RecordLagMargin, or twice it in the fault explorer's boundary mutant
-// record-margin-doubled (test builds only).
-func recordLagMargin() time.Duration {
-	if failpoint.Mutant("record-margin-doubled") {
-		return 2 * RecordLagMargin
+// lagMargin is margin (RecordLagMargin, SeenLagMargin), or twice it under the fault explorer's
+// boundary mutant named (test builds only).
+func lagMargin(margin time.Duration, mutant string) time.Duration {
+	if failpoint.Mutant(mutant) {
+		return 2 * margin
 	}
-	return RecordLagMargin
+	return margin
 }

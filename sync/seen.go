@@ -100,9 +100,5 @@ func (s *GateSeen) outlived(rec *GateRecord, standby topology.NodeInfo) bool {
 	if s == nil || rec == nil || !s.Record.Equal(rec.ObservedAt) || standby.ReplayedCommitAt.IsZero() || failpoint.Mutant("seen-unchecked") {
 		return false
 	}
-	margin := SeenLagMargin
-	if failpoint.Mutant("seen-margin-doubled") {
-		margin *= 2 // the fault explorer's boundary mutant (test builds only)
-	}
-	return standby.ReplayedCommitAt.After(s.RenewBy.Add(margin))
+	return standby.ReplayedCommitAt.After(s.RenewBy.Add(lagMargin(SeenLagMargin, "seen-margin-doubled")))
 }
