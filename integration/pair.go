@@ -175,8 +175,8 @@ func newLocalPair(ctx context.Context, opts Options) (*Pair, error) {
 	if err != nil {
 		return p, err
 	}
-	opts.logf("pg%d: initdb %s", opts.Major, prim.dataDir)
-	if err := prim.initdb(ctx, opts.WALSegmentMB); err != nil {
+	opts.logf("pg%d: new cluster %s", opts.Major, prim.dataDir)
+	if err := prim.newCluster(ctx, opts.WALSegmentMB); err != nil {
 		return p, err
 	}
 	conf := append(append(append([]string{}, baseConf...), opts.Conf...), "include 'node.conf'")

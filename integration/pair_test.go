@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +197,61 @@ func TestSwitchSegmentsSwitchesWhenNothingWasWritten(t *testing.T) {
 	to, _ := lsncheck.SegmentStart(after, 16<<20)
 	if got := (to - from) / (16 << 20); got != 3 {
 		t.Fatalf("from %s to %s: %d segments switched, want 3", before, after, got)
+	}
+}
+
+// TestPairsAreClustersOfTheirOwn: pairs made from one initdb template have system identifiers of
+// their own (the primary's and its standby's the same), stream, and keep the segment size asked
+// for, on every major the run names (15 when it names none).
+func TestPairsAreClustersOfTheirOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs real servers")
+	}
+	majors, _, err := ParseMajors(os.Getenv(EnvMajors))
+	if err != nil || len(majors) == 0 {
+		majors = []int{15}
+	}
+	for _, major := range majors {
+		t.Run(fmt.Sprintf("pg%d", major), func(t *testing.T) {
+			if _, err := FindBinaries(major); err != nil {
+				t.Skip(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			ids := map[string]bool{}
+			for _, seg := range []int{0, 0, 1} {
+				p, err := NewPair(ctx, Options{Major: major, WALSegmentMB: seg})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = p.Close() })
+				var prim, stby string
+				var size int64
+				q := "SELECT system_identifier::text, (SELECT setting::bigint FROM pg_settings WHERE name = 'wal_segment_size') FROM pg_control_system()"
+				if err := p.Primary.QueryRow(ctx, q, nil, &prim, &size); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Standby.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()", nil, &stby); err != nil {
+					t.Fatal(err)
+				}
+				want := int64(16) << 20
+				if seg != 0 {
+					want = int64(seg) << 20
+				}
+				if size != want {
+					t.Errorf("wal_segment_size %d, want %d", size, want)
+				}
+				if prim != stby || ids[prim] {
+					t.Fatalf("primary %s, standby %s, identifiers before: %v", prim, stby, ids)
+				}
+				ids[prim] = true
+				if err := p.Primary.Exec(ctx, "CREATE TABLE t AS SELECT 1 AS x"); err != nil {
+					t.Fatal(err)
+				}
+				if err := p.WaitCaughtUp(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
 	}
 }
