@@ -42,26 +42,25 @@ trap reap EXIT
 tags=()
 [ "${SLOTSYNC_BACKEND:-}" = docker ] && tags=(-tags docker)
 # The engine's real-pair tests (./sync) are the longest package by far, and mostly wait on their
-# servers (alone, they keep a third of two cores busy): with two majors or more they run as two go
-# tests side by side, every other major in each (15 and 17 in one, 16 and 18 in the other: about
-# as many tests each), beside a third that runs every other package on every major, the fault
-# explorer first. Each run's output follows the one before it. SLOTSYNC_TEST_SERIAL=1 runs the
-# engine's tests as one go test instead.
+# servers (alone, they keep a third of two cores busy): they run as $SLOTSYNC_TEST_RUNS go tests
+# side by side (default 2; 1 runs them as one), the majors dealt out in turn (15 and 17 in one, 16
+# and 18 in the other: about as many tests each), beside a go test of every other package on
+# every major, the explorer first. Each run's output follows the one before it.
 IFS=', ' read -r -a majors <<<"$SLOTSYNC_PG_MAJORS"
-halves=("$SLOTSYNC_PG_MAJORS")
-if [ ${#majors[@]} -gt 1 ] && [ -z "${SLOTSYNC_TEST_SERIAL:-}" ]; then
-  halves=("" "")
-  for i in "${!majors[@]}"; do
-    halves[$((i % 2))]+="${halves[$((i % 2))]:+,}${majors[$i]}"
-  done
-fi
+runs=${SLOTSYNC_TEST_RUNS:-2}
+[[ $runs =~ ^[1-9]$ ]] || { echo "SLOTSYNC_TEST_RUNS=$runs: give a number from 1 to 9" >&2; exit 2; }
+[ "$runs" -le ${#majors[@]} ] || runs=$(( ${#majors[@]} > 0 ? ${#majors[@]} : 1 ))
+shares=()
+for i in "${!majors[@]}"; do
+  shares[$((i % runs))]+="${shares[$((i % runs))]:+,}${majors[$i]}"
+done
 module=$(go list -m)
 rest=$(go list ./... | grep -vx "$module/sync")
 logs=() pids=()
-for half in "${halves[@]}"; do
+for share in "${shares[@]}"; do
   logs+=("$(mktemp)")
-  # Each package's bound: the engine's tests on two majors take about 16 minutes on two cores.
-  SLOTSYNC_PG_MAJORS=$half go test -count=1 -timeout 45m "${tags[@]}" "$@" ./sync >"${logs[-1]}" 2>&1 &
+  # Each bound: the engine's tests on two majors take about 20 minutes on two cores.
+  SLOTSYNC_PG_MAJORS=$share go test -count=1 -timeout 45m "${tags[@]}" "$@" ./sync >"${logs[-1]}" 2>&1 &
   pids+=($!)
 done
 rc=0
