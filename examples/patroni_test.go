@@ -469,6 +469,7 @@ func tail(s string, n int) string {
 // --manage-synchronized-standby-slots on every node: the same failovers, then the leader lists
 // the replica's slot and keeps it through Patroni's reload.
 func TestPatroniFailoverAndSwitchover(t *testing.T) {
+	pgtest.Slow(t)
 	for _, kind := range []patroniKind{patroni3, patroni4, patroni4Managed} {
 		t.Run(kind.name, func(t *testing.T) { patroniFailoverAndSwitchover(t, kind) })
 	}

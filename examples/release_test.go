@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/slotsync/slotsync/integration/pgtest"
 )
 
 // TestGoreleaserSnapshot runs the release configuration through goreleaser itself, when it is
@@ -17,6 +19,7 @@ import (
 // need buildx, syft, cosign and a registry) must build the archives and packages, with a checksum
 // file that matches them and binaries that report the commit they were built from.
 func TestGoreleaserSnapshot(t *testing.T) {
+	pgtest.Slow(t)
 	gr, err := exec.LookPath("goreleaser")
 	if err != nil {
 		t.Skip("goreleaser is not installed (CI installs it: go install github.com/goreleaser/goreleaser/v2@v2.15.1)")

@@ -316,6 +316,7 @@ func TestExactCopyWaitingKeepsTheOwnCopysRules(t *testing.T) {
 // consumer; promoted, the consumer gets every change it had not confirmed, exactly once.
 // Before, it stayed NOT READY copy_catalog_unprotected until its consumer returned.
 func TestExactCopyAtARealBound(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
 		// 30s on every major; the longer bounds, which differ only by the clock's move, on one

@@ -846,6 +846,7 @@ func TestFaultPrimaryOutlivedTheLastPass(t *testing.T) {
 // to stream, without end. Each major waits the bound out (a minute): CI runs the oldest and the
 // newest it runs (the rule reads pg_stat_wal_receiver alike on each; 16 and 17 pass it too).
 func TestFaultReceiverSilentlyCut(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{15, 18}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})

@@ -824,6 +824,7 @@ func TestFirstReadyFromOwnDecoding(t *testing.T) {
 // the watch between them) writes nothing on an idle primary for a minute: no running-xacts
 // record asked for, no xid taken; the primary's WAL position does not move.
 func TestIdlePrimaryStaysIdle(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodSQL, integration.Options{Conf: []string{"autovacuum = off"}})

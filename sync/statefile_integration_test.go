@@ -549,6 +549,7 @@ func TestStatefileWALRemovedBeforeCopy(t *testing.T) {
 // one piece (at most 1 GB - 1): it is read in pieces, and the promotion loses nothing. About
 // 4 GB of WAL written: not with -short.
 func TestStatefileGigabyteSegments(t *testing.T) {
+	pgtest.Slow(t)
 	t.Parallel() // its own pair and ports; mostly waiting: runs beside another long test
 	if testing.Short() {
 		t.Skip("writes about 4 GB of WAL")

@@ -86,6 +86,7 @@ const maxReleaseBytes = 17_200_000
 // .goreleaser.yaml, which the Dockerfile must use too; -trimpath, -s -w, static) and checks it
 // against the size aim, and what Go records of it against the test harness's modules.
 func TestReleaseBinaryIsLean(t *testing.T) {
+	pgtest.Slow(t)
 	if testing.Short() {
 		t.Skip("-short: builds the release binary twice (the full run checks it)")
 	}

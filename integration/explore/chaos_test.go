@@ -335,6 +335,7 @@ func TestTally(t *testing.T) {
 // keeps slotsync's logs and journals there; SLOTSYNC_CHAOS_PLANS=matrix runs the plans written
 // for the rules (MatrixPlans) instead of drawn ones (a comma-separated list of names: those).
 func TestChaos(t *testing.T) {
+	pgtest.Slow(t)
 	n, majors := 6, []int{15, 17}
 	if s := os.Getenv("SLOTSYNC_CHAOS_ITERATIONS"); s != "" {
 		n, _ = strconv.Atoi(s)
@@ -475,6 +476,7 @@ func answers(it ChaosIteration) string {
 // its READY loses the slots, and so does the promotion; the chaos drill must call the switches
 // losses after READY and the last answer READY while loss.
 func TestChaosCatchesALyingGate(t *testing.T) {
+	pgtest.Slow(t)
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		liar := filepath.Join(t.TempDir(), "slotsync")
 		script := `#!/bin/sh

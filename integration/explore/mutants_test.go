@@ -79,6 +79,7 @@ func samplePlan(t *testing.T, name string, seed int64) Plan {
 // reports what caught each, or that nothing did; SLOTSYNC_MUTANT_PLANS=all runs every written
 // plan for each mutant, a list those, none only the drawn ones.
 func TestMutationMatrix(t *testing.T) {
+	pgtest.Slow(t)
 	seeds := int64(4)
 	if s := os.Getenv("SLOTSYNC_MUTANT_SEEDS"); s != "" {
 		seeds, _ = strconv.ParseInt(s, 10, 64)

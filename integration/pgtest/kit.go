@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"bytes"
+	"os"
 	stdsync "sync"
 	"testing"
 	"time"
@@ -11,6 +12,19 @@ import (
 
 // The test kit every package's tests share: one way to wait, to fail on an error, to get a
 // port, and to collect a process's output while the test reads it.
+
+// EnvQuick names the environment variable that leaves the slow tier out: SLOTSYNC_QUICK=1
+// scripts/test.sh is a quicker loop on real pairs; CI runs every tier.
+const EnvQuick = "SLOTSYNC_QUICK"
+
+// Slow marks a test of the slow tier, one run of which (one major) takes over a minute: under
+// SLOTSYNC_QUICK=1 it is skipped, saying so; otherwise it runs.
+func Slow(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvQuick) == "1" {
+		t.Skip("the slow tier (a run of over a minute), left out under " + EnvQuick + "=1")
+	}
+}
 
 // Must fails the test at once on a non-nil err.
 func Must(t testing.TB, err error) {

@@ -118,3 +118,24 @@ func isSQLState(err error, code string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == code
 }
+
+// TestSlowSkipsOnlyWhenQuick: a test of the slow tier runs unless SLOTSYNC_QUICK=1.
+func TestSlowSkipsOnlyWhenQuick(t *testing.T) {
+	for _, c := range []struct {
+		quick string
+		skip  bool
+	}{{"", false}, {"0", false}, {"1", true}} {
+		t.Run("quick="+c.quick, func(t *testing.T) {
+			t.Setenv(EnvQuick, c.quick)
+			ran, skipped := false, false
+			t.Run("slow", func(t *testing.T) {
+				defer func() { skipped = t.Skipped() }()
+				Slow(t)
+				ran = true
+			})
+			if skipped != c.skip || ran == c.skip {
+				t.Errorf("SLOTSYNC_QUICK=%q: skipped %v, ran on %v; want skipped %v", c.quick, skipped, ran, c.skip)
+			}
+		})
+	}
+}
