@@ -5,6 +5,9 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export SLOTSYNC_PG_MAJORS=${SLOTSYNC_PG_MAJORS:-15,16,17,18}
+# How many go tests run the engine's real-pair tests side by side (below).
+runs=${SLOTSYNC_TEST_RUNS:-1}
+[[ $runs =~ ^[1-9]$ ]] || { echo "SLOTSYNC_TEST_RUNS=$runs: give a number from 1 to 9" >&2; exit 2; }
 
 # With 16, also 16.2: the sql method's refusal of 16.0-16.3 is tested on it.
 extra=""
@@ -43,12 +46,10 @@ tags=()
 [ "${SLOTSYNC_BACKEND:-}" = docker ] && tags=(-tags docker)
 # The engine's real-pair tests (./sync) are the longest package by far, and mostly wait on their
 # servers (alone, they keep a third of two cores busy): they run as $SLOTSYNC_TEST_RUNS go tests
-# side by side (default 2; 1 runs them as one), the majors dealt out in turn (15 and 17 in one, 16
-# and 18 in the other: about as many tests each), beside a go test of every other package on
-# every major, the explorer first. Each run's output follows the one before it.
+# side by side (default 1), the majors dealt out in turn (with 2: 15 and 17 in one, 16 and 18 in
+# the other, about as many tests each), beside a go test of every other package on every major,
+# the explorer first. Each run's output follows the one before it.
 IFS=', ' read -r -a majors <<<"$SLOTSYNC_PG_MAJORS"
-runs=${SLOTSYNC_TEST_RUNS:-2}
-[[ $runs =~ ^[1-9]$ ]] || { echo "SLOTSYNC_TEST_RUNS=$runs: give a number from 1 to 9" >&2; exit 2; }
 [ "$runs" -le ${#majors[@]} ] || runs=$(( ${#majors[@]} > 0 ? ${#majors[@]} : 1 ))
 shares=()
 for i in "${!majors[@]}"; do
@@ -64,9 +65,12 @@ for share in "${shares[@]}"; do
   pids+=($!)
 done
 rc=0
-# The fault explorer first (go test starts test binaries in the order given, two at a time on two
-# cores), so it runs beside the others from the start instead of last.
-go test -count=1 -timeout 45m "${tags[@]}" "$@" ./integration/explore $(echo "$rest" | grep -vx "$module/integration/explore") || rc=1
+# The fault explorer first (go test starts test binaries in the order given), so it runs beside
+# the others from the start instead of last: one package at a time beside one run of ./sync (two
+# test binaries at once, as the explorer's mutant sample was measured), two beside more.
+packages_at_once=2
+[ "$runs" -gt 1 ] || packages_at_once=1
+go test -count=1 -timeout 45m -p "$packages_at_once" "${tags[@]}" "$@" ./integration/explore $(echo "$rest" | grep -vx "$module/integration/explore") || rc=1
 for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || rc=1
   cat "${logs[$i]}"
