@@ -10,12 +10,53 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
-// horizonSeenAt is when the entry's copy was first seen held by the standby's physical slot.
-func horizonSeenAt(ent *Entry) lsncheck.LSN {
-	if ent == nil {
-		return 0
+// horizonSeenAt is when the copy of slot name was first seen held by the standby's physical
+// slot: its entry's mark, or for a copy the server's slot sync keeps (no entry), the journal's.
+func horizonSeenAt(j *Journal, name string, ent *Entry, cp topology.Slot) lsncheck.LSN {
+	switch {
+	case ent != nil:
+		return ent.HorizonSeenAt
+	case cp.Synced:
+		return j.ServerCopies[name]
 	}
-	return ent.HorizonSeenAt
+	return 0
+}
+
+// serverHorizonSeen does for the copies the server's slot sync keeps (synced=true, no journal
+// entry) what horizonSeen does for slotsync's: it marks the first observation where the
+// standby's physical slot held a copy's catalog rows, at the primary's WAL position, and forgets
+// the marks of copies not seen in it or no longer the server's (rule 4). A copy the server
+// makes again under the same name keeps the mark: the server takes its catalog_xmin from the
+// primary slot, which kept those rows until then, and the mark says the standby's slot has kept
+// every row from its horizon on since. It is pure: it returns the journal and whether it changed.
+func serverHorizonSeen(j *Journal, obs Observation) (*Journal, bool) {
+	next := j
+	own := func() {
+		if next == j {
+			next = j.clone()
+		}
+		if next.ServerCopies == nil {
+			next.ServerCopies = map[string]lsncheck.LSN{}
+		}
+	}
+	for name := range j.ServerCopies {
+		if cp, ok := obs.Standby.Slots[name]; !ok || !cp.Synced || j.Slots[name] != nil {
+			own()
+			delete(next.ServerCopies, name)
+		}
+	}
+	horizon := obs.Physical.CatalogHorizon()
+	if horizon == 0 || obs.Primary.Info.CurrentLSN == 0 {
+		return next, next != j
+	}
+	for name, cp := range obs.Standby.Slots {
+		if !cp.Synced || j.Slots[name] != nil || next.ServerCopies[name] != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) {
+			continue
+		}
+		own()
+		next.ServerCopies[name] = obs.Primary.Info.CurrentLSN
+	}
+	return next, next != j
 }
 
 // horizonSeen records, for each copy of the standby's own decoding, the first observation
@@ -95,8 +136,9 @@ func feedbackStopped(err error) string {
 	return topology.FeedbackProblem(err)
 }
 
-// voidMarks returns the journal with HorizonSeenAt cleared on the entries void says, and how
-// many were (the journal itself when none was).
+// voidMarks returns the journal with HorizonSeenAt cleared on the entries void says, and the
+// marks of the server's copies it says removed, and how many were (the journal itself when
+// none was).
 func voidMarks(j *Journal, void func(name string) bool) (*Journal, int) {
 	next, n := j, 0
 	for name, ent := range j.Slots {
@@ -107,6 +149,16 @@ func voidMarks(j *Journal, void func(name string) bool) (*Journal, int) {
 			next = j.clone()
 		}
 		next.Slots[name].HorizonSeenAt = 0
+		n++
+	}
+	for name := range j.ServerCopies {
+		if !void(name) || failpoint.Mutant("horizon-gap") {
+			continue
+		}
+		if next == j {
+			next = j.clone()
+		}
+		delete(next.ServerCopies, name)
 		n++
 	}
 	return next, n
@@ -226,10 +278,11 @@ func (e *Engine) markProtection(obs Observation, after map[string]topology.Slot,
 	installed := func(ent *Entry) bool { return copyTraits(e.traits, ent).NeedsHorizon }
 	e.journal, _ = horizonSeen(e.journal, obs, after, made, own)
 	e.journal, _ = twoPhaseSeen(e.journal, obs, made)
-	if next, kept := horizonKept(e.journal, obs, made, installed); kept {
+	next, seen := serverHorizonSeen(e.journal, obs)
+	if next, kept := horizonKept(next, obs, made, installed); kept || seen {
 		// Written at once: after a restart of slotsync the hold is gone, and a copy whose
-		// proof was lost would be made again. A failed write keeps it in memory, for the
-		// next journal write.
+		// proof was lost would be made again; the gate (check) judges the server's copies
+		// from their marks. A failed write keeps it in memory, for the next journal write.
 		if e.commit(next, nil, "that the standby now keeps a copy's catalog rows") != nil {
 			e.journal = next
 		}

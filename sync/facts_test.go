@@ -80,3 +80,36 @@ func TestFeedbackStopped(t *testing.T) {
 		t.Errorf("voidMarks: %d voided, a's mark %v (given journal %v)", n, next.Slots["a"].HorizonSeenAt, j.Slots["a"].HorizonSeenAt)
 	}
 }
+
+// TestServerHorizonSeen: the marks of rule 4 for the copies the server's slot sync keeps.
+func TestServerHorizonSeen(t *testing.T) {
+	var o Observation
+	o.Primary.Info.CurrentLSN = 0x9000000
+	o.Physical = topology.PhysicalSlot{CatalogXmin: 700}
+	synced := func(x lsncheck.XID) topology.Slot {
+		return topology.Slot{Synced: true, Position: lsncheck.Position{CatalogXmin: x}}
+	}
+	o.Standby.Slots = map[string]topology.Slot{
+		"covered": synced(720), "newer-horizon": synced(690), "marked": synced(700),
+		"ours": synced(720), "not-synced": {Position: lsncheck.Position{CatalogXmin: 720}},
+	}
+	j := &Journal{Slots: map[string]*Entry{"ours": {}}, ServerCopies: map[string]lsncheck.LSN{"marked": 0x100, "gone": 0x100, "ours": 0x100}}
+	next, changed := serverHorizonSeen(j, o)
+	if got, want := fmt.Sprint(next.ServerCopies), fmt.Sprint(map[string]lsncheck.LSN{"covered": 0x9000000, "marked": 0x100}); !changed || got != want {
+		t.Errorf("marks %s (changed %v), want %s", got, changed, want)
+	}
+	if len(j.ServerCopies) != 3 {
+		t.Error("the journal given was changed")
+	}
+	if again, changed := serverHorizonSeen(next, o); changed || again != next {
+		t.Error("a second observation of the same changed the marks")
+	}
+	o.Physical.CatalogXmin = 0
+	if none, _ := serverHorizonSeen(&Journal{}, o); len(none.ServerCopies) != 0 {
+		t.Errorf("marked without a horizon: %v", none.ServerCopies)
+	}
+	void, n := voidMarks(next, func(name string) bool { return name == "covered" })
+	if n != 1 || fmt.Sprint(void.ServerCopies) != fmt.Sprint(map[string]lsncheck.LSN{"marked": 0x100}) {
+		t.Errorf("voided %d: %v", n, void.ServerCopies)
+	}
+}

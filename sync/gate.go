@@ -70,7 +70,7 @@ func (e *Engine) judge(obs Observation, standbySlots map[string]topology.Slot, a
 				CopySnapshot:          cp.Snapshot == topology.SnapshotPresent || scratchAt != 0 && scratchAt == cp.RestartLSN,
 				CopySnapshotUnknown:   cp.Snapshot == topology.SnapshotUnknown,
 				OwnDecoding:           t.OwnDecoding,
-				HorizonSeenAt:         horizonSeenAt(ent),
+				HorizonSeenAt:         horizonSeenAt(e.journal, a.Slot, ent, cp),
 				StandbyReplay:         obs.Standby.Info.ReplayLSN,
 				Exact:                 e.cfg.Exact,
 				DecodeError:           decodeError(ent),

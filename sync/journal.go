@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -44,6 +45,11 @@ type Journal struct {
 	// written when it saw the streaming stop (cleared when it resumes): how long the standby has
 	// been without its primary, for a gate judging without it (rule 8, --primary-gone-after).
 	StandbyLostPrimaryAt time.Time `json:"standby_lost_primary_at,omitzero"`
+	// ServerCopies: for each copy the server's own slot sync keeps (synced=true, 17+; slotsync
+	// has no entry for it), the primary's WAL position at the first observation where the
+	// standby's physical slot held its catalog rows, as HorizonSeenAt is for slotsync's copies
+	// (rule 4). Forgotten when the copy is not seen, or no longer the server's.
+	ServerCopies map[string]lsncheck.LSN `json:"server_copies_horizon_seen_at,omitempty"`
 }
 
 // Entry is one slot slotsync manages.
@@ -192,6 +198,7 @@ func (j *Journal) clone() *Journal {
 		e.TwoPhasePending = append([]lsncheck.XID(nil), v.TwoPhasePending...)
 		c.Slots[k] = &e
 	}
+	c.ServerCopies = maps.Clone(j.ServerCopies)
 	return &c
 }
 

@@ -27,7 +27,7 @@ func TestJournalCloneKeepsEveryField(t *testing.T) {
 		WALVerified: true, HorizonSeenAt: 4, Timeline: 5, TwoPhaseFrom: 6, TwoPhasePending: []lsncheck.XID{7}, TwoPhaseSeen: true,
 		TwoPhaseSettledAt: 8, DecodeError: "e", ScratchAt: 9, OtherWriter: "w", Method: "sql", CreatedAt: now, UpdatedAt: now}
 	j := &Journal{Version: journalVersion, SystemID: "42", PrimaryStartedAt: "t", StandbyReloadedAt: now, Slots: map[string]*Entry{"s": ent},
-		Gate: &GateRecord{ObservedAt: now}, OwnSlotsAt: now, StandbyLostPrimaryAt: now}
+		Gate: &GateRecord{ObservedAt: now}, OwnSlotsAt: now, StandbyLostPrimaryAt: now, ServerCopies: map[string]lsncheck.LSN{"fo": 10}}
 	for _, v := range []reflect.Value{reflect.ValueOf(*j), reflect.ValueOf(*ent)} {
 		for i := 0; i < v.NumField(); i++ {
 			if v.Field(i).IsZero() {
@@ -40,8 +40,8 @@ func TestJournalCloneKeepsEveryField(t *testing.T) {
 		t.Fatalf("clone differs:\n%+v\n%+v", c, j)
 	}
 	c.Slots["s"].TwoPhasePending[0], c.Slots["s"].HorizonSeenAt = 70, 40
-	c.Slots["t"] = &Entry{}
-	if ent.TwoPhasePending[0] != 7 || ent.HorizonSeenAt != 4 || len(j.Slots) != 1 {
+	c.Slots["t"], c.ServerCopies["fo"] = &Entry{}, 11
+	if ent.TwoPhasePending[0] != 7 || ent.HorizonSeenAt != 4 || len(j.Slots) != 1 || j.ServerCopies["fo"] != 10 {
 		t.Fatal("the clone shares entries with the journal it was made from")
 	}
 }

@@ -326,6 +326,80 @@ func TestNativeDriveWhileConsumerConfirms(t *testing.T) {
 	})
 }
 
+// TestNativeServerCopyTrailingItsConsumer (rule 4): between two of the server's slot syncs the
+// copy's catalog_xmin trails the primary slot's, which its consumer moved on. Once the daemon
+// has seen the standby's physical slot hold the copy's catalog rows, the copy is READY all along,
+// and a promotion after such passes loses no change.
+func TestNativeServerCopyTrailingItsConsumer(t *testing.T) {
+	pgtest.ForEachMajor(t, nativeMajors, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, syncOn)
+		p := f.pair.Primary
+		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding', false, false, true)"))
+		var got []int
+		f.insert(2)
+		f.untilReady("cdc", func() { got = append(got, f.consume(p, "cdc")...) })
+		trailing, notReady := 0, map[string]int{}
+		for i := 0; i < 60 && (trailing < 5 || i < 20); i++ {
+			f.insert(1)
+			f.logRunningXacts() // the consumer's confirmations move its slot's catalog_xmin
+			got = append(got, f.consume(p, "cdc")...)
+			f.must(f.pair.WaitCaughtUp(f.ctx))
+			r := f.pass()["cdc"]
+			if !r.Verdict.Ready {
+				notReady[strings.Join(reasonNames(r.Verdict.Reasons), ",")]++
+				continue
+			}
+			if r.Copy != nil && r.Primary != nil && lsncheck.XIDPrecedes(r.Copy.CatalogXmin, r.Primary.CatalogXmin) {
+				trailing++
+			}
+		}
+		if len(notReady) > 0 {
+			t.Fatalf("NOT READY while the consumer confirmed WAL the standby has (passes by reasons): %v", notReady)
+		}
+		if trailing == 0 {
+			t.Fatal("no pass saw the copy's catalog_xmin trail the primary slot's: the test did not reach its case")
+		}
+		t.Logf("%d READY passes with the copy's catalog_xmin behind the primary slot's", trailing)
+		f.insert(3)
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.must(f.pair.Promote(f.ctx))
+		after := f.consume(f.pair.Standby, "cdc")
+		var all []int32
+		f.must(f.pair.Standby.QueryRowDB(f.ctx, "app", "SELECT array_agg(id ORDER BY id) FROM t", nil, &all))
+		var want []int
+		for _, id := range all {
+			want = append(want, int(id))
+		}
+		if missing := notIn(append(got, after...), want); len(missing) > 0 || len(after) == 0 {
+			t.Fatalf("the consumer never got %v (after the promotion: %v)", missing, after)
+		}
+	})
+}
+
+// reasonNames are the verdict's reasons as strings.
+func reasonNames(rs []lsncheck.Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// notIn is the ids of want that got lacks.
+func notIn(got, want []int) []int {
+	have := map[int]bool{}
+	for _, id := range got {
+		have[id] = true
+	}
+	var out []int
+	for _, id := range want {
+		if !have[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // confirmWhatStandbyHas writes a row, waits until the standby has it, and has the consumer of
 // slot read and confirm it, again and again until ctx ends.
 func confirmWhatStandbyHas(ctx context.Context, pair *integration.Pair, slot string) error {

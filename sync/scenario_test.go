@@ -468,6 +468,9 @@ func (h *harness) printJournal() string {
 		}
 		b.WriteString("\n")
 	}
+	for _, name := range sortedKeys(j.ServerCopies) {
+		fmt.Fprintf(&b, "%s server's copy horizon_seen_at=%s\n", name, j.ServerCopies[name])
+	}
 	if g := j.Gate; g != nil {
 		fmt.Fprintf(&b, "gate record at +%s:", g.ObservedAt.Sub(scriptEpoch))
 		for _, name := range sortedKeys(g.Slots) {
