@@ -46,6 +46,11 @@ type Config struct {
 	// connection) says nothing of the primary, which may be alive and taking writes. Until then
 	// the answer is CANNOT TELL; check watches the standby that long before judging.
 	PrimaryGoneAfter time.Duration
+	// SilentReceiverBound: how long a standby whose wal_receiver_timeout is 0 may hear nothing
+	// from its primary and still be taken to stream from a live one (default a minute:
+	// topology.SilentReceiverBound, twice the keepalive interval of a primary's default
+	// wal_sender_timeout). Tests shorten it; it is not a flag.
+	SilentReceiverBound time.Duration
 	// GateRecordInterval: how often a pass refreshes, in the journal, the observation the gate
 	// judges from when the primary is gone (default 5 s; sooner when a verdict changes).
 	GateRecordInterval time.Duration
@@ -110,6 +115,7 @@ func DefaultConfig() Config {
 		GateRecordInterval:    5 * time.Second,
 		MaxRecordAge:          2 * time.Minute,
 		PrimaryGoneAfter:      10 * time.Second,
+		SilentReceiverBound:   topology.SilentReceiverBound,
 		Workers:               4,
 		CreateWorkers:         16,
 		AdvanceStep:           256 << 20,
@@ -145,7 +151,7 @@ func (c *Config) Validate() error {
 		{"interval", &c.Interval, d.Interval}, {"max backoff", &c.MaxBackoff, d.MaxBackoff}, {"slot timeout", &c.SlotTimeout, d.SlotTimeout},
 		{"observe timeout", &c.ObserveTimeout, d.ObserveTimeout}, {"primary connect timeout", &c.PrimaryConnectTimeout, d.PrimaryConnectTimeout},
 		{"gate record interval", &c.GateRecordInterval, d.GateRecordInterval}, {"max record age", &c.MaxRecordAge, d.MaxRecordAge},
-		{"primary gone after", &c.PrimaryGoneAfter, d.PrimaryGoneAfter},
+		{"primary gone after", &c.PrimaryGoneAfter, d.PrimaryGoneAfter}, {"silent receiver bound", &c.SilentReceiverBound, d.SilentReceiverBound},
 		{"minimum restart interval", &c.Statefile.MinRestartInterval, d.Statefile.MinRestartInterval},
 		{"catalog hold timeout", &c.Statefile.HoldTimeout, d.Statefile.HoldTimeout},
 		{"standby gone after", &c.Native.StandbyGoneAfter, d.Native.StandbyGoneAfter},

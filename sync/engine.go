@@ -155,7 +155,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	link := cfg.primaryLink(primary)
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
-		ownStandbySlots: cfg.Native.ManageStandbySlots}, j)
+		ownStandbySlots: cfg.Native.ManageStandbySlots, silentBound: cfg.SilentReceiverBound}, j)
 	e.lock = lock
 	e.seen = loadGateSeen(cfg.StateDir)
 	// A statement on the standby outlives --slot-timeout (the client's bound) only when the

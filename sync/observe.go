@@ -161,6 +161,8 @@ type pgObserver struct {
 	// snapshots: the standby is in recovery and the role may look for the copies' decoding
 	// snapshots (rule 4); listSnapshots: with pg_ls_logicalsnapdir().
 	snapshots, listSnapshots bool
+	// silentBound: Config.SilentReceiverBound, carried in the standby's NodeInfo.
+	silentBound time.Duration
 }
 
 // readSnapshots fills in whether each standby slot has its decoding snapshot, when it may.
@@ -245,6 +247,7 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 	if obs.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
+	obs.Standby.Info.SilentBound = o.silentBound
 	// The standby's slots are listed before the primary is asked: when the primary does not
 	// answer, the gate still judges from them (rule 8).
 	if obs.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, obs.Standby.Info.VersionNum); err != nil {
@@ -433,7 +436,8 @@ func Observe(ctx context.Context, cfg Config) (Observation, error) {
 	if err != nil {
 		return Observation{}, err
 	}
-	o := &pgObserver{primary: cfg.primaryLink(primary), standby: standby, connectTimeout: cfg.PrimaryConnectTimeout, noVerify: true}
+	o := &pgObserver{primary: cfg.primaryLink(primary), standby: standby, connectTimeout: cfg.PrimaryConnectTimeout, noVerify: true,
+		silentBound: cfg.SilentReceiverBound}
 	defer o.Close()
 	ctx, cancel := context.WithTimeout(ctx, cfg.ObserveTimeout)
 	defer cancel()

@@ -75,6 +75,9 @@ type NodeInfo struct {
 	// ReceiverSilentFor: on a standby, how long since its WAL receiver last heard from the
 	// primary (last_msg_receipt_time); ReceiverTimeout: its wal_receiver_timeout (0: none).
 	ReceiverSilentFor, ReceiverTimeout time.Duration
+	// SilentBound: how long a receiver whose wal_receiver_timeout is 0 may hear nothing and
+	// still stream from a live primary (0: SilentReceiverBound); the observer's setting.
+	SilentBound time.Duration
 	// ReplayedCommitAge: on a standby, how long ago (by its clock) the primary committed the last
 	// transaction it replayed (Clock less ReplayedCommitAt; -1 when none since it started, and on
 	// a primary).
@@ -218,11 +221,14 @@ func (n NodeInfo) OtherSynchronizer() string {
 const SilentReceiverBound = time.Minute
 
 // StreamsLive reports a standby whose WAL receiver streams and has heard from its primary within
-// wal_receiver_timeout (SilentReceiverBound when that is 0): a receiver on a connection that died
+// wal_receiver_timeout (SilentBound, or SilentReceiverBound, when that is 0): a receiver on a connection that died
 // silently (a host lost its power, packets dropped) keeps the status "streaming" until then, and
 // says nothing of the primary after it.
 func (n NodeInfo) StreamsLive() bool {
 	bound := n.ReceiverTimeout
+	if bound <= 0 {
+		bound = n.SilentBound
+	}
 	if bound <= 0 {
 		bound = SilentReceiverBound
 	}
