@@ -433,13 +433,15 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 		} {
 			// What the answer promises depends on how the gate judged: an answer asked while
 			// the primary ran may still be judged without it (its route cut).
-			// Without the primary, only a slot the answer says was held back (a failover slot
-			// while synchronized_standby_slots listed the standby) had no consumer ahead.
-			observed, promised := a.answer.Asked, !a.answer.WithoutPrimary || a.answer.HeldBack[f.c.Slot]
+			// Without the primary, a consumer ahead is ruled out only as far as rule 8 says
+			// (recordPromise).
+			observed, promised, promisedBy := a.answer.Asked, !a.answer.WithoutPrimary, ""
 			alive := a.asked == askedWithPrimary
 			var streamedAgo time.Duration
 			if a.answer.WithoutPrimary {
 				observed = a.answer.ObservedAt
+				promisedBy = recordPromise(wd.recordFacts(a.answer, f.c))
+				promised = promisedBy != ""
 				if alive {
 					var live bool
 					live, streamedAgo = promisedAlive(a.answer, wd.recv)
@@ -490,7 +492,7 @@ func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer
 			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding, Instant: instant,
 				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
 				Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
-				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PrimaryAlive: alive && a.answer.WithoutPrimary,
+				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PromisedBy: promisedBy, PrimaryAlive: alive && a.answer.WithoutPrimary,
 				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.FromSlot, WindowFrom: window}.Assess())
 		}
 	}
@@ -514,6 +516,54 @@ func (wd *world) answerFor(a GateAnswer, asked, slot string) Answer {
 		return AnswerReady
 	}
 	return w
+}
+
+// The oracle's margins around a record's moment: the standby's samples all around it say
+// whether it streamed then (the daemon read it between two samples); a confirmation that much
+// before it had reached the primary slot the record read (a consumer sends it with the commit,
+// or within 200 ms when idle).
+const (
+	recordMargin  = 300 * time.Millisecond
+	confirmMargin = time.Second
+)
+
+// recordFacts is what the oracle knows of a record a gate judged from without the primary, and
+// of the servers since, for one slot (recordPromise).
+type recordFacts struct {
+	heldBack bool // the answer says the record held the slot back
+	cutOff   bool // the standby did not stream all around the record's moment
+	// confirmedBefore: what the slot's consumer had confirmed confirmMargin before the record.
+	confirmedBefore pglogrepl.LSN
+	walEnd          pglogrepl.LSN // the standby's WAL at the promotion
+}
+
+// recordFacts gathers a without-primary answer's recordFacts for consumer c.
+func (wd *world) recordFacts(a GateAnswer, c *drill.Consumer) recordFacts {
+	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: wd.recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: wd.walEnd}
+	if !a.ObservedAt.IsZero() {
+		rf.confirmedBefore = c.ConfirmedAt(a.ObservedAt.Add(-confirmMargin))
+	}
+	return rf
+}
+
+// recordPromise is what an answer judged without the primary rules out of a consumer ahead of
+// the standby, and why ("": nothing; rule 8 leaves a consumer ahead unpromised): any, for a
+// slot the record held back (synchronized_standby_slots listed the standby); any, when the
+// record was made while the standby did not stream (record_standby_cut_off: no ground for a
+// READY at all); and any, when the consumer had confirmed past the standby's WAL at the
+// promotion, which is no less than at the record, before the record read its slot
+// (consumer_ahead_of_standby).
+func recordPromise(f recordFacts) string {
+	switch {
+	case f.heldBack:
+		return "the record held the slot back (synchronized_standby_slots)"
+	case f.cutOff:
+		return "the record was made while the standby did not stream (rule 8: no ground for READY)"
+	case f.confirmedBefore > f.walEnd:
+		return fmt.Sprintf("the consumer had confirmed %s, past the standby's WAL (%s), before the record (rule 8: consumer_ahead_of_standby)",
+			f.confirmedBefore, f.walEnd)
+	}
+	return ""
 }
 
 // promisedAlive: an answer judged without a primary that was alive promised what a judgement

@@ -849,3 +849,67 @@ func TestIdentifyNamesTheBinary(t *testing.T) {
 		t.Fatalf("a missing binary: %+v", none)
 	}
 }
+
+// promiseFixture is what the oracle knows of a record's moment (recordPromise), the standby's
+// WAL at the promotion 0/1000.
+type promiseFixture struct {
+	name     string
+	facts    recordFacts
+	promised bool
+}
+
+// promiseFixtures: judged without the primary, what rule 8 rules out of a consumer ahead of the
+// standby (TestRecordPromise; the changes of TestOracleChangesAreCaught turn one each).
+var promiseFixtures = []promiseFixture{
+	{"a record of a streaming standby, the consumer behind its WAL", recordFacts{confirmedBefore: 0x900}, false},
+	{"the slot held back", recordFacts{heldBack: true, confirmedBefore: 0x900}, true},
+	{"a record made while the standby did not stream", recordFacts{cutOff: true, confirmedBefore: 0x900}, true},
+	{"the consumer past the standby's WAL before the record", recordFacts{confirmedBefore: 0x1100}, true},
+	{"the consumer exactly at the standby's WAL", recordFacts{confirmedBefore: 0x1000}, false},
+}
+
+// promisesWrong is the fixtures a recordPromise gets wrong.
+func promisesWrong(promise func(recordFacts) string) []string {
+	var wrong []string
+	for _, c := range promiseFixtures {
+		f := c.facts
+		f.walEnd = 0x1000
+		if got := promise(f); (got != "") != c.promised {
+			wrong = append(wrong, c.name)
+		}
+	}
+	return wrong
+}
+
+// TestRecordPromise: judged without the primary, what rule 8 rules out of a consumer ahead of
+// the standby (excuses no wider than the rules), and whether the standby streamed around a
+// record's moment as its samples say.
+func TestRecordPromise(t *testing.T) {
+	if wrong := promisesWrong(recordPromise); len(wrong) > 0 {
+		t.Errorf("wrong on %v", wrong)
+	}
+	at := time.Now()
+	samples := func(streaming ...bool) *receiverLog {
+		r := &receiverLog{}
+		for i, s := range streaming {
+			r.samples = append(r.samples, receiverSample{at: at.Add(time.Duration(i-len(streaming)/2) * receiverEvery), streaming: s})
+		}
+		return r
+	}
+	for _, c := range []struct {
+		name string
+		recv *receiverLog
+		want bool
+	}{
+		{"not streaming all around", samples(false, false, false, false, false), true},
+		{"streaming just before", samples(false, true, false, false, false), false},
+		{"streaming just after", samples(false, false, false, true, false), false},
+		{"streaming before the margin", samples(true, true, false, false, false, false, false, false, false, false, false), true},
+		{"no sample", &receiverLog{}, false},
+		{"no log", nil, false},
+	} {
+		if got := c.recv.notStreamingAround(at, recordMargin); got != c.want {
+			t.Errorf("%s: not streaming around %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -245,6 +245,8 @@ type Judged struct {
 	// AheadOfStandby: the consumer's offset was beyond the standby's WAL at the promotion.
 	AheadOfStandby bool `json:"ahead_of_standby_wal,omitempty"`
 	AheadPromised  bool `json:"ahead_promised"` // the answer said no consumer could be ahead
+	// PromisedBy: why, judged without the primary (recordPromise).
+	PromisedBy string `json:"promised_by,omitempty"`
 	// PrimaryAlive: judged without the primary while it was alive (its route cut); StreamedAgo:
 	// how long before the question the standby had last been seen streaming (0: never seen).
 	PrimaryAlive bool          `json:"judged_without_a_live_primary,omitempty"`
@@ -306,8 +308,9 @@ func (j Judged) byOutcome() Judged {
 		j.Lie, j.Why = true, fmt.Sprintf("READY %s, then %d changes never reached the consumer", j.Asked, j.Lost)
 	case j.IsAhead() && j.AheadPromised:
 		j.Lie, j.Why = true, fmt.Sprintf(
-			"READY %s with no consumer ahead promised, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
+			"READY %s with no consumer ahead promised%s, then the consumer was ahead of the standby (%d changes; offset beyond its WAL: %v)",
 			j.Asked,
+			map[bool]string{true: " (" + j.PromisedBy + ")"}[j.PromisedBy != ""],
 			j.Ahead,
 			j.AheadOfStandby,
 		)

@@ -12,6 +12,15 @@ type oracleChange struct {
 	assess   func(Judged) Judged
 	instant  func(before, after Instant, slot string, withPrimary bool) string
 	disagree func(GateAnswer) string
+	promise  func(recordFacts) string
+}
+
+// promiseWith is recordPromise after change alters what it is given.
+func promiseWith(change func(*recordFacts)) func(recordFacts) string {
+	return func(f recordFacts) string {
+		change(&f)
+		return recordPromise(f)
+	}
 }
 
 // assessWith is the oracle's Assess after change alters what it is given.
@@ -126,6 +135,11 @@ func oracleChanges() []oracleChange {
 		{name: "a demoted primary's slots taken for the consumers' positions", instant: instantWith(func(b, a *Instant, _ *bool) {
 			b.PrimaryInRecovery, a.PrimaryInRecovery = false, false
 		})},
+		// What a record promises without the primary, looser and unsound.
+		{name: "a slot held back promises nothing", promise: promiseWith(func(f *recordFacts) { f.heldBack = false })},
+		{name: "a record of a standby cut off excuses a consumer ahead", promise: promiseWith(func(f *recordFacts) { f.cutOff = false })},
+		{name: "a consumer past the standby before the record excused", promise: promiseWith(func(f *recordFacts) { f.confirmedBefore = 0 })},
+		{name: "a consumer at the standby's WAL taken for ahead", promise: promiseWith(func(f *recordFacts) { f.walEnd-- })},
 		// The exit code, looser.
 		{name: "exit 0 with ready false accepted", disagree: disagreeWith(func(a *GateAnswer) {
 			if a.Exit == 0 {
@@ -163,6 +177,8 @@ func TestOracleChangesAreCaught(t *testing.T) {
 			wrong = instantWrong(c.instant)
 		case c.disagree != nil:
 			wrong = disagreementsWrong(c.disagree)
+		case c.promise != nil:
+			wrong = promisesWrong(c.promise)
 		}
 		if len(wrong) == 0 {
 			t.Errorf("the oracle changed so (%s) passes every fixture: add the case that tells", c.name)

@@ -97,6 +97,27 @@ func (r *receiverLog) timeline(start time.Time) []string {
 	return out
 }
 
+// notStreamingAround: every sample within margin of t saw the standby not streaming, and there
+// was one at least.
+func (r *receiverLog) notStreamingAround(t time.Time, margin time.Duration) bool {
+	if r == nil || t.IsZero() {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := false
+	for _, s := range r.samples {
+		if s.at.Before(t.Add(-margin)) || s.at.After(t.Add(margin)) {
+			continue
+		}
+		if s.streaming {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
 // lastStreamed is the last sample at or before t that saw the standby streaming (zero: none).
 func (r *receiverLog) lastStreamed(t time.Time) time.Time {
 	r.mu.Lock()
