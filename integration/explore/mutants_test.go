@@ -30,7 +30,7 @@ var mutantSample = []struct {
 }{
 	// Each entry was killed in 10 of 10 runs on a quiet machine and in 5 of 5 beside a second
 	// load, the gate as built passing its plan each time (scripts/sample-measure.sh; results 53,
-	// 54 and 55). The entries that were not measured so, or missed, left for the long runs
+	// 54, 55 and 58). The entries that were not measured so, or missed, left for the long runs
 	// (docs/RELIABILITY.md, "CI's sample").
 	//
 	// Rule 1 with the primary: a slot dropped (slotsync drops its copy) and made again while
