@@ -26,9 +26,11 @@ func horizonSeenAt(j *Journal, name string, ent *Entry, cp topology.Slot) lsnche
 // entry) what horizonSeen does for slotsync's: it marks the first observation where the
 // standby's physical slot held a copy's catalog rows, at the primary's WAL position, and forgets
 // the marks of copies not seen in it or no longer the server's (rule 4). A copy the server
-// makes again under the same name keeps the mark: the server takes its catalog_xmin from the
-// primary slot, which kept those rows until then, and the mark says the standby's slot has kept
-// every row from its horizon on since. It is pure: it returns the journal and whether it changed.
+// makes again under the same name keeps the mark: it says the standby's physical slot has kept
+// every row from its horizon on since then, and the new copy, which that horizon still covers
+// (else horizonGap voids the mark), was made from the standby's own reservation, missing only
+// rows that a VACUUM replayed after its making would have invalidated it for. It is pure: it
+// returns the journal and whether it changed.
 func serverHorizonSeen(j *Journal, obs Observation) (*Journal, bool) {
 	next := j
 	own := func() {
