@@ -71,6 +71,23 @@ func TestTallySumsReports(t *testing.T) {
 			Judged: []explore.Judged{{Slot: "a", Answer: explore.AnswerReady, Binding: true}}},
 		{Number: 2, Major: 16, Method: "sql", Judged: []explore.Judged{{Slot: "a", Answer: explore.AnswerReady, Binding: true, Lie: true, Lost: 3}}},
 	}
+	b := writeReport(t, path, its)
+	out, stderr, code := explorer(t, "tally", "--by", "major", path)
+	if code != 0 || !strings.Contains(out, "\n2 failovers\n") || !strings.Contains(out, "| 16 ") || !strings.Contains(out, "| 17 ") {
+		t.Fatalf("tally: exit %d\n%s%s", code, out, stderr)
+	}
+	if err := os.WriteFile(path, append(b, "{damaged\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = explorer(t, "tally", path)
+	if code != exitFailed || !strings.Contains(stderr, "2 iterations read before it") || !strings.Contains(out, "\n2 failovers\n") {
+		t.Fatalf("tally of a damaged report: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// writeReport writes its to path as a report (JSON lines) and returns the bytes.
+func writeReport(t *testing.T, path string, its []explore.ChaosIteration) []byte {
+	t.Helper()
 	var b bytes.Buffer
 	for _, it := range its {
 		line, err := json.Marshal(it)
@@ -82,16 +99,29 @@ func TestTallySumsReports(t *testing.T) {
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, code := explorer(t, "tally", "--by", "major", path)
-	if code != 0 || !strings.Contains(out, "\n2 failovers\n") || !strings.Contains(out, "| 16 ") || !strings.Contains(out, "| 17 ") {
-		t.Fatalf("tally: exit %d\n%s%s", code, out, stderr)
+	return b.Bytes()
+}
+
+// TestTallyRejudges: --rejudge judges each answer again by this build's oracle, from the
+// figures the report keeps, and names each verdict that changed.
+func TestTallyRejudges(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "report.jsonl")
+	// Judged by an older oracle: a READY whose consumer was ahead of the standby though the
+	// answer ruled that out, not called a lie; and a lie that is one still.
+	its := []explore.ChaosIteration{
+		{Number: 1, Seed: 7, Major: 17, Method: "sql", Judged: []explore.Judged{{Slot: "a", Asked: "asked without the primary", Answer: explore.AnswerReady,
+			Binding: true, Ahead: 4, AheadPromised: true}}},
+		{Number: 2, Seed: 8, Major: 17, Method: "sql", Judged: []explore.Judged{{Slot: "a", Answer: explore.AnswerReady, Binding: true, Lie: true, Lost: 3}}},
 	}
-	if err := os.WriteFile(path, append(b.Bytes(), "{damaged\n"...), 0o644); err != nil {
-		t.Fatal(err)
+	writeReport(t, path, its)
+	out, stderr, code := explorer(t, "tally", "--rejudge", "--by", "major", path)
+	if code != 0 || !strings.Contains(out, "1 verdicts changed") || !strings.Contains(out, "iteration 1 (seed 7), a asked without the primary: not a lie, now a lie") ||
+		!strings.Contains(out, "| 17 | sql | all | 2 | 2 | 2 |") {
+		t.Fatalf("tally --rejudge: exit %d\n%s%s", code, out, stderr)
 	}
-	out, stderr, code = explorer(t, "tally", path)
-	if code != exitFailed || !strings.Contains(stderr, "2 iterations read before it") || !strings.Contains(out, "\n2 failovers\n") {
-		t.Fatalf("tally of a damaged report: exit %d\n%s%s", code, out, stderr)
+	out, _, _ = explorer(t, "tally", "--by", "major", path)
+	if strings.Contains(out, "judged again") || !strings.Contains(out, "| 17 | sql | all | 2 | 2 | 1 |") {
+		t.Fatalf("tally without --rejudge judged again:\n%s", out)
 	}
 }
 

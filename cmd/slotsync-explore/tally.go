@@ -14,9 +14,11 @@ func tallyCommand() *cli.Command {
 		Usage:     "sum run reports (JSON lines, one iteration each) into tables",
 		ArgsUsage: "REPORT.jsonl...",
 		Description: "By major and method (--by major), by fault over all majors (--by fault), or both crossed (--by all). " +
-			"A damaged line stops that file's reading and is named; the lines before it count.",
+			"A damaged line stops that file's reading and is named; the lines before it count. " +
+			"--rejudge judges each answer again by this build's oracle, from the figures the report keeps, and names each verdict that changed.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "by", Value: "all", Usage: "major, fault or all"},
+			&cli.BoolFlag{Name: "rejudge", Usage: "judge each answer again by this build's oracle before the tally"},
 		},
 		Action: tallyAction,
 	}
@@ -44,6 +46,13 @@ func tallyAction(c *cli.Context) error {
 			fmt.Fprintf(c.App.ErrWriter, "%s: %v (%d iterations read before it)\n", path, err, len(its))
 		}
 		all = append(all, its...)
+	}
+	if c.Bool("rejudge") {
+		changed := explore.Rejudge(all)
+		for _, line := range changed {
+			fmt.Fprintln(c.App.Writer, "judged again: "+line)
+		}
+		fmt.Fprintf(c.App.Writer, "%d verdicts changed when judged again\n\n", len(changed))
 	}
 	for i := range all {
 		switch by {

@@ -175,6 +175,32 @@ func countsLine(w io.Writer, title string, counts map[string]int) {
 	fmt.Fprintln(w)
 }
 
+// Rejudge judges each answer of a report's iterations again by today's oracle (Judged.Assess,
+// from the figures each answer keeps), in place, and says, one line each, where a verdict
+// changed: a report of an older explorer is read as today's would have judged it.
+func Rejudge(its []ChaosIteration) []string {
+	var changed []string
+	for i := range its {
+		for k, j := range its[i].Judged {
+			now := j.Assess()
+			if now.Lie != j.Lie {
+				changed = append(changed, fmt.Sprintf("iteration %d (seed %d), %s %s: %s, now %s", its[i].Number, its[i].Seed, j.Slot, j.Asked,
+					verdict(j), verdict(now)))
+			}
+			its[i].Judged[k] = now
+		}
+	}
+	return changed
+}
+
+// verdict is the oracle's word on a judged answer.
+func verdict(j Judged) string {
+	if j.Lie {
+		return "a lie (" + j.Why + ")"
+	}
+	return "not a lie"
+}
+
 // ReadIterations reads a report of JSON lines, one iteration each (what a long run appends as
 // it goes; a line cut short by a run stopped mid-write ends the report).
 func ReadIterations(r io.Reader) ([]ChaosIteration, error) {
