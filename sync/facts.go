@@ -22,6 +22,12 @@ func horizonSeenAt(j *Journal, name string, ent *Entry, cp topology.Slot) lsnche
 	return 0
 }
 
+// covers says whether the standby's physical slot, holding catalog rows from xid horizon on,
+// holds the copy's: both known, the horizon not newer than the copy's catalog_xmin.
+func covers(horizon lsncheck.XID, cp topology.Slot) bool {
+	return horizon != 0 && cp.CatalogXmin != 0 && !lsncheck.XIDPrecedes(cp.CatalogXmin, horizon)
+}
+
 // serverHorizonSeen does for the copies the server's slot sync keeps (synced=true, no journal
 // entry) what horizonSeen does for slotsync's: it marks the first observation where the
 // standby's physical slot held a copy's catalog rows, at the primary's WAL position, and forgets
@@ -52,7 +58,7 @@ func serverHorizonSeen(j *Journal, obs Observation) (*Journal, bool) {
 		return next, next != j
 	}
 	for name, cp := range obs.Standby.Slots {
-		if !cp.Synced || j.Slots[name] != nil || next.ServerCopies[name] != 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) {
+		if !cp.Synced || j.Slots[name] != nil || next.ServerCopies[name] != 0 || !covers(horizon, cp) {
 			continue
 		}
 		own()
@@ -109,7 +115,7 @@ func horizonGap(j *Journal, obs Observation) (*Journal, string) {
 	horizon := obs.Physical.CatalogHorizon()
 	next, voided := voidMarks(j, func(name string) bool {
 		cp, ok := obs.Standby.Slots[name]
-		return why != "" || !ok || horizon == 0 || cp.CatalogXmin == 0 || lsncheck.XIDPrecedes(cp.CatalogXmin, horizon)
+		return why != "" || !ok || !covers(horizon, cp)
 	})
 	if !obs.Standby.Info.ReloadedAt.Equal(j.StandbyReloadedAt) {
 		if next == j {
@@ -178,9 +184,7 @@ func markHorizon(j *Journal, obs Observation, copies map[string]topology.Slot, m
 	var next *Journal
 	for name, ent := range j.Slots {
 		cp, ok := copies[name]
-		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || cp.CatalogXmin == 0 ||
-			lsncheck.XIDPrecedes(cp.CatalogXmin, horizon) ||
-			!kept(name, ent, cp) {
+		if !ok || made[name] && !failpoint.Mutant("horizon-remade") || ent.HorizonSeenAt != 0 || !covers(horizon, cp) || !kept(name, ent, cp) {
 			continue
 		}
 		if next == nil {
