@@ -1,6 +1,7 @@
 package sync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"regexp"
@@ -29,6 +30,8 @@ type fixture struct {
 	next int // next row id to insert
 	// restarts counts the standby restarts the fixture's passes made.
 	restarts int
+	// readyWithin: how long untilReady waits for READY (0: a minute).
+	readyWithin time.Duration
 }
 
 func newFixture(t *testing.T, major int) *fixture {
@@ -212,7 +215,7 @@ func (f *fixture) readSlot(n *integration.Node, name string) (topology.Slot, boo
 // to confirm, until the slot's copy is READY.
 func (f *fixture) untilReady(slotName string, consumeFn func()) SlotReport {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(cmp.Or(f.readyWithin, 60*time.Second))
 	for {
 		f.logRunningXacts()
 		consumeFn()

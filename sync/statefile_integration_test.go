@@ -557,6 +557,12 @@ func TestStatefileGigabyteSegments(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{WALSegmentMB: 1024,
 			Conf: []string{"min_wal_size = 2GB", "max_wal_size = 4GB", "wal_init_zero = off"}})
+		// Three segments of a gigabyte fetched from the primary: on a busy machine a pass's fetch
+		// (two minutes at most) may end after one of them, and the next pass fetches the
+		// rest (those written are kept): READY may come minutes after the restart.
+		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+		t.Cleanup(cancel)
+		f.ctx, f.readyWithin = ctx, 6*time.Minute
 		walRemovedBeforeCopy(t, f, func() {
 			if rep := f.passReport(); rep.StandbyRestarts != 1 {
 				t.Fatalf("the copy needs one standby restart, got %d", rep.StandbyRestarts)
