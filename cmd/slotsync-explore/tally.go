@@ -15,7 +15,8 @@ func tallyCommand() *cli.Command {
 		ArgsUsage: "REPORT.jsonl...",
 		Description: "By major and method (--by major), by fault over all majors (--by fault), or both crossed (--by all). " +
 			"A damaged line stops that file's reading and is named; the lines before it count. " +
-			"--rejudge judges each answer again by this build's oracle, from the figures the report keeps, and names each verdict that changed.",
+			"--rejudge judges each iteration again by this build's oracle, from the history the report keeps (from each answer's " +
+			"figures for a report without one), and names each verdict that changed.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "by", Value: "all", Usage: "major, fault or all"},
 			&cli.BoolFlag{Name: "rejudge", Usage: "judge each answer again by this build's oracle before the tally"},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	stdsync "sync"
@@ -27,7 +28,7 @@ type Consumer struct {
 	received  []receipt     // every id received, in order
 	pending   []int         // ids of the transaction being read
 	inTxn     bool          // a transaction's BEGIN was read, not yet its COMMIT
-	history   []confirmation
+	history   []Confirmation
 	// floor: ids up to it were written before the slot was made again (chaos); this
 	// incarnation of the slot owes the consumer only later ones. may: ids up to it whose
 	// transaction had not ended then: the new slot carries them if they committed after it.
@@ -57,13 +58,6 @@ type connection struct {
 	addr  string // host:port, never the DSN (it may hold a password)
 	start pglogrepl.LSN
 	phase int
-}
-
-// confirmation is when the consumer's offset moved, for judging a gate answer against what the
-// consumer had confirmed when the gate observed it.
-type confirmation struct {
-	at  time.Time
-	lsn pglogrepl.LSN
 }
 
 type receipt struct {
@@ -320,7 +314,7 @@ func (c *Consumer) confirmUpTo(end pglogrepl.LSN) {
 	end = max(end, c.due)
 	if end > c.confirmed {
 		c.confirmed, c.confirmedAt = end, now
-		c.history = append(c.history, confirmation{now, end})
+		c.history = append(c.history, Confirmation{At: now, LSN: end})
 	}
 }
 
@@ -340,12 +334,17 @@ func (c *Consumer) idleAt(walEnd pglogrepl.LSN) {
 func (c *Consumer) ConfirmedAt(t time.Time) pglogrepl.LSN {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return ConfirmedIn(c.history, t)
+}
+
+// ConfirmedIn is the offset at time t of a consumer whose offset moved as cs says (in order).
+func ConfirmedIn(cs []Confirmation, t time.Time) pglogrepl.LSN {
 	var at pglogrepl.LSN
-	for _, h := range c.history {
-		if h.at.After(t) {
+	for _, h := range cs {
+		if h.At.After(t) {
 			break
 		}
-		at = h.lsn
+		at = h.LSN
 	}
 	return at
 }
@@ -491,10 +490,25 @@ func (c *Consumer) Gaps(truth map[int]bool, upTo int) (missing, ahead int) {
 func (c *Consumer) NoteConfirmed(at time.Time, lsn pglogrepl.LSN) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.history = append(c.history, confirmation{at, lsn})
+	c.history = append(c.history, Confirmation{At: at, LSN: lsn})
 	if lsn > c.confirmed {
 		c.confirmed = lsn
 	}
+}
+
+// Confirmation is one move of a consumer's offset: when, and to where (for judging a gate
+// answer against what the consumer had confirmed when the gate observed it).
+type Confirmation struct {
+	At  time.Time     `json:"at"`
+	LSN pglogrepl.LSN `json:"lsn"`
+}
+
+// Confirmations is every move of the consumer's offset in this incarnation of its slot, in
+// order (what ConfirmedAt reads).
+func (c *Consumer) Confirmations() []Confirmation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.history)
 }
 
 // ConfirmEvery has the consumer confirm what it receives only every d from now on (0: at each

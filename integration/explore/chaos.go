@@ -66,6 +66,8 @@ type ChaosIteration struct {
 	Method        string                `json:"method"`
 	Failover      drill.FailoverVerdict `json:"failover"`
 	Judged        []Judged              `json:"judged"`
+	// History: what Judged was drawn from, to judge the iteration again (Rejudge).
+	History *History `json:"history,omitempty"`
 	// SlotsyncCrashes: kill -9 and failpoint crashes of the sidecar (each restarted).
 	SlotsyncCrashes int `json:"slotsync_crashes"`
 	// LongestHold: the longest a slotsync_hold_% slot stayed on the primary.
@@ -343,14 +345,7 @@ func (wd *world) noteTruth(ctx context.Context, when string) {
 }
 
 // truthOf is the truth read of the moment when (zero when none was read).
-func (wd *world) truthOf(when string) Truth {
-	for _, t := range wd.truths {
-		if t.When == when {
-			return t
-		}
-	}
-	return Truth{}
-}
+func (wd *world) truthOf(when string) Truth { return truthIn(wd.truths, when) }
 
 // writes is the writer's run, paused around switchovers and at the cutover.
 type writes struct {
@@ -620,6 +615,7 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
+	returned := time.Now()
 	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
 	exit := 0
 	var ee *exec.ExitError
@@ -629,7 +625,7 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 		return GateAnswer{}, fmt.Errorf("gate: %w", err)
 	}
 	a, err := parseCheck(out, exit, asked, wd.exact)
-	a.Before, a.After, a.ForPromotion = &before, &after, wd.forPromotion
+	a.Before, a.After, a.ForPromotion, a.Returned, a.Output = &before, &after, wd.forPromotion, returned, string(out)
 	if d := a.disagreement(); err == nil && d != "" {
 		wd.disagreements = append(wd.disagreements, fmt.Sprintf("the gate's answer disagrees with itself at %s: %s", asked.Format("15:04:05.000"), d))
 	}

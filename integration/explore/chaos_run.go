@@ -109,7 +109,8 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if it.Method == "" {
 		it.Method = without.Method
 	}
-	it.Judged = wd.judgeAnswers(it.Failover, with, without, binding)
+	it.History = wd.history(with, without, binding)
+	it.Judged = judge(it.History, it.Failover, it.Truths)
 	return nil
 }
 
@@ -417,93 +418,120 @@ const askedWithPrimary = "asked with the primary"
 // gateGoneAfter is the gate's --primary-gone-after (the drill gives it the default).
 const gateGoneAfter = 10 * time.Second
 
-// judgeAnswers sets each answer on each slot against what the slot's consumer got.
+// judgeAnswers sets each answer on each slot against what the slot's consumer got, from the
+// iteration's History.
 func (wd *world) judgeAnswers(fv drill.FailoverVerdict, with, without GateAnswer, binding bool) []Judged {
+	return judge(wd.history(with, without, binding), fv, wd.truths)
+}
+
+// judge sets each answer of h on each slot against what the slot's consumer got (fv, whose
+// slots are h's consumers in order) and what the servers said (truths). It is pure: a report's
+// History is judged again by it (Rejudge).
+func judge(h *History, fv drill.FailoverVerdict, truths []Truth) []Judged {
 	var out []Judged
-	for i, f := range wd.feeds {
-		sv := fv.Slots[i]
-		first := f.c.FirstEnd()
+	recv := h.receivers()
+	for i, c := range h.Consumers {
+		if i >= len(fv.Slots) {
+			break
+		}
 		for _, a := range []struct {
 			answer  GateAnswer
 			asked   string
 			binding bool
 		}{
-			{with, askedWithPrimary, binding},
-			{without, "asked without the primary", true},
+			{h.With, askedWithPrimary, h.WithBinding},
+			{h.Without, "asked without the primary", true},
 		} {
-			// What the answer promises depends on how the gate judged: an answer asked while
-			// the primary ran may still be judged without it (its route cut).
-			// Without the primary, a consumer ahead is ruled out only as far as rule 8 says
-			// (recordPromise).
-			observed, promised, promisedBy := a.answer.Asked, !a.answer.WithoutPrimary, ""
-			alive := a.asked == askedWithPrimary
-			var streamedAgo time.Duration
-			if a.answer.WithoutPrimary {
-				observed = a.answer.ObservedAt
-				promisedBy = recordPromise(wd.recordFacts(a.answer, f.c))
-				promised = promisedBy != ""
-				if alive {
-					var live bool
-					live, streamedAgo = promisedAlive(a.answer, wd.recv)
-					promised = promised || live
-				}
-			}
-			if (wd.hook || wd.byServers || wd.stopUnsent) && a.asked == askedWithPrimary && !a.answer.WithoutPrimary {
-				// The writes went on after the answer (a hook's cutover, a kill bound by the
-				// servers' word, whose last reading comes a moment before the kill, or a clean
-				// stop that could not send them to the standby): a consumer
-				// that went ahead of the standby after it did so on its own; the answer
-				// promised only that none was ahead when it was asked: as the servers said
-				// right before it, else as the consumer recorded.
-				promised = f.c.ConfirmedAt(a.answer.Asked) > wd.walEnd
-				if held, ok := heldAt(wd.truthOf(truthQuestion), f.c.Slot); ok {
-					promised = held > wd.walEnd
-				}
-			}
-			// What may come again: after what the consumer had confirmed when the gate
-			// observed; for one resuming from the slot's position, after where the answer's
-			// redelivery window begins (#34: a window that begins too late is a lie).
-			allowed, window := f.c.ConfirmedAt(observed), ""
-			if from, ok := a.answer.WindowFrom[f.c.Slot]; ok && f.c.FromSlot {
-				allowed, window = pglogrepl.LSN(from), pglogrepl.LSN(from).String()
-			}
-			had := 0
-			for _, id := range sv.Lost {
-				if id <= fv.IssuedBefore {
-					had++
-				}
-			}
-			early := 0
-			for _, id := range sv.Repeated {
-				if first[id] <= allowed {
-					early++
-				}
-			}
-			instant := ""
-			if a.answer.Before != nil && a.answer.After != nil {
-				instant = instantLie(*a.answer.Before, *a.answer.After, f.c.Slot, !a.answer.WithoutPrimary)
-				if instant == "" && a.answer.ForPromotion {
-					instant = promotionLie(*a.answer.Before, *a.answer.After)
-				}
-				if instant == "" && a.answer.WithoutPrimary {
-					instant = otherPrimaryLie(*a.answer.Before, *a.answer.After)
-				}
-			}
-			out = append(out, Judged{Slot: f.c.Slot, Asked: a.asked, Answer: wd.answerFor(a.answer, a.asked, f.c.Slot), Binding: a.binding, Instant: instant,
-				Reasons: a.answer.Reasons[f.c.Slot], Detail: a.answer.Details[f.c.Slot], ExitCode: a.answer.Exit, Error: a.answer.Error,
-				Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
-				AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PromisedBy: promisedBy, PrimaryAlive: alive && a.answer.WithoutPrimary,
-				StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: f.c.FromSlot, WindowFrom: window}.Assess())
+			j := judgeOne(h, recv, c, fv, fv.Slots[i], a.answer, a.asked, truths)
+			j.Binding = a.binding
+			out = append(out, j.Assess())
 		}
 	}
 	return out
 }
 
-// answerFor is an answer's word on one slot's consumer. Exit 0 promises every selected slot, so a
+// judgeOne is the figures of one answer on one consumer's slot (unassessed, Binding unset).
+func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, fv drill.FailoverVerdict, sv drill.SlotVerdict, a GateAnswer, asked string,
+	truths []Truth) Judged {
+	// What the answer promises depends on how the gate judged: an answer asked while the
+	// primary ran may still be judged without it (its route cut). Without the primary, a
+	// consumer ahead is ruled out only as far as rule 8 says (recordPromise).
+	observed, promised, promisedBy := a.Asked, !a.WithoutPrimary, ""
+	alive := asked == askedWithPrimary
+	var streamedAgo time.Duration
+	if a.WithoutPrimary {
+		observed = a.ObservedAt
+		promisedBy = recordPromise(factsOfRecord(a, c, recv, h.WALEnd))
+		promised = promisedBy != ""
+		if alive {
+			var live bool
+			live, streamedAgo = promisedAlive(a, recv)
+			promised = promised || live
+		}
+	}
+	if h.WritesAfterAnswer && asked == askedWithPrimary && !a.WithoutPrimary {
+		// The writes went on after the answer (a hook's cutover, a kill bound by the servers'
+		// word, whose last reading comes a moment before the kill, or a clean stop that could
+		// not send them to the standby): a consumer that went ahead of the standby after it did
+		// so on its own; the answer promised only that none was ahead when it was asked: as the
+		// servers said right before it, else as the consumer recorded.
+		promised = c.confirmedAt(a.Asked) > h.WALEnd
+		if held, ok := heldAt(truthIn(truths, truthQuestion), c.Slot); ok {
+			promised = held > h.WALEnd
+		}
+	}
+	// What may come again: after what the consumer had confirmed when the gate observed; for
+	// one resuming from the slot's position, after where the answer's redelivery window begins
+	// (#34: a window that begins too late is a lie).
+	allowed, window := c.confirmedAt(observed), ""
+	if from, ok := a.WindowFrom[c.Slot]; ok && c.FromSlot {
+		allowed, window = pglogrepl.LSN(from), pglogrepl.LSN(from).String()
+	}
+	had := 0
+	for _, id := range sv.Lost {
+		if id <= fv.IssuedBefore {
+			had++
+		}
+	}
+	early, first := 0, c.firstEnd()
+	for _, id := range sv.Repeated {
+		if first[id] <= allowed {
+			early++
+		}
+	}
+	return Judged{Slot: c.Slot, Asked: asked, Answer: answerIn(a, asked, c.Slot, truths), Instant: instantOf(a, c.Slot),
+		Reasons: a.Reasons[c.Slot], Detail: a.Details[c.Slot], ExitCode: a.Exit, Error: a.Error,
+		Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
+		AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PromisedBy: promisedBy, PrimaryAlive: alive && a.WithoutPrimary,
+		StreamedAgo: streamedAgo, CannotResume: sv.CannotResume != "", FromSlot: c.FromSlot, WindowFrom: window}
+}
+
+// instantOf is how the rules at the instant were broken at answer a for slot ("": they were not,
+// or the servers were not read around it).
+func instantOf(a GateAnswer, slot string) string {
+	if a.Before == nil || a.After == nil {
+		return ""
+	}
+	instant := instantLie(*a.Before, *a.After, slot, !a.WithoutPrimary)
+	if instant == "" && a.ForPromotion {
+		instant = promotionLie(*a.Before, *a.After)
+	}
+	if instant == "" && a.WithoutPrimary {
+		instant = otherPrimaryLie(*a.Before, *a.After)
+	}
+	return instant
+}
+
+// answerFor is answerIn with the world's truths.
+func (wd *world) answerFor(a GateAnswer, asked, slot string) Answer {
+	return answerIn(a, asked, slot, wd.truths)
+}
+
+// answerIn is an answer's word on one slot's consumer. Exit 0 promises every selected slot, so a
 // slot the answer leaves out while the primary still had it (the servers' truth read right
 // before the question, or right before the primary's end for the answer asked after it) is
 // promised too; one gone from the primary, or not seen there, is not.
-func (wd *world) answerFor(a GateAnswer, asked, slot string) Answer {
+func answerIn(a GateAnswer, asked, slot string, truths []Truth) Answer {
 	w := a.For(slot)
 	if _, named := a.Slots[slot]; named || w != AnswerNotReady || a.Exit != 0 {
 		return w
@@ -512,7 +540,7 @@ func (wd *world) answerFor(a GateAnswer, asked, slot string) Answer {
 	if asked == askedWithPrimary {
 		when = truthQuestion
 	}
-	if _, onPrimary := wd.truthOf(when).Slots[slot]; onPrimary {
+	if _, onPrimary := truthIn(truths, when).Slots[slot]; onPrimary {
 		return AnswerReady
 	}
 	return w
@@ -537,11 +565,12 @@ type recordFacts struct {
 	walEnd          pglogrepl.LSN // the standby's WAL at the promotion
 }
 
-// recordFacts gathers a without-primary answer's recordFacts for consumer c.
-func (wd *world) recordFacts(a GateAnswer, c *drill.Consumer) recordFacts {
-	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: wd.recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: wd.walEnd}
+// factsOfRecord gathers a without-primary answer's recordFacts for consumer c, from the standby's
+// streaming samples (recv) and its WAL end at the promotion.
+func factsOfRecord(a GateAnswer, c ConsumerHistory, recv *receiverLog, walEnd pglogrepl.LSN) recordFacts {
+	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: walEnd}
 	if !a.ObservedAt.IsZero() {
-		rf.confirmedBefore = c.ConfirmedAt(a.ObservedAt.Add(-confirmMargin))
+		rf.confirmedBefore = c.confirmedAt(a.ObservedAt.Add(-confirmMargin))
 	}
 	return rf
 }

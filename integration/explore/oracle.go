@@ -33,7 +33,11 @@ const (
 
 // GateAnswer is one `slotsync check --json` answer, as an HA hook reads it.
 type GateAnswer struct {
-	Asked time.Time `json:"asked"`
+	// Asked and Returned: when the check was started and when it returned; Output: what it
+	// printed, whole.
+	Asked    time.Time `json:"asked"`
+	Returned time.Time `json:"returned,omitzero"`
+	Output   string    `json:"output,omitempty"`
 	// Judged: when the gate judged (its answer's checked_at); a check may watch the standby for
 	// up to --primary-gone-after before it judges without the primary.
 	Judged time.Time `json:"judged,omitzero"`

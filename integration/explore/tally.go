@@ -175,22 +175,50 @@ func countsLine(w io.Writer, title string, counts map[string]int) {
 	fmt.Fprintln(w)
 }
 
-// Rejudge judges each answer of a report's iterations again by today's oracle (Judged.Assess,
-// from the figures each answer keeps), in place, and says, one line each, where a verdict
-// changed: a report of an older explorer is read as today's would have judged it.
+// Rejudge judges each answer of a report's iterations again by today's oracle, in place, and
+// says, one line each, where a verdict changed: a report of an older explorer is read as today's
+// would have judged it. An iteration that kept its History is judged whole again from it (judge:
+// the answers, receipts, confirmations, streaming samples and truths); an older one from the
+// figures each answer keeps (Judged.Assess).
 func Rejudge(its []ChaosIteration) []string {
 	var changed []string
 	for i := range its {
-		for k, j := range its[i].Judged {
-			now := j.Assess()
-			if now.Lie != j.Lie {
-				changed = append(changed, fmt.Sprintf("iteration %d (seed %d), %s %s: %s, now %s", its[i].Number, its[i].Seed, j.Slot, j.Asked,
-					verdict(j), verdict(now)))
-			}
-			its[i].Judged[k] = now
+		it := &its[i]
+		now := make([]Judged, len(it.Judged))
+		for k, j := range it.Judged {
+			now[k] = j.Assess()
 		}
+		if it.History != nil && len(it.History.Consumers) == len(it.Failover.Slots) {
+			now = judge(it.History, it.Failover, it.Truths)
+		}
+		for _, n := range now {
+			before, found := judgedOf(it.Judged, n.Slot, n.Asked)
+			if !found || before.Lie != n.Lie {
+				changed = append(changed, fmt.Sprintf("iteration %d (seed %d), %s %s: %s, now %s", it.Number, it.Seed, n.Slot, n.Asked,
+					verdictOf(before, found), verdict(n)))
+			}
+		}
+		it.Judged = now
 	}
 	return changed
+}
+
+// judgedOf is the answer judged on slot, asked as asked, among js.
+func judgedOf(js []Judged, slot, asked string) (Judged, bool) {
+	for _, j := range js {
+		if j.Slot == slot && j.Asked == asked {
+			return j, true
+		}
+	}
+	return Judged{}, false
+}
+
+// verdictOf is verdict(j), or that the report had none.
+func verdictOf(j Judged, found bool) string {
+	if !found {
+		return "not judged"
+	}
+	return verdict(j)
 }
 
 // verdict is the oracle's word on a judged answer.
