@@ -57,7 +57,8 @@ var mutantPlans = map[string][]string{
 	"upstream-unchecked":                   {"hook-address-moved-early", "hook-address-moved-slot-behind"},
 	"catalog-hold-off":                     {"hook-catalog-vacuum", "catalog-moves-before-feedback", "hook-remade-copy-hold-lost"},
 	"horizon-remade":                       {"hook-slot-made-again", "hook-remade-copy-hold-lost"},
-	"horizon-gap":                          {"hook-copies-invalidated", "copies-vacuumed-then-kill", "hook-physical-slot-gap"},
+	"horizon-gap": {"hook-copies-invalidated", "copies-vacuumed-then-kill", "hook-physical-slot-gap",
+		"server-copies-vacuumed-replay-paused"},
 	"feedback-stopped":                     {"hook-physical-slot-gap"},
 	"without:copy_catalog_unprotected":     {"copies-vacuumed-then-kill"},
 	"without:copy_invalidated":             {"copies-vacuumed-then-kill"},
@@ -152,9 +153,9 @@ func Mutants() []Mutant {
 		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
 		Mutant{
 			Name:   "horizon-gap",
-			Majors: []int{11, 12, 13, 14, 15},
-			Why: "a copy's horizon_seen_at outlives a gap in the standby's feedback (a reload of the standby, a restart of the primary): " +
-				"the explorer's finding 12",
+			Majors: []int{11, 12, 13, 14, 15, 17, 18, 19},
+			Why: "a copy's horizon_seen_at, or the mark of a copy the server syncs (17+), outlives a gap in the standby's feedback " +
+				"(a reload of the standby, a restart of the primary): the explorer's finding 12",
 		},
 		Mutant{
 			Name:   "feedback-stopped",
