@@ -336,6 +336,21 @@ func TestPatroniHookPolicy(t *testing.T) {
 	if code, out := run(blockFor...); code != 0 || !strings.Contains(out, "PROMOTING ANYWAY") {
 		t.Fatalf("block-for, past the deadline: %d\n%s", code, out)
 	}
+	// Patroni asks again a TTL or so after a refusal (30 s by default), later than a short
+	// block-for: past the deadline, it promotes (a deadline 25 s old is this failover's).
+	if err := os.WriteFile(filepath.Join(state, "pre-promote-deadline"), []byte(fmt.Sprint(time.Now().Unix()-25)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(blockFor...); code != 0 || !strings.Contains(out, "PROMOTING ANYWAY") {
+		t.Fatalf("block-for, asked again 25 s past the deadline: %d\n%s", code, out)
+	}
+	// A deadline left by an earlier failover (an hour old) starts a new one.
+	if err := os.WriteFile(filepath.Join(state, "pre-promote-deadline"), []byte(fmt.Sprint(time.Now().Unix()-3600)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(blockFor...); code != 1 || !strings.Contains(out, "BLOCKING the promotion of this node for 2s more") {
+		t.Fatalf("block-for, an earlier failover's deadline: %d\n%s", code, out)
+	}
 	// The gate says the old primary is alive (a stand-in slotsync answering as check --json
 	// does then): blocked whatever the policy.
 	fake := filepath.Join(t.TempDir(), "slotsync")

@@ -88,8 +88,11 @@ if [ "$policy" = block-for ]; then
   now=$(date +%s)
   deadline=$(cat "$deadline_file" 2>/dev/null || echo 0)
   case "$deadline" in *[!0-9]*|'') deadline=0 ;; esac
-  if [ "$now" -gt $((deadline + block_for)) ]; then
-    # No deadline, or one of an earlier failover: this one starts now.
+  if [ "$now" -gt $((deadline + 300)) ]; then
+    # No deadline, or one of an earlier failover: this one starts now. Patroni asks again a TTL
+    # or so after a refusal, so a deadline that passed more than five minutes ago is not this
+    # failover's, whatever block-for says (a window of block-for would start a short one again
+    # at every call that comes later than that, and never promote).
     deadline=$((now + block_for))
     echo "$deadline" >"$deadline_file"
   fi
