@@ -442,7 +442,7 @@ func judge(h *History, fv drill.FailoverVerdict, truths []Truth) []Judged {
 			{h.With, askedWithPrimary, h.WithBinding},
 			{h.Without, "asked without the primary", true},
 		} {
-			j := judgeOne(h, recv, c, fv, fv.Slots[i], a.answer, a.asked, truths)
+			j := judgeOne(h, recv, c, fv.Slots[i], fv.IssuedBefore, a.answer, a.asked, truths)
 			j.Binding = a.binding
 			out = append(out, j.Assess())
 		}
@@ -450,8 +450,9 @@ func judge(h *History, fv drill.FailoverVerdict, truths []Truth) []Judged {
 	return out
 }
 
-// judgeOne is the figures of one answer on one consumer's slot (unassessed, Binding unset).
-func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, fv drill.FailoverVerdict, sv drill.SlotVerdict, a GateAnswer, asked string,
+// judgeOne is the figures of one answer on one consumer's slot (unassessed, Binding unset);
+// issuedBefore is the failover's last id handed out before the new primary's own writes.
+func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, sv drill.SlotVerdict, issuedBefore int, a GateAnswer, asked string,
 	truths []Truth) Judged {
 	// What the answer promises depends on how the gate judged: an answer asked while the
 	// primary ran may still be judged without it (its route cut). Without the primary, a
@@ -489,7 +490,7 @@ func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, fv drill.Failove
 	}
 	had := 0
 	for _, id := range sv.Lost {
-		if id <= fv.IssuedBefore {
+		if id <= issuedBefore {
 			had++
 		}
 	}

@@ -56,14 +56,22 @@ func (wd *world) history(with, without GateAnswer, binding bool) *History {
 		sort.Slice(ch.Receipts, func(i, j int) bool { return ch.Receipts[i][0] < ch.Receipts[j][0] })
 		h.Consumers = append(h.Consumers, ch)
 	}
-	if wd.recv != nil {
-		wd.recv.mu.Lock()
-		for _, s := range wd.recv.samples {
-			h.Streaming = append(h.Streaming, StreamSample{At: s.at, Streaming: s.streaming})
-		}
-		wd.recv.mu.Unlock()
-	}
+	h.Streaming = wd.recv.streamSamples()
 	return h
+}
+
+// streamSamples is the log's samples as a History keeps them (none for no log).
+func (r *receiverLog) streamSamples() []StreamSample {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]StreamSample, len(r.samples))
+	for i, s := range r.samples {
+		out[i] = StreamSample{At: s.at, Streaming: s.streaming}
+	}
+	return out
 }
 
 // receivers is the History's streaming samples as a receiverLog, to be read as the live one is.

@@ -184,12 +184,13 @@ func Rejudge(its []ChaosIteration) []string {
 	var changed []string
 	for i := range its {
 		it := &its[i]
-		now := make([]Judged, len(it.Judged))
-		for k, j := range it.Judged {
-			now[k] = j.Assess()
-		}
+		var now []Judged
 		if it.History != nil && len(it.History.Consumers) == len(it.Failover.Slots) {
 			now = judge(it.History, it.Failover, it.Truths)
+		} else {
+			for _, j := range it.Judged {
+				now = append(now, j.Assess())
+			}
 		}
 		for _, n := range now {
 			before, found := judgedOf(it.Judged, n.Slot, n.Asked)
