@@ -754,12 +754,14 @@ func TestFaultRecordOutlivedByThePrimary(t *testing.T) {
 		f.cfg.PrimaryGoneAfter, f.cfg.GateRecordInterval = time.Second, time.Second
 		f.startEngine()
 		f.readyCopy()
-		recorded := time.Now()
 		// The primary lives on past the record's renewal and its margin; slotsync runs no pass.
-		for time.Since(recorded) < f.cfg.GateRecordInterval+2*f.cfg.Interval+RecordLagMargin+time.Second {
+		// The renewal is read from the record: it counts the last pass's own duration, which
+		// grows on a loaded machine.
+		past := f.eng.journal.Gate.RenewBy.Add(RecordLagMargin + time.Second)
+		for committed := false; !committed; time.Sleep(500 * time.Millisecond) {
+			committed = time.Now().After(past)
 			f.insert(1)
 			f.consume(f.pair.Primary, "cdc")
-			time.Sleep(500 * time.Millisecond)
 		}
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.must(f.pair.Primary.Kill(f.ctx))
