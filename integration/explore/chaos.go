@@ -333,6 +333,17 @@ func (wd *world) slotNames() []string {
 	return out
 }
 
+// instantSlots is what the rules at the instant read: the consumers' slots, and the older slots a
+// slot may be made again from (FaultSlotBehind), which slotsync copies too unless the plan
+// leaves them out.
+func (wd *world) instantSlots() []string {
+	out := wd.slotNames()
+	for _, s := range drill.Slots {
+		out = append(out, behind(s.Name))
+	}
+	return out
+}
+
 // noteTruth reads the servers' truth of the moment when; a hook's question read again replaces
 // the one before it (the last question is the one the promotion followed).
 func (wd *world) noteTruth(ctx context.Context, when string) {
@@ -612,11 +623,11 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 	if wd.forPromotion {
 		args = append(args, "--for-promotion")
 	}
-	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
+	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
 	returned := time.Now()
-	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.slotNames(), wd.secondNode)
+	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
 	exit := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"syscall"
 	"time"
 
@@ -434,16 +436,33 @@ func judge(h *History, fv drill.FailoverVerdict, truths []Truth) []Judged {
 		if i >= len(fv.Slots) {
 			break
 		}
-		for _, a := range []struct {
-			answer  GateAnswer
-			asked   string
-			binding bool
-		}{
-			{h.With, askedWithPrimary, h.WithBinding},
-			{h.Without, "asked without the primary", true},
-		} {
+		for _, a := range h.asked() {
 			j := judgeOne(h, recv, c, fv.Slots[i], fv.IssuedBefore, a.answer, a.asked, truths)
 			j.Binding = a.binding
+			out = append(out, j.Assess())
+		}
+	}
+	return append(out, judgeUnconsumed(h)...)
+}
+
+// judgeUnconsumed judges, by rule 4 at the instant alone, each slot an answer selected that no
+// consumer of the drill reads (the older slots a slot is made again from, kept as backups): a
+// READY for one whose copy stood ahead of it throughout the question is a lie whoever resumes
+// from it later, and nothing after the promotion would show it.
+func judgeUnconsumed(h *History) []Judged {
+	consumed := map[string]bool{}
+	for _, c := range h.Consumers {
+		consumed[c.Slot] = true
+	}
+	var out []Judged
+	for _, a := range h.asked() {
+		for _, slot := range slices.Sorted(maps.Keys(a.answer.Slots)) {
+			if consumed[slot] || a.answer.Before == nil || a.answer.After == nil {
+				continue
+			}
+			j := Judged{Slot: slot, Asked: a.asked, Answer: a.answer.For(slot), Reasons: a.answer.Reasons[slot], Detail: a.answer.Details[slot],
+				ExitCode: a.answer.Exit, Error: a.answer.Error, Binding: a.binding, Unconsumed: true,
+				Instant: instantLie(*a.answer.Before, *a.answer.After, slot, !a.answer.WithoutPrimary)}
 			out = append(out, j.Assess())
 		}
 	}

@@ -44,6 +44,19 @@ type StreamSample struct {
 	Streaming bool      `json:"streaming"`
 }
 
+// askedAnswer is one of a History's two answers, how it was asked, and whether it bound the
+// promotion.
+type askedAnswer struct {
+	answer  GateAnswer
+	asked   string
+	binding bool
+}
+
+// asked is the History's two answers: with the primary, then without it (always binding).
+func (h *History) asked() []askedAnswer {
+	return []askedAnswer{{h.With, askedWithPrimary, h.WithBinding}, {h.Without, "asked without the primary", true}}
+}
+
 // history gathers the world's History for its answers.
 func (wd *world) history(with, without GateAnswer, binding bool) *History {
 	h := &History{With: with, Without: without, WithBinding: binding, WALEnd: wd.walEnd,

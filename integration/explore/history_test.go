@@ -92,3 +92,51 @@ func TestRejudgeFromHistory(t *testing.T) {
 		t.Errorf("the answer's return kept as %v after its sending", got)
 	}
 }
+
+// TestJudgeUnconsumedSlots: a slot the answer selected that no consumer reads (an older slot
+// kept as a backup, FaultSlotBehind) is judged by rule 4 at the instant: READY while its copy
+// stood ahead of it at both reads is a lie, though no consumer lost anything; NOT READY for it,
+// or a copy not ahead, is not; a consumer's slot is not judged twice.
+func TestJudgeUnconsumedSlots(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	older := SlotAt{Plugin: "pgoutput", Database: "app", Restart: 0x0f00, Confirmed: 0x1000, CatalogXmin: 700}
+	ahead := older
+	ahead.Confirmed = 0x18000
+	read := func(copyOf SlotAt) *Instant {
+		return &Instant{At: at, Primary: map[string]SlotAt{"s": older, "s_behind": older}, Copies: map[string]SlotAt{"s": older, "s_behind": copyOf},
+			StandbyWALEnd: 0x20000, ReceiverPID: 9}
+	}
+	for _, c := range []struct {
+		name   string
+		answer Answer
+		copyOf SlotAt
+		lie    bool
+	}{
+		{"READY for a copy ahead", AnswerReady, ahead, true},
+		{"NOT READY for a copy ahead", AnswerNotReady, ahead, false},
+		{"READY for a copy at its slot", AnswerReady, older, false},
+	} {
+		exit := map[bool]int{true: 0, false: 1}[c.answer == AnswerReady]
+		h := &History{WALEnd: 0x20000, WithBinding: true,
+			With: GateAnswer{Asked: at, Exit: exit, Ready: exit == 0, Slots: map[string]Answer{"s": AnswerReady, "s_behind": c.answer},
+				Before: read(c.copyOf), After: read(c.copyOf)},
+			Consumers: []ConsumerHistory{{Slot: "s"}},
+		}
+		fv := drill.FailoverVerdict{Slots: []drill.SlotVerdict{{Slot: "s"}}}
+		var got []Judged
+		for _, j := range judge(h, fv, nil) {
+			if j.Slot == "s_behind" {
+				got = append(got, j)
+			} else if j.Lie || j.Unconsumed {
+				t.Errorf("%s: the consumer's slot: %+v", c.name, j)
+			}
+		}
+		if len(got) != 1 || !got[0].Unconsumed || got[0].Lie != c.lie || got[0].Asked != askedWithPrimary {
+			t.Errorf("%s: the older slot judged %+v, want one judgement, a lie: %v", c.name, got, c.lie)
+			continue
+		}
+		if c.lie && !strings.Contains(got[0].Why, "rule 4 at the instant") {
+			t.Errorf("%s: why %q", c.name, got[0].Why)
+		}
+	}
+}

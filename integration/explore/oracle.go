@@ -257,6 +257,9 @@ type Judged struct {
 	StreamedAgo  time.Duration `json:"standby_streamed_ago_ns,omitempty"`
 	// CannotResume: the consumer could not resume on the new primary at all.
 	CannotResume bool `json:"cannot_resume,omitempty"`
+	// Unconsumed: a selected slot no consumer of the drill reads (an older slot kept as a
+	// backup), judged by rule 4 at the instant alone (judgeUnconsumed).
+	Unconsumed bool `json:"unconsumed,omitempty"`
 	// Instant: how rule 4 or 5 was broken at the moment of the question, as the servers read
 	// right before and after it said (instantLie), whatever the gate answered: a READY with it
 	// is a lie whatever followed.
