@@ -184,6 +184,51 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 	})
 }
 
+// TestFaultPrimaryDemotedAheadOfStandby (rule 8b): a READY record, then the standby cut off
+// (its primary_conninfo emptied) while the primary lives on: its consumer gets and confirms
+// changes the standby never receives, and the primary is demoted (stopped cleanly, started in
+// recovery, following no one), so the standby cannot fetch that WAL from it either. The record
+// is fresh and the copy unchanged, but the demoted primary's WAL end is past the standby's:
+// judged without the primary, NOT READY consumer_ahead_of_standby, after check watched the
+// standby for --primary-gone-after to catch up. Promoted anyway, the consumer holds changes the
+// new primary never had. A failpoint build with SLOTSYNC_MUTANT=without:consumer_ahead_of_standby
+// fails it (READY).
+func TestFaultPrimaryDemotedAheadOfStandby(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 17, 19}, func(t *testing.T, major int) {
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
+		f.eng.Close()
+		f.cfg.PrimaryGoneAfter = 2 * time.Second
+		f.startEngine()
+		f.readyCopy()
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		f.pass() // the last pass: the standby streams, the copy READY
+		f.cutOffStandby()
+		if !f.waitReceivers("", false, 20*time.Second) {
+			t.Fatal("the standby's WAL receiver did not stop")
+		}
+		held := f.insert(3)
+		if got := f.consume(f.pair.Primary, "cdc"); !equalInts(got, held) {
+			t.Fatalf("the consumer got %v, want %v", got, held)
+		}
+		f.must(f.pair.DemotePrimary(f.ctx))
+		rep, err := f.eng.Inspect(f.ctx)
+		if err != nil || rep.WithoutPrimary == nil || !strings.Contains(rep.WithoutPrimary.Why, "in recovery") {
+			t.Fatalf("want a judgement without the demoted primary, got %v (%+v)", err, rep.WithoutPrimary)
+		}
+		if r := reportOf(rep, "cdc"); r.Verdict.Ready || !slices.Contains(r.Verdict.Reasons, lsncheck.ReasonConsumerAheadOfStandby) || rep.Ready() {
+			t.Fatalf("the demoted primary's WAL past the standby's: %v %s (READY in all: %v), want NOT READY %s",
+				r.Verdict.Reasons, r.Verdict.Detail, rep.Ready(), lsncheck.ReasonConsumerAheadOfStandby)
+		}
+		// The answer is needed: promoted anyway, the new primary lacks what the consumer holds.
+		f.must(f.pair.Promote(f.ctx))
+		var had int
+		f.must(f.pair.Standby.QueryRowDB(f.ctx, "app", "SELECT count(*)::int FROM t WHERE id = ANY($1)", []any{held}, &had))
+		if had != 0 {
+			t.Fatalf("the promoted standby has %d of the %d changes the consumer got: the test shows no need for the answer", had, len(held))
+		}
+	})
+}
+
 // TestFaultPrimaryDemotedSlotRemade (rule 8; found by the fault explorer, draw 5, seed 20261709
 // on 14 and 17: 759 and 765 changes lost): a READY record, then, before slotsync observes the
 // primary again, the slot is made again there from an older copy of it (its consumer will start

@@ -539,6 +539,9 @@ func instantOf(a GateAnswer, slot string) string {
 	if instant == "" && a.WithoutPrimary {
 		instant = otherPrimaryLie(*a.Before, *a.After)
 	}
+	if instant == "" && a.WithoutPrimary {
+		instant = demotedLie(*a.Before, *a.After)
+	}
 	return instant
 }
 
@@ -580,6 +583,9 @@ const (
 type recordFacts struct {
 	heldBack bool // the answer says the record held the slot back
 	cutOff   bool // the standby did not stream all around the record's moment
+	// demoted: the primary was read in recovery right before the question, with its WAL end
+	// (the gate reads it too, rule 8b): no consumer of it can hold WAL past that end.
+	demoted bool
 	// confirmedBefore: what the slot's consumer had confirmed confirmMargin before the record.
 	confirmedBefore pglogrepl.LSN
 	walEnd          pglogrepl.LSN // the standby's WAL at the promotion
@@ -588,7 +594,8 @@ type recordFacts struct {
 // factsOfRecord gathers a without-primary answer's recordFacts for consumer c, from the standby's
 // streaming samples (recv) and its WAL end at the promotion.
 func factsOfRecord(a GateAnswer, c ConsumerHistory, recv *receiverLog, walEnd pglogrepl.LSN) recordFacts {
-	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: walEnd}
+	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: walEnd,
+		demoted: a.Before != nil && a.Before.PrimaryInRecovery && a.Before.PrimaryWALEnd != 0}
 	if !a.ObservedAt.IsZero() {
 		rf.confirmedBefore = c.confirmedAt(a.ObservedAt.Add(-confirmMargin))
 	}
@@ -601,11 +608,14 @@ func factsOfRecord(a GateAnswer, c ConsumerHistory, recv *receiverLog, walEnd pg
 // record was made while the standby did not stream (record_standby_cut_off: no ground for a
 // READY at all); and any, when the consumer had confirmed past the standby's WAL at the
 // promotion, which is no less than at the record, before the record read its slot
-// (consumer_ahead_of_standby).
+// (consumer_ahead_of_standby); and any, when the primary was found demoted, its WAL end read
+// (rule 8b: the standby must hold it).
 func recordPromise(f recordFacts) string {
 	switch {
 	case f.heldBack:
 		return "the record held the slot back (synchronized_standby_slots)"
+	case f.demoted:
+		return "the primary was demoted, its WAL end read (rule 8b: the standby must hold it)"
 	case f.cutOff:
 		return "the record was made while the standby did not stream (rule 8: no ground for READY)"
 	case f.confirmedBefore > f.walEnd:

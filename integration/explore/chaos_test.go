@@ -866,6 +866,7 @@ var promiseFixtures = []promiseFixture{
 	{"a record made while the standby did not stream", recordFacts{cutOff: true, confirmedBefore: 0x900}, true},
 	{"the consumer past the standby's WAL before the record", recordFacts{confirmedBefore: 0x1100}, true},
 	{"the consumer exactly at the standby's WAL", recordFacts{confirmedBefore: 0x1000}, false},
+	{"the primary found demoted", recordFacts{demoted: true, confirmedBefore: 0x900}, true},
 }
 
 // promisesWrong is the fixtures a recordPromise gets wrong.

@@ -29,6 +29,9 @@ type Instant struct {
 	// PrimaryInRecovery: the server read as the primary was in recovery (a demoted primary): its
 	// slots are not the consumers' positions (before 17 a shutdown does not save confirmed_flush).
 	PrimaryInRecovery bool `json:"primary_in_recovery,omitempty"`
+	// PrimaryWALEnd: read in recovery, the primary's end of WAL (received, else replayed), as the
+	// gate reads a demoted primary's: its consumers may have received up to there.
+	PrimaryWALEnd pglogrepl.LSN `json:"primary_wal_end,omitempty"`
 	// OtherWritable: another node of the cluster (the second standby) that answered read-write:
 	// a primary besides the one the standby names ("" when none did, or none was read).
 	OtherWritable string `json:"other_writable,omitempty"`
@@ -68,6 +71,11 @@ func readInstant(ctx context.Context, primary, standby *integration.Node, slots 
 	var err error
 	if in.Primary, err = readSlotsAt(ctx, primary, slots); err == nil {
 		err = readInRecovery(ctx, primary, &in.PrimaryInRecovery)
+	}
+	if err == nil && in.PrimaryInRecovery {
+		var demoted Instant
+		err = readWALEnd(ctx, primary, &demoted, instantTimeout)
+		in.PrimaryWALEnd = demoted.StandbyWALEnd
 	}
 	if err != nil {
 		in.PrimaryErr = err.Error()
@@ -190,6 +198,21 @@ func promotionLie(before, after Instant) string {
 		return ""
 	}
 	return "rule 8c at the instant: asked for a promotion while the old primary answered read-write before and after the question"
+}
+
+// demotedLie says how a READY judged without the primary, given between the reads before and
+// after, broke rule 8b: the primary, in recovery at both reads (demoted: it writes no WAL of its
+// own), had WAL before the question past the standby's WAL end after it, with the same WAL
+// receiver (or none) at both reads (a receiver that starts reports from the start of a segment),
+// so the standby lacked what the demoted primary's consumers may have received at every moment
+// between ("" when it did not, or a read cannot say).
+func demotedLie(before, after Instant) string {
+	if !before.PrimaryInRecovery || !after.PrimaryInRecovery || before.PrimaryWALEnd == 0 || after.StandbyErr != "" || after.StandbyWALEnd == 0 ||
+		before.ReceiverPID != after.ReceiverPID || before.PrimaryWALEnd <= after.StandbyWALEnd {
+		return ""
+	}
+	return fmt.Sprintf("rule 8b at the instant: judged without the primary while the demoted primary had WAL up to %s before the question, "+
+		"past the standby's WAL end %s after it", before.PrimaryWALEnd, after.StandbyWALEnd)
 }
 
 // otherPrimaryLie says how a READY judged without the primary, given between the reads before

@@ -135,3 +135,51 @@ func TestOtherPrimaryLie(t *testing.T) {
 		}
 	}
 }
+
+// demotedFixture is a READY's two reads judged without the primary, and whether it broke rule 8b
+// between them.
+type demotedFixture struct {
+	name          string
+	before, after Instant
+	lie           bool
+}
+
+// demotedFixtures are rule 8b at the instant's known lie and excused cases.
+func demotedFixtures() []demotedFixture {
+	read := func(inRecovery bool, demotedEnd, standbyEnd pglogrepl.LSN) Instant {
+		return Instant{PrimaryInRecovery: inRecovery, PrimaryWALEnd: demotedEnd, StandbyWALEnd: standbyEnd}
+	}
+	streaming := func(in Instant) Instant { in.ReceiverPID = 7; return in }
+	return []demotedFixture{
+		{"the standby short of the demoted primary's WAL", read(true, 0x5000, 0x4000), read(true, 0x5000, 0x4000), true},
+		{"the standby caught up by the second read", read(true, 0x5000, 0x4000), read(true, 0x5000, 0x5000), false},
+		{"the standby past it", read(true, 0x5000, 0x6000), read(true, 0x5000, 0x6000), false},
+		{"demoted during the question", read(false, 0, 0x4000), read(true, 0x5000, 0x4000), false},
+		{"the demoted primary's end unread", read(true, 0, 0x4000), read(true, 0x5000, 0x4000), false},
+		{"the standby unread after", read(true, 0x5000, 0x4000), Instant{PrimaryInRecovery: true, PrimaryWALEnd: 0x5000, StandbyErr: "timeout"}, false},
+		{"a WAL receiver started between the reads", read(true, 0x5000, 0x4000), streaming(read(true, 0x5000, 0x4000)), false},
+		{"the same WAL receiver at both reads", streaming(read(true, 0x5000, 0x4000)), streaming(read(true, 0x5000, 0x4000)), true},
+	}
+}
+
+// demotedWrong runs demotedFixtures through an oracle's rule 8b at the instant and names the
+// fixtures it gets wrong.
+func demotedWrong(lie func(before, after Instant) string) []string {
+	var bad []string
+	for _, c := range demotedFixtures() {
+		if got := lie(c.before, c.after); (got != "") != c.lie || c.lie && !strings.Contains(got, "rule 8b") {
+			bad = append(bad, fmt.Sprintf("%s: %q, want a lie: %v", c.name, got, c.lie))
+		}
+	}
+	return bad
+}
+
+// TestDemotedLie: a READY judged without the primary is a lie when the primary, in recovery at
+// both reads, had WAL before the question past the standby's WAL end after it (rule 8b: its
+// consumers may hold what the standby lacks), and nothing is said when the standby caught up, a
+// read failed, or the primary was not in recovery at both reads.
+func TestDemotedLie(t *testing.T) {
+	if bad := demotedWrong(demotedLie); len(bad) > 0 {
+		t.Error(bad)
+	}
+}

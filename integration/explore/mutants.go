@@ -41,7 +41,7 @@ var mutantPlans = map[string][]string{
 	"readiness:consumer_ahead_of_standby":  {"hook-sender-stalled"},
 	"readiness:copy_catalog_unprotected":   {"hook-slot-made-again", "hook-catalog-vacuum", "hook-remade-copy-hold-lost"},
 	"without:missing":                      {"copy-dropped-then-kill"},
-	"without:consumer_ahead_of_standby":    {"receiver-cut-then-kill"},
+	"without:consumer_ahead_of_standby":    {"standby-cut-then-demote", "receiver-cut-then-kill"},
 	"without:record_standby_cut_off":       {"standby-cut-off-recorded-then-kill", "receiver-cut-then-kill"},
 	"copy-ahead-allowance-4k":              {"hook-fresh-slot-consumer-away", "hook-slot-behind"},
 	"copy-ahead-allowance-64k":             {"hook-fresh-slot-consumer-away", "hook-slot-behind"},

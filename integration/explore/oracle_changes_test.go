@@ -13,6 +13,7 @@ type oracleChange struct {
 	instant  func(before, after Instant, slot string, withPrimary bool) string
 	disagree func(GateAnswer) string
 	promise  func(recordFacts) string
+	demoted  func(before, after Instant) string
 }
 
 // promiseWith is recordPromise after change alters what it is given.
@@ -135,8 +136,18 @@ func oracleChanges() []oracleChange {
 		{name: "a demoted primary's slots taken for the consumers' positions", instant: instantWith(func(b, a *Instant, _ *bool) {
 			b.PrimaryInRecovery, a.PrimaryInRecovery = false, false
 		})},
+		{name: "rule 8b at the instant off", demoted: func(Instant, Instant) string { return "" }},
+		{name: "rule 8b at the instant allows 4 kB", demoted: func(b, a Instant) string {
+			a.StandbyWALEnd += 4096
+			return demotedLie(b, a)
+		}},
+		{name: "rule 8b across two WAL receivers", demoted: func(b, a Instant) string {
+			a.ReceiverPID = b.ReceiverPID
+			return demotedLie(b, a)
+		}},
 		// What a record promises without the primary, looser and unsound.
 		{name: "a slot held back promises nothing", promise: promiseWith(func(f *recordFacts) { f.heldBack = false })},
+		{name: "a demoted primary promises nothing", promise: promiseWith(func(f *recordFacts) { f.demoted = false })},
 		{name: "a record of a standby cut off excuses a consumer ahead", promise: promiseWith(func(f *recordFacts) { f.cutOff = false })},
 		{name: "a consumer past the standby before the record excused", promise: promiseWith(func(f *recordFacts) { f.confirmedBefore = 0 })},
 		{name: "a consumer at the standby's WAL taken for ahead", promise: promiseWith(func(f *recordFacts) { f.walEnd-- })},
@@ -179,6 +190,8 @@ func TestOracleChangesAreCaught(t *testing.T) {
 			wrong = disagreementsWrong(c.disagree)
 		case c.promise != nil:
 			wrong = promisesWrong(c.promise)
+		case c.demoted != nil:
+			wrong = demotedWrong(c.demoted)
 		}
 		if len(wrong) == 0 {
 			t.Errorf("the oracle changed so (%s) passes every fixture: add the case that tells", c.name)
