@@ -201,7 +201,12 @@ type Step struct {
 // primary lists the standby in synchronized_standby_slots, half have slotsync list it
 // (--manage-synchronized-standby-slots, rule 10) instead of the explorer; a fourth run the gate
 // and the sidecar with --max-record-age 1m or 4m (the default is 2m).
-const DrawVersion = 7
+// 8: as 7 (the same seed draws the same faults and settings), and then half the plans that make
+// a slot again from an older one leave the older slots out of slotsync's selection
+// (Plan.OlderOutside): their copies, made after writes they never decoded, stand ahead of them
+// on 16 and newer, NOT READY whatever else holds, and a hook that waits for every selected slot
+// never promotes on a READY; the other half keep them in, for rule 4 at the instant.
+const DrawVersion = 8
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -279,7 +284,7 @@ type Plan struct {
 	ConfirmEvery time.Duration `json:"confirm_every,omitempty" yaml:"confirm_every"`
 	// OlderOutside: the older slots FaultSlotBehind copies from are left out of slotsync's
 	// selection (--ignore-slots), as a backup slot kept on the primary alone would be: no copy
-	// of theirs holds the standby's catalog horizon back; written plans only.
+	// of theirs holds the standby's catalog horizon back (drawn from draw 8).
 	OlderOutside bool `json:"older_slots_outside,omitempty" yaml:"older_slots_outside"`
 	// ServerSync: with the native method (Method), the standby's own slot sync worker copies
 	// the failover slots (sync_replication_slots = on, 17+) and slotsync does not drive it (no
@@ -376,6 +381,10 @@ func drawSettings(rng *rand.Rand, p *Plan) {
 	p.ManageStandbySlots = p.SyncStandbySlots && manage
 	if rng.Intn(4) == 0 {
 		p.MaxRecordAge = []time.Duration{time.Minute, 4 * time.Minute}[rng.Intn(2)]
+	}
+	// Draw 8's, after draw 7's.
+	if p.Has(FaultSlotBehind) {
+		p.OlderOutside = rng.Intn(2) == 0
 	}
 }
 
