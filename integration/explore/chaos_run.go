@@ -1,6 +1,7 @@
 package explore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -537,10 +538,7 @@ func instantOf(a GateAnswer, slot string) string {
 		instant = promotionLie(*a.Before, *a.After)
 	}
 	if instant == "" && a.WithoutPrimary {
-		instant = otherPrimaryLie(*a.Before, *a.After)
-	}
-	if instant == "" && a.WithoutPrimary {
-		instant = demotedLie(*a.Before, *a.After)
+		instant = cmp.Or(otherPrimaryLie(*a.Before, *a.After), demotedLie(*a.Before, *a.After))
 	}
 	return instant
 }

@@ -73,15 +73,13 @@ func readInstant(ctx context.Context, primary, standby *integration.Node, slots 
 		err = readInRecovery(ctx, primary, &in.PrimaryInRecovery)
 	}
 	if err == nil && in.PrimaryInRecovery {
-		var demoted Instant
-		err = readWALEnd(ctx, primary, &demoted, instantTimeout)
-		in.PrimaryWALEnd = demoted.StandbyWALEnd
+		in.PrimaryWALEnd, _, err = readWALEnd(ctx, primary, instantTimeout)
 	}
 	if err != nil {
 		in.PrimaryErr = err.Error()
 	}
 	if in.Copies, err = readSlotsAt(ctx, standby, slots); err == nil {
-		err = readWALEnd(ctx, standby, &in, instantTimeout)
+		in.StandbyWALEnd, in.ReceiverPID, err = readWALEnd(ctx, standby, instantTimeout)
 	}
 	if err != nil {
 		in.StandbyErr = err.Error()
@@ -131,19 +129,20 @@ func readInRecovery(ctx context.Context, n *integration.Node, inRecovery *bool) 
 	return n.QueryRow(ctx, "SELECT pg_is_in_recovery()", nil, inRecovery)
 }
 
-// readWALEnd reads the standby's WAL end (received, else replayed) and its streaming WAL
-// receiver's pid (0: none streams): for the rules at the instant and the servers' truth alike.
-func readWALEnd(ctx context.Context, n *integration.Node, in *Instant, within time.Duration) error {
+// readWALEnd reads a server in recovery's WAL end (received, else replayed) and its streaming
+// WAL receiver's pid (0: none streams): for the rules at the instant and the servers' truth alike.
+func readWALEnd(ctx context.Context, n *integration.Node, within time.Duration) (pglogrepl.LSN, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	var end string
+	var pid int
 	err := n.QueryRow(ctx, `SELECT greatest(coalesce(pg_last_wal_receive_lsn(), '0/0'), coalesce(pg_last_wal_replay_lsn(), '0/0'))::text,
-	       coalesce((SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'), 0)`, nil, &end, &in.ReceiverPID)
+	       coalesce((SELECT pid FROM pg_stat_wal_receiver WHERE status = 'streaming'), 0)`, nil, &end, &pid)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	in.StandbyWALEnd, err = pglogrepl.ParseLSN(end)
-	return err
+	lsn, err := pglogrepl.ParseLSN(end)
+	return lsn, pid, err
 }
 
 // sameSlot: b, read after a, is the same slot (same plugin, database and two_phase, no position

@@ -84,11 +84,11 @@ func primaryTruth(ctx context.Context, n *integration.Node, slots []string, t *T
 }
 
 func standbyTruth(ctx context.Context, n *integration.Node, t *Truth) error {
-	var in Instant
-	if err := readWALEnd(ctx, n, &in, truthTimeout); err != nil {
+	end, pid, err := readWALEnd(ctx, n, truthTimeout)
+	if err != nil {
 		return err
 	}
-	t.StandbyReceived, t.StandbyStreaming = in.StandbyWALEnd, in.ReceiverPID != 0
+	t.StandbyReceived, t.StandbyStreaming = end, pid != 0
 	return nil
 }
 
