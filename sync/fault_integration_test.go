@@ -195,10 +195,7 @@ func TestFaultPrimaryDemoted(t *testing.T) {
 // fails it (READY).
 func TestFaultPrimaryDemotedAheadOfStandby(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{15, 17, 19}, func(t *testing.T, major int) {
-		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
-		f.eng.Close()
-		f.cfg.PrimaryGoneAfter = 2 * time.Second
-		f.startEngine()
+		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{}) // --primary-gone-after at its default, 5 s
 		f.readyCopy()
 		f.must(f.pair.WaitCaughtUp(f.ctx))
 		f.pass() // the last pass: the standby streams, the copy READY
