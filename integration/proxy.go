@@ -124,6 +124,13 @@ func (p *Proxy) Blackhole() {
 	p.mu.Unlock()
 }
 
+// Blackholed says whether the network is cut (Blackhole, not yet Restore).
+func (p *Proxy) Blackholed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.blackhole
+}
+
 // Restore lets data flow again (connections cut meanwhile stay broken, as after a real cut).
 func (p *Proxy) Restore() {
 	p.mu.Lock()

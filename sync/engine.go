@@ -157,7 +157,7 @@ func New(cfg Config) (*Engine, error) {
 	e := newEngine(cfg, &pgObserver{primary: link, standby: standby, connectTimeout: cfg.PrimaryConnectTimeout,
 		ownStandbySlots: cfg.Native.ManageStandbySlots, silentBound: cfg.SilentReceiverBound}, j)
 	e.lock = lock
-	e.seen = loadGateSeen(cfg.StateDir)
+	e.seen = LoadGateSeen(cfg.StateDir)
 	// A statement on the standby outlives --slot-timeout (the client's bound) only when the
 	// client's cancel cannot reach it: then the server's own bound ends it a little later.
 	deps := method.Deps{Primary: link, Standby: standby, Log: cfg.Logger, Restarting: &e.restarting, StateDir: cfg.StateDir,
@@ -244,7 +244,7 @@ func (e *Engine) observe(ctx context.Context, apply bool) (Observation, error) {
 				return nil
 			}
 			return j
-		}, func() *GateSeen { return loadGateSeen(dir) })
+		}, func() *GateSeen { return LoadGateSeen(dir) })
 		if j != nil {
 			e.journal = j
 		}

@@ -44,9 +44,9 @@ func newGateSeen(record, primary time.Time, interval, took time.Duration) *GateS
 	return &GateSeen{Record: record, PrimaryClock: primary, RenewBy: primary.Add(2 * (interval + max(took, 0)))}
 }
 
-// loadGateSeen reads the note in dir (nil when there is none, or it cannot be read: then the
+// LoadGateSeen reads the note in dir (nil when there is none, or it cannot be read: then the
 // gate rests on the record's own renewal, as before any note).
-func loadGateSeen(dir string) *GateSeen {
+func LoadGateSeen(dir string) *GateSeen {
 	if dir == "" {
 		return nil
 	}

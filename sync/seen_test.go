@@ -39,20 +39,20 @@ func TestGateSeen(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if loadGateSeen(dir) != nil || loadGateSeen("") != nil {
+	if LoadGateSeen(dir) != nil || LoadGateSeen("") != nil {
 		t.Fatal("a note where none was written")
 	}
 	if err := seen.save(dir); err != nil {
 		t.Fatal(err)
 	}
-	got := loadGateSeen(dir)
+	got := LoadGateSeen(dir)
 	if got == nil || !got.Record.Equal(seen.Record) || !got.PrimaryClock.Equal(seen.PrimaryClock) || !got.RenewBy.Equal(seen.RenewBy) {
 		t.Fatalf("read back %+v, want %+v", got, seen)
 	}
 	if err := os.WriteFile(filepath.Join(dir, SeenFile), []byte("{"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if loadGateSeen(dir) != nil {
+	if LoadGateSeen(dir) != nil {
 		t.Fatal("a torn note taken for one: the gate rests on the record alone then")
 	}
 }

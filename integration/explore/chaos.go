@@ -250,6 +250,12 @@ type world struct {
 	// at its promotion.
 	hook, byServers, stopUnsent bool
 	walEnd                      pglogrepl.LSN
+	// remadeAt: when each slot was last changed on the primary (its drop, as it is made again:
+	// Residual); remadeMu guards it.
+	remadeAt map[string]time.Time
+	remadeMu stdsync.Mutex
+	// residualAt: the Residual gathered at the promotion.
+	residualAt Residual
 	// exact: the gate is asked with --exact (Plan.GateExact); forPromotion: with
 	// --for-promotion (Plan.ForPromotion); native: how the native method runs (Plan.ServerSync,
 	// Plan.KeepStale).
@@ -266,6 +272,8 @@ type world struct {
 	armedAt string
 	// stalled: the primary's walsender to the standby, while FaultSenderStalled holds it.
 	stalled atomic.Int64
+	// lasting: what the faults of some length hold, until the last of them ends.
+	lasting lasting
 	// truths: what the servers said right before the question and right before the primary's
 	// end (readTruth), in order.
 	truths []Truth
@@ -506,12 +514,16 @@ func statefileMethod(pair *integration.Pair, method string) bool {
 	return method == "statefile" || ((method == "" || method == "auto") && pair.Major <= 15)
 }
 
+// explorerInterval is the sidecar's --interval when the plan sets none.
+const explorerInterval = 200 * time.Millisecond
+
 // sidecarArgs is `slotsync run` beside the standby: through the proxy to the primary, passes
-// every interval (0: fast ones, 200ms), a short catalog hold, and for the state-file method (or
-// exact copies beside another, exact > 0: --exact-copy-after) pg_ctl as the servers' user.
+// every interval (0: fast ones, explorerInterval), a short catalog hold, and for the state-file
+// method (or exact copies beside another, exact > 0: --exact-copy-after) pg_ctl as the servers'
+// user.
 func sidecarArgs(pair *integration.Pair, method string, exact, interval time.Duration, common []string) ([]string, error) {
 	if interval <= 0 {
-		interval = 200 * time.Millisecond
+		interval = explorerInterval
 	}
 	args := append([]string{"run", "--interval", interval.String(), "--listen", "", "--log-format", "json",
 		"--catalog-hold-timeout", HoldTimeout.String(), "--min-restart-interval", "1s"}, common...)
@@ -624,10 +636,12 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 		args = append(args, "--for-promotion")
 	}
 	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
+	before.RouteCut = wd.proxy.Blackholed()
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
 	out, err := cmd.Output()
 	returned := time.Now()
 	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
+	after.RouteCut = wd.proxy.Blackholed()
 	exit := 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

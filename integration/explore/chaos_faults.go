@@ -40,10 +40,10 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		// slotsync stalls (SIGSTOP: a stop-the-world pause, a starved CPU) while the gate,
 		// a process of its own, is asked: its answer must not rest on slotsync keeping up.
 		wd.side.signal(syscall.SIGSTOP)
-		time.AfterFunc(s.For, func() { wd.side.signal(syscall.SIGCONT) })
+		wd.lasting.hold("slotsync paused", s.For, func() { wd.side.signal(syscall.SIGCONT) })
 	case FaultPrimaryRoute:
 		wd.proxy.Blackhole()
-		time.AfterFunc(s.For, wd.proxy.Restore)
+		wd.lasting.hold("route cut", s.For, wd.proxy.Restore)
 	case FaultWALReceiver:
 		return wd.cutReceiver(ctx)
 	case FaultStandbyRestart:
@@ -53,13 +53,12 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		// the standby's packets): the consumers, served by their own walsenders, get ahead of the
 		// standby, and what it was not sent is lost with a kill of the primary. (Stopping the
 		// standby's receiver instead leaves the WAL sent in its socket, read once it goes on.)
-		pid, err := wd.stallSender(ctx)
-		if err != nil {
+		if _, err := wd.stallSender(ctx); err != nil {
 			return err
 		}
-		time.AfterFunc(s.For, func() {
-			if wd.stalled.CompareAndSwap(int64(pid), 0) {
-				_ = syscall.Kill(pid, syscall.SIGCONT)
+		wd.lasting.hold("walsender stalled", s.For, func() {
+			if pid := wd.stalled.Swap(0); pid != 0 { // the one stalled last, if a kill of the primary did not take it
+				_ = syscall.Kill(int(pid), syscall.SIGCONT)
 			}
 		})
 	case FaultStandbyCutOff:
@@ -102,9 +101,7 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		}
 		return err
 	case FaultSlotDropped:
-		return wd.whileIdle(ctx, s.Slot, true, func() error {
-			return wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot($1)", s.Slot)
-		})
+		return wd.whileIdle(ctx, s.Slot, true, func() error { return wd.dropSlot(ctx, s.Slot) })
 	case FaultTwoPhase:
 		return wd.twoPhaseWhilePrepared(ctx, s)
 	case FaultSwitchover:
@@ -298,7 +295,7 @@ func (wd *world) recreate(ctx context.Context, slot string, away bool) error {
 	f := wd.feeds[wd.feedOf(slot)]
 	return wd.whileIdle(ctx, slot, away, func() error {
 		// Dropped already (FaultSlotDropped): made again only.
-		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
+		if err := wd.dropSlot(ctx, slot); err != nil {
 			return err
 		}
 		err := wd.w.Held(func(next int, open map[int]bool) error {
@@ -813,7 +810,7 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 	f := wd.feeds[wd.feedOf(slot)]
 	return wd.whileIdle(ctx, slot, away, func() error {
 		// Dropped already (FaultSlotDropped): copied again only.
-		if err := wd.pair.Primary.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1", slot); err != nil {
+		if err := wd.dropSlot(ctx, slot); err != nil {
 			return err
 		}
 		copyBack := func(floor int, open map[int]bool) error {
@@ -1104,7 +1101,16 @@ func (h *holdWatch) longestHold() time.Duration {
 func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string) error {
 	sb := wd.pair.Standby
 	var conninfo string
-	if err := sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo); err != nil {
+	err := sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo)
+	for deadline := time.Now().Add(10 * time.Second); standbyRestarting(err) && time.Now().Before(deadline); {
+		// A state-file copy being installed: the fault acts once the standby is back.
+		time.Sleep(100 * time.Millisecond)
+		err = sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo)
+	}
+	if standbyRestarting(err) {
+		return skipped("the standby did not start again within 10 s")
+	}
+	if err != nil {
 		return err
 	}
 	if conninfo == "" {
@@ -1113,7 +1119,7 @@ func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string)
 	if err := setPrimaryConninfo(ctx, sb, to); err != nil {
 		return err
 	}
-	time.AfterFunc(d, func() {
+	wd.lasting.hold("primary_conninfo", d, func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = setPrimaryConninfo(rctx, sb, conninfo)

@@ -68,7 +68,7 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if err != nil {
 		return err
 	}
-	wd.walEnd, wd.hook = walEnd, plan.Hook
+	wd.walEnd, wd.hook, wd.residualAt = walEnd, plan.Hook, wd.residual(ctx)
 	it.Truths, it.Timeline = wd.truths, wd.recv.timeline(wd.liveStart)
 	if !binding && wd.bindingByServers(plan, walEnd) {
 		binding, it.BindingByServers, wd.byServers = true, true, true
@@ -520,7 +520,11 @@ func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, sv drill.SlotVer
 			early++
 		}
 	}
-	return Judged{Slot: c.Slot, Asked: asked, Answer: answerIn(a, asked, c.Slot, truths), Instant: instantOf(a, c.Slot),
+	unobserved := ""
+	if a.WithoutPrimary {
+		unobserved = h.Residual.unobservedRemake(c.Slot, a.ObservedAt)
+	}
+	return Judged{Slot: c.Slot, Asked: asked, Answer: answerIn(a, asked, c.Slot, truths), Instant: instantOf(a, c.Slot), Unobserved: unobserved,
 		Reasons: a.Reasons[c.Slot], Detail: a.Details[c.Slot], ExitCode: a.Exit, Error: a.Error,
 		Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 		AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PromisedBy: promisedBy, PrimaryAlive: alive && a.WithoutPrimary,
@@ -581,8 +585,9 @@ const (
 type recordFacts struct {
 	heldBack bool // the answer says the record held the slot back
 	cutOff   bool // the standby did not stream all around the record's moment
-	// demoted: the primary was read in recovery right before the question, with its WAL end
-	// (the gate reads it too, rule 8b): no consumer of it can hold WAL past that end.
+	// demoted: the primary was read in recovery right before the question, with its WAL end,
+	// its route not cut (the gate reads it too, rule 8b): no consumer of it can hold WAL past
+	// that end.
 	demoted bool
 	// confirmedBefore: what the slot's consumer had confirmed confirmMargin before the record.
 	confirmedBefore pglogrepl.LSN
@@ -593,7 +598,7 @@ type recordFacts struct {
 // streaming samples (recv) and its WAL end at the promotion.
 func factsOfRecord(a GateAnswer, c ConsumerHistory, recv *receiverLog, walEnd pglogrepl.LSN) recordFacts {
 	rf := recordFacts{heldBack: a.HeldBack[c.Slot], cutOff: recv.notStreamingAround(a.ObservedAt, recordMargin), walEnd: walEnd,
-		demoted: a.Before != nil && a.Before.PrimaryInRecovery && a.Before.PrimaryWALEnd != 0}
+		demoted: a.Before != nil && a.Before.PrimaryInRecovery && a.Before.PrimaryWALEnd != 0 && !a.Before.RouteCut}
 	if !a.ObservedAt.IsZero() {
 		rf.confirmedBefore = c.confirmedAt(a.ObservedAt.Add(-confirmMargin))
 	}

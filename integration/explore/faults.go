@@ -206,7 +206,13 @@ type Step struct {
 // (Plan.OlderOutside): their copies, made after writes they never decoded, stand ahead of them
 // on 16 and newer, NOT READY whatever else holds, and a hook that waits for every selected slot
 // never promotes on a READY; the other half keep them in, for rule 4 at the instant.
-const DrawVersion = 8
+// 9: as 8 (the same seed draws the same faults and settings), and then half the plans end in the
+// primary's last seconds (drawLastSeconds): faults drawn in the last 2 s of the live phase that
+// last past the question, as the incident that makes an HA manager fail over does (slotsync
+// stalled, its route to the primary cut, the standby cut off, its receiver cut or its walsender
+// stalled, the writes stopping, a slot made again behind its copy, its consumer away): the
+// windows of rules 5 and 8 then stand open at the question.
+const DrawVersion = 9
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -320,9 +326,19 @@ type Plan struct {
 const HookBound = 15 * time.Second
 
 // DrawPlan draws an iteration from seed: a live phase of 3 to 8 s, one to four faults, the
-// failover's kind, and whether the writes pause before it. With failpoints, slotsync's first
-// process may also be armed to crash at a step.
+// failover's kind, and whether the writes pause before it, the settings, and in half the plans
+// the faults of the primary's last seconds. With failpoints, slotsync's first process may also
+// be armed to crash at a step.
 func DrawPlan(seed int64, failpoints bool) Plan {
+	p, rng := drawBeforeLastSeconds(seed, failpoints)
+	if rng.Intn(2) == 0 { // draw 9's, after draw 8's
+		drawLastSeconds(rng, &p)
+	}
+	return p
+}
+
+// drawBeforeLastSeconds is the plan draw 8 drew from seed, and the draw's source to go on from.
+func drawBeforeLastSeconds(seed int64, failpoints bool) (Plan, *rand.Rand) {
 	rng := rand.New(rand.NewSource(seed))
 	p := Plan{Seed: seed, Draw: DrawVersion, Live: time.Duration(3000+rng.Intn(5000)) * time.Millisecond, Kill: rng.Intn(2) == 0}
 	if failpoints && rng.Intn(2) == 0 {
@@ -360,7 +376,52 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	p.Demote = !p.Hook && rng.Intn(6) == 0
 	p.SecondStandby = rng.Intn(4) == 0
 	drawSettings(rng, &p)
-	return p
+	return p, rng
+}
+
+// lastFor is how long a fault of the primary's last seconds lasts: past the question, a hook's
+// bound and the gate's --primary-gone-after.
+const lastFor = 30 * time.Second
+
+// drawLastSeconds adds the faults of the primary's last seconds to p (draw 9): each starts within
+// the last 2 s of the live phase and lasts past the question. slotsync paused and its route to
+// the primary cut (each in half the plans) leave the primary's last moments unobserved; the
+// standby cut off (two plans in five), its receiver cut or its walsender stalled (one in five
+// each; stalled only before a kill -9, which a clean stop would wait on) leave it behind what
+// the consumers get; the writes stop (one in three) so that the consumers are only a little
+// ahead; a slot made again behind its copy (one in four), its consumer away, is a slot the last
+// record did not judge (its older slots left out of the selection in half the plans that had no
+// such slot, as draw 8 leaves them).
+func drawLastSeconds(rng *rand.Rand, p *Plan) {
+	at := func() time.Duration { return max(0, p.Live-time.Duration(rng.Intn(2000))*time.Millisecond) }
+	var steps []Step
+	if rng.Intn(2) == 0 {
+		steps = append(steps, Step{At: at(), Fault: FaultSidecarPause, For: lastFor})
+	}
+	if rng.Intn(2) == 0 {
+		steps = append(steps, Step{At: at(), Fault: FaultPrimaryRoute, For: lastFor})
+	}
+	switch rng.Intn(5) {
+	case 0, 1:
+		steps = append(steps, Step{At: at(), Fault: FaultStandbyCutOff, For: lastFor})
+	case 2:
+		steps = append(steps, Step{At: at(), Fault: FaultWALReceiver})
+	case 3:
+		if p.Kill {
+			steps = append(steps, Step{At: at(), Fault: FaultSenderStalled, For: lastFor})
+		}
+	}
+	if rng.Intn(3) == 0 {
+		steps = append(steps, Step{At: at(), Fault: FaultWritesPaused, For: lastFor})
+	}
+	if rng.Intn(4) == 0 {
+		if !p.Has(FaultSlotBehind) { // draw 8's setting, for a plan that had no such slot
+			p.OlderOutside = rng.Intn(2) == 0
+		}
+		steps = append(steps, Step{At: at(), Fault: FaultSlotBehind, Slot: drill.Slots[rng.Intn(len(drill.Slots))].Name, Away: true})
+	}
+	p.Steps = append(p.Steps, steps...)
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 }
 
 // drawSettings draws the sidecar's and the consumers' settings, after the faults (so that a seed

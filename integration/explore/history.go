@@ -27,6 +27,8 @@ type History struct {
 	// WritesAfterAnswer: the writes went on after the answer with the primary (a hook's cutover,
 	// a kill bound by the servers' word, a clean stop that could not send them to the standby).
 	WritesAfterAnswer bool `json:"writes_after_answer,omitempty"`
+	// Residual: what rule 8a's residual is judged by (unobservedRemake).
+	Residual Residual `json:"residual"`
 }
 
 // ConsumerHistory is one consumer's side of a History.
@@ -60,7 +62,7 @@ func (h *History) asked() []askedAnswer {
 // history gathers the world's History for its answers.
 func (wd *world) history(with, without GateAnswer, binding bool) *History {
 	h := &History{With: with, Without: without, WithBinding: binding, WALEnd: wd.walEnd,
-		WritesAfterAnswer: wd.hook || wd.byServers || wd.stopUnsent}
+		WritesAfterAnswer: wd.hook || wd.byServers || wd.stopUnsent, Residual: wd.residualAt}
 	for _, f := range wd.feeds {
 		ch := ConsumerHistory{Slot: f.c.Slot, FromSlot: f.c.FromSlot, Confirmations: f.c.Confirmations()}
 		for id, end := range f.c.FirstEnd() {

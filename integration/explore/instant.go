@@ -32,6 +32,10 @@ type Instant struct {
 	// PrimaryWALEnd: read in recovery, the primary's end of WAL (received, else replayed), as the
 	// gate reads a demoted primary's: its consumers may have received up to there.
 	PrimaryWALEnd pglogrepl.LSN `json:"primary_wal_end,omitempty"`
+	// RouteCut: the gate's and slotsync's route to the primary was cut (blackholed) at the read:
+	// the gate could not reach the primary, so it could not read a demoted primary's WAL end
+	// either (rule 8 then judges by --primary-gone-after, not rule 8b).
+	RouteCut bool `json:"route_cut,omitempty"`
 	// OtherWritable: another node of the cluster (the second standby) that answered read-write:
 	// a primary besides the one the standby names ("" when none did, or none was read).
 	OtherWritable string `json:"other_writable,omitempty"`
@@ -201,12 +205,14 @@ func promotionLie(before, after Instant) string {
 
 // demotedLie says how a READY judged without the primary, given between the reads before and
 // after, broke rule 8b: the primary, in recovery at both reads (demoted: it writes no WAL of its
-// own), had WAL before the question past the standby's WAL end after it, with the same WAL
-// receiver (or none) at both reads (a receiver that starts reports from the start of a segment),
-// so the standby lacked what the demoted primary's consumers may have received at every moment
-// between ("" when it did not, or a read cannot say).
+// own) and within the gate's reach (its route not cut), had WAL before the question past the
+// standby's WAL end after it, with the same WAL receiver (or none) at both reads (a receiver that
+// starts reports from the start of a segment), so the standby lacked what the demoted primary's
+// consumers may have received at every moment between ("" when it did not, or a read cannot
+// say).
 func demotedLie(before, after Instant) string {
-	if !before.PrimaryInRecovery || !after.PrimaryInRecovery || before.PrimaryWALEnd == 0 || after.StandbyErr != "" || after.StandbyWALEnd == 0 ||
+	if !before.PrimaryInRecovery || !after.PrimaryInRecovery || before.RouteCut || after.RouteCut || before.PrimaryWALEnd == 0 ||
+		after.StandbyErr != "" || after.StandbyWALEnd == 0 ||
 		before.ReceiverPID != after.ReceiverPID || before.PrimaryWALEnd <= after.StandbyWALEnd {
 		return ""
 	}

@@ -150,6 +150,7 @@ func demotedFixtures() []demotedFixture {
 		return Instant{PrimaryInRecovery: inRecovery, PrimaryWALEnd: demotedEnd, StandbyWALEnd: standbyEnd}
 	}
 	streaming := func(in Instant) Instant { in.ReceiverPID = 7; return in }
+	cut := func(in Instant) Instant { in.RouteCut = true; return in }
 	return []demotedFixture{
 		{"the standby short of the demoted primary's WAL", read(true, 0x5000, 0x4000), read(true, 0x5000, 0x4000), true},
 		{"the standby caught up by the second read", read(true, 0x5000, 0x4000), read(true, 0x5000, 0x5000), false},
@@ -159,6 +160,8 @@ func demotedFixtures() []demotedFixture {
 		{"the standby unread after", read(true, 0x5000, 0x4000), Instant{PrimaryInRecovery: true, PrimaryWALEnd: 0x5000, StandbyErr: "timeout"}, false},
 		{"a WAL receiver started between the reads", read(true, 0x5000, 0x4000), streaming(read(true, 0x5000, 0x4000)), false},
 		{"the same WAL receiver at both reads", streaming(read(true, 0x5000, 0x4000)), streaming(read(true, 0x5000, 0x4000)), true},
+		{"the gate's route to the demoted primary cut", cut(read(true, 0x5000, 0x4000)), cut(read(true, 0x5000, 0x4000)), false},
+		{"the route restored during the question", cut(read(true, 0x5000, 0x4000)), read(true, 0x5000, 0x4000), false},
 	}
 }
 
@@ -181,5 +184,23 @@ func demotedWrong(lie func(before, after Instant) string) []string {
 func TestDemotedLie(t *testing.T) {
 	if bad := demotedWrong(demotedLie); len(bad) > 0 {
 		t.Error(bad)
+	}
+}
+
+// TestDemotedPromiseNeedsTheRoute: a record judged without the primary promises no consumer
+// ahead for a demoted primary read right before the question only when the gate could reach it
+// (its WAL end is what rule 8b holds the standby to); with the route cut, rule 8 judges by
+// --primary-gone-after and promises nothing of the kind.
+func TestDemotedPromiseNeedsTheRoute(t *testing.T) {
+	demoted := Instant{PrimaryInRecovery: true, PrimaryWALEnd: 0x5000}
+	cut := demoted
+	cut.RouteCut = true
+	for _, c := range []struct {
+		before *Instant
+		want   bool
+	}{{&demoted, true}, {&cut, false}, {nil, false}} {
+		if got := factsOfRecord(GateAnswer{Before: c.before}, ConsumerHistory{}, nil, 0x1000).demoted; got != c.want {
+			t.Errorf("before %+v: demoted %v, want %v", c.before, got, c.want)
+		}
 	}
 }

@@ -264,8 +264,12 @@ type Judged struct {
 	// right before and after it said (instantLie), whatever the gate answered: a READY with it
 	// is a lie whatever followed.
 	Instant string `json:"instant,omitempty"`
-	Lie     bool   `json:"ready_while_loss"`
-	Why     string `json:"why,omitempty"`
+	// Unobserved: judged without the primary, the slot was changed on the primary after
+	// slotsync's last observation, within the note's window (Residual.unobservedRemake): a loss
+	// that follows rests on rule 8a's residual, counted apart, not a lie of the rules.
+	Unobserved string `json:"unobserved,omitempty"`
+	Lie        bool   `json:"ready_while_loss"`
+	Why        string `json:"why,omitempty"`
 }
 
 // Assess calls the answer a lie or not. A consumer ahead of the standby is a lie only when the
@@ -278,6 +282,9 @@ func (j Judged) Assess() Judged {
 	}
 	if j.Binding {
 		j = j.byOutcome()
+	}
+	if j.Lie && j.Unobserved != "" {
+		j.Lie, j.Why = false, j.Why+"; not a lie of the rules: "+j.Unobserved
 	}
 	if j.Instant != "" {
 		// The rules at the instant: a lie whatever followed. Where the outcome saw no loss the

@@ -2,6 +2,7 @@ package explore
 
 import (
 	"testing"
+	"time"
 )
 
 // oracleChange is a change of the oracle: a looser one (a lie it no longer sees) or an unsound
@@ -14,6 +15,7 @@ type oracleChange struct {
 	disagree func(GateAnswer) string
 	promise  func(recordFacts) string
 	demoted  func(before, after Instant) string
+	residual func(r Residual, slot string, record time.Time) string
 }
 
 // promiseWith is recordPromise after change alters what it is given.
@@ -145,12 +147,38 @@ func oracleChanges() []oracleChange {
 			a.ReceiverPID = b.ReceiverPID
 			return demotedLie(b, a)
 		}},
+		{name: "rule 8b held to a demoted primary the gate could not reach", demoted: func(b, a Instant) string {
+			b.RouteCut, a.RouteCut = false, false
+			return demotedLie(b, a)
+		}},
 		// What a record promises without the primary, looser and unsound.
 		{name: "a slot held back promises nothing", promise: promiseWith(func(f *recordFacts) { f.heldBack = false })},
 		{name: "a demoted primary promises nothing", promise: promiseWith(func(f *recordFacts) { f.demoted = false })},
 		{name: "a record of a standby cut off excuses a consumer ahead", promise: promiseWith(func(f *recordFacts) { f.cutOff = false })},
 		{name: "a consumer past the standby before the record excused", promise: promiseWith(func(f *recordFacts) { f.confirmedBefore = 0 })},
 		{name: "a consumer at the standby's WAL taken for ahead", promise: promiseWith(func(f *recordFacts) { f.walEnd-- })},
+		// Rule 8a's residual, looser.
+		{name: "the residual without the window", residual: func(r Residual, slot string, record time.Time) string {
+			if r.Seen != nil {
+				r.LastReplayed = r.Seen.PrimaryClock
+			}
+			return r.unobservedRemake(slot, record)
+		}},
+		{name: "the residual for a slot changed before the last observation", residual: func(r Residual, slot string, record time.Time) string {
+			if r.Seen != nil {
+				r.Remade = map[string]time.Time{slot: r.Seen.PrimaryClock.Add(time.Millisecond)}
+			}
+			return r.unobservedRemake(slot, record)
+		}},
+		{name: "the residual by the note's own window", residual: func(r Residual, slot string, record time.Time) string {
+			r.Interval = time.Hour
+			return r.unobservedRemake(slot, record)
+		}},
+		{name: "the residual excusing a lie at the instant", assess: assessWith(func(j *Judged) {
+			if j.Unobserved != "" {
+				j.Instant = ""
+			}
+		})},
 		// The exit code, looser.
 		{name: "exit 0 with ready false accepted", disagree: disagreeWith(func(a *GateAnswer) {
 			if a.Exit == 0 {
@@ -192,6 +220,8 @@ func TestOracleChangesAreCaught(t *testing.T) {
 			wrong = promisesWrong(c.promise)
 		case c.demoted != nil:
 			wrong = demotedWrong(c.demoted)
+		case c.residual != nil:
+			wrong = residualWrong(c.residual)
 		}
 		if len(wrong) == 0 {
 			t.Errorf("the oracle changed so (%s) passes every fixture: add the case that tells", c.name)

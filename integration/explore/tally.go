@@ -40,8 +40,12 @@ type TallyRow struct {
 	AheadNotPromised int `json:"ready_consumer_ahead_not_promised"`
 	// NotReadyLoss: NOT READY answers after which the consumer did lose (the gate was right).
 	NotReadyLoss int `json:"not_ready_then_loss"`
-	Redelivered  int `json:"redelivered"` // changes received twice, over all slots
-	Problems     int `json:"problems"`
+	// Residual: binding READY answers judged without the primary for a slot changed on it after
+	// slotsync's last observation, within the note's window, then a loss (rule 8a's residual,
+	// Judged.Unobserved): not lies of the rules, counted apart.
+	Residual    int `json:"ready_then_loss_rule_8a_residual,omitempty"`
+	Redelivered int `json:"redelivered"` // changes received twice, over all slots
+	Problems    int `json:"problems"`
 	// Errors: answers the gate could not give (counted apart from NOT READY).
 	Errors int `json:"errors"`
 	// Binding: the answers the oracle checks (whatever the gate said); AlwaysReadyCaught: how
@@ -68,6 +72,9 @@ func (r *TallyRow) add(it ChaosIteration) {
 			r.Ready++
 			if j.IsAhead() && !j.AheadPromised {
 				r.AheadNotPromised++
+			}
+			if j.Unobserved != "" && !j.Lie && (j.Lost > 0 || j.RepeatedEarly > 0 || j.CannotResume) {
+				r.Residual++
 			}
 		case j.Answer == AnswerNotReady:
 			r.NotReady++
@@ -157,6 +164,10 @@ func (t Tally) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", major, r.Method, r.Fault, r.Failovers,
 			r.Ready, r.Lies, r.AheadNotPromised, r.NotReady, r.NotReadyLoss, r.CannotTell, r.Errors, r.Redelivered, r.Problems, r.Binding, r.AlwaysReadyCaught)
+	}
+	if t.Total.Residual > 0 {
+		fmt.Fprintf(w, "\nREADY without the primary for a slot changed on it after slotsync's last observation, within the note's window, "+
+			"then a loss (rule 8a's residual, not a lie of the rules): %d\n", t.Total.Residual)
 	}
 	countsLine(w, "\nNOT READY reasons given:", t.Reasons)
 	countsLine(w, "An always-READY gate caught where the gate answered (each NOT READY reason named, or the answer):", t.Caught)
