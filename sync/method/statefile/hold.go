@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	stdsync "sync"
 	"time"
@@ -61,6 +62,17 @@ func newCatalogHold(log hclog.Logger, maxHold time.Duration) *catalogHold {
 // nothing.
 const keepalives = "SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3"
 
+// idleBound is how long the primary lets a hold session stay idle before it ends it, and its
+// holds with it (idle_session_timeout, 14+): maxHold and as much again, a minute at most. The
+// timer of each hold (expire) ends it at maxHold; a slotsync that cannot run its timers (its
+// process stopped, its host frozen) keeps a live TCP connection, which keepalives do not end,
+// and without this bound would pin the primary's catalog rows and WAL for as long as it is
+// stopped. Every statement of the session (a take, a release) starts the bound again, and a
+// session idle that long keeps only holds older than maxHold.
+func idleBound(maxHold time.Duration) time.Duration {
+	return min(maxHold+min(maxHold, time.Minute), math.MaxInt32*time.Millisecond) // the setting's own maximum
+}
+
 // takeTimeout bounds taking a hold: a few quick statements on the primary, which on a route gone
 // silent would otherwise wait for TCP to give up (minutes), holding up the pass and the expiry
 // of the holds already taken.
@@ -80,7 +92,7 @@ func (h *catalogHold) Take(ctx context.Context, ep *topology.Endpoint, standby s
 	}
 	ctx, cancel := context.WithTimeout(ctx, takeTimeout)
 	defer cancel()
-	conn, err := h.conn(ctx, ep, ps.Database)
+	conn, err := h.conn(ctx, ep, ps.Database, major)
 	if err != nil {
 		h.log.Warn("could not hold the catalog rows of a slot being copied", "slot", ps.Name, "error", err)
 		return
@@ -118,8 +130,9 @@ func (h *catalogHold) endSession(db string) {
 	}
 }
 
-// conn is the hold session of database db, opened with keepalives when there is none.
-func (h *catalogHold) conn(ctx context.Context, ep *topology.Endpoint, db string) (*pgx.Conn, error) {
+// conn is the hold session of database db, opened with keepalives (and on 14+ the primary's own
+// bound on its idleness, idleBound) when there is none.
+func (h *catalogHold) conn(ctx context.Context, ep *topology.Endpoint, db string, major int) (*pgx.Conn, error) {
 	if c := h.conns[db]; c != nil && !c.IsClosed() {
 		return c, nil
 	}
@@ -127,9 +140,13 @@ func (h *catalogHold) conn(ctx context.Context, ep *topology.Endpoint, db string
 	if err != nil {
 		return nil, err
 	}
-	if _, err := c.Exec(ctx, keepalives); err != nil {
+	set := keepalives
+	if major >= 14 {
+		set += fmt.Sprintf("; SET idle_session_timeout = %d", idleBound(h.maxHold).Milliseconds())
+	}
+	if _, err := c.Exec(ctx, set); err != nil {
 		_ = c.Close(context.Background())
-		return nil, fmt.Errorf("hold session: %s: %w", keepalives, err)
+		return nil, fmt.Errorf("hold session: %s: %w", set, err)
 	}
 	h.conns[db] = c
 	return c, nil

@@ -3,6 +3,7 @@ package statefile
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -85,4 +86,52 @@ func holds(ctx context.Context, t *testing.T, p *integration.Node) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestHoldOfAStoppedSidecar: a slotsync that cannot run its timers (its process stopped, its
+// host frozen) keeps its hold session's connection alive, and keepalives do not end it: the
+// primary ends the session once it has been idle for idleBound (14+), and the holds with it.
+// Before, the hold stayed for as long as slotsync was stopped (the fault explorer's seed 7104 on
+// 15: slotsync paused for 30 s, a hold on the primary 29 s with a 5 s timeout).
+func TestHoldOfAStoppedSidecar(t *testing.T) {
+	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		p := pgtest.StartPair(t, integration.Options{Major: major}).Primary
+		if err := p.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc_a', 'test_decoding')"); err != nil {
+			t.Fatal(err)
+		}
+		addr, err := p.Addr(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep, err := topology.ParseEndpoint("primary", fmt.Sprintf("host=%s port=%s user=postgres dbname=postgres sslmode=disable", host, port), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const maxHold = 2 * time.Second
+		h := newCatalogHold(hclog.NewNullLogger(), maxHold)
+		defer h.Close()
+		var s topology.Slot
+		s.Name, s.Database, s.Plugin = "cdc_a", "postgres", "test_decoding"
+		h.Take(ctx, ep, "standby", s, major)
+		if got := holds(ctx, t, p); got != 1 {
+			t.Fatalf("setup: %d holds on the primary, want 1", got)
+		}
+		h.mu.Lock()
+		h.held["cdc_a"].timer.Stop() // the process stopped: its timer never runs
+		h.mu.Unlock()
+		start := time.Now()
+		for holds(ctx, t, p) != 0 {
+			if time.Since(start) > idleBound(maxHold)+10*time.Second {
+				t.Fatalf("the hold of a stopped slotsync stayed on the primary %s (bound %s)", time.Since(start).Round(time.Second), idleBound(maxHold))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("the primary ended the hold session after %s (bound %s)", time.Since(start).Round(100*time.Millisecond), idleBound(maxHold))
+	})
 }
