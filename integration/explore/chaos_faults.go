@@ -1101,11 +1101,13 @@ func (h *holdWatch) longestHold() time.Duration {
 func (wd *world) repointStandby(ctx context.Context, d time.Duration, to string) error {
 	sb := wd.pair.Standby
 	var conninfo string
-	err := sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo)
-	for deadline := time.Now().Add(10 * time.Second); standbyRestarting(err) && time.Now().Before(deadline); {
-		// A state-file copy being installed: the fault acts once the standby is back.
-		time.Sleep(100 * time.Millisecond)
+	var err error
+	// A state-file copy being installed restarts the standby: the fault acts once it is back.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		err = sb.QueryRow(ctx, "SELECT current_setting('primary_conninfo')", nil, &conninfo)
+		if !standbyRestarting(err) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if standbyRestarting(err) {
 		return skipped("the standby did not start again within 10 s")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -85,10 +86,7 @@ func (wd *world) dropSlot(ctx context.Context, slot string) error {
 // the standby's last replayed commit.
 func (wd *world) residual(ctx context.Context) Residual {
 	wd.remadeMu.Lock()
-	r := Residual{Remade: map[string]time.Time{}, Interval: cmp.Or(wd.interval, explorerInterval), Seen: slotsync.LoadGateSeen(wd.stateDir)}
-	for k, v := range wd.remadeAt {
-		r.Remade[k] = v
-	}
+	r := Residual{Remade: maps.Clone(wd.remadeAt), Interval: cmp.Or(wd.interval, explorerInterval), Seen: slotsync.LoadGateSeen(wd.stateDir)}
 	wd.remadeMu.Unlock()
 	r.LastReplayed = lastReplayed(ctx, wd.pair.Standby)
 	return r

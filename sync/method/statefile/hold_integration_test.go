@@ -94,7 +94,7 @@ func holds(ctx context.Context, t *testing.T, p *integration.Node) int {
 // Before, the hold stayed for as long as slotsync was stopped (the fault explorer's seed 7104 on
 // 15: slotsync paused for 30 s, a hold on the primary 29 s with a 5 s timeout).
 func TestHoldOfAStoppedSidecar(t *testing.T) {
-	pgtest.ForEachMajor(t, []int{15, 17}, func(t *testing.T, major int) {
+	pgtest.ForEachMajor(t, []int{15, 16, 17, 18, 19}, func(t *testing.T, major int) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		p := pgtest.StartPair(t, integration.Options{Major: major}).Primary
@@ -133,5 +133,17 @@ func TestHoldOfAStoppedSidecar(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		t.Logf("the primary ended the hold session after %s (bound %s)", time.Since(start).Round(100*time.Millisecond), idleBound(maxHold))
+
+		// At the default timeout (10 minutes) the session's bound is 11 minutes.
+		d := newCatalogHold(hclog.NewNullLogger(), 0)
+		defer d.Close()
+		d.Take(ctx, ep, "standby", s, major)
+		var got string
+		if err := d.conns["postgres"].QueryRow(ctx, "SHOW idle_session_timeout").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "11min" {
+			t.Fatalf("a hold session at the default timeout has idle_session_timeout %s, want 11min", got)
+		}
 	})
 }
