@@ -59,6 +59,11 @@ func TestPlanWithAFailpointNeedsAFailpointBuild(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, "-tags failpoints") {
 		t.Fatalf("exit %d, want %d naming the failpoints build: %s", code, exitUsage, stderr)
 	}
+	// Gate mutants asked beside the gate need that build too.
+	_, stderr, code = explorer(t, "run", "--shadows", "seen-unchecked", "--slotsync", self)
+	if code != exitUsage || !strings.Contains(stderr, "--shadows") || !strings.Contains(stderr, "-tags failpoints") {
+		t.Fatalf("--shadows: exit %d, want %d naming the failpoints build: %s", code, exitUsage, stderr)
+	}
 	if explore.HasFailpoints(self) {
 		t.Fatal("the test binary taken for a failpoints build")
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,8 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "plan", Usage: "replay the plans in this file (JSON lines: a report's iterations, or plans), whatever draw made them, or a written plan (.yaml)"},
 			&cli.StringFlag{Name: "slotsync", Usage: "the slotsync binary judged (default: slotsync beside this binary, else in PATH)"},
 			&cli.StringFlag{Name: "report", Usage: "append each iteration, as a JSON line, to this file"},
+			&cli.StringFlag{Name: "shadows", Usage: "gate mutants asked beside the gate at each question and judged as it is (a build with failpoints): " +
+				"default (the mutants of rules 4, 5 and 8), none, or names separated by commas (default: default with such a build, else none)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as JSON"},
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "trace, debug, info, warn or error"},
 		},
@@ -107,9 +110,17 @@ func runOptions(c *cli.Context) (explore.ChaosOptions, error) {
 		return opts, err
 	}
 	opts.Slotsync = bin
+	shadows := c.String("shadows")
 	if explore.HasFailpoints(bin) {
 		opts.Arm = explore.ArmFailpoint // failpoints are drawn too, and written ones armed
+		if opts.Shadows, err = explore.ParseShadows(cmp.Or(shadows, "default")); err != nil {
+			return opts, usageError("--shadows: %v", err)
+		}
 		return opts, nil
+	}
+	if shadows != "" && shadows != "none" {
+		return opts, usageError("--shadows %s: gate mutants need a slotsync built with failpoints (go build -tags failpoints ./cmd/slotsync); %s was not",
+			shadows, bin)
 	}
 	for _, p := range opts.Plans {
 		if p.Failpoint != "" || p.Stall > 0 {

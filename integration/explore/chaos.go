@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"debug/buildinfo"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,6 +41,9 @@ type ChaosOptions struct {
 	// Each, if set, is given every iteration as soon as it is judged (a long run keeps what
 	// it found even if stopped before its end).
 	Each func(ChaosIteration)
+	// Shadows: gate mutants asked beside the gate at each of its questions (shadow.go), each
+	// judged as the gate is (ChaosIteration.Shadows).
+	Shadows []string
 	// Plans, if set, are run instead of plans drawn from Seed (a replay from a report's plan, or
 	// the mutation matrix's plans written for a rule).
 	Plans []Plan
@@ -98,6 +99,8 @@ type ChaosIteration struct {
 	Truths           []Truth `json:"truths,omitempty"`
 	BindingByServers bool    `json:"binding_by_servers,omitempty"`
 	StopUnsent       bool    `json:"stop_unsent,omitempty"`
+	// Shadows: each gate mutant asked beside the gate, judged (ChaosOptions.Shadows).
+	Shadows []ShadowVerdict `json:"shadows,omitempty"`
 	// Timeline: what the standby showed change through the iteration, from the start of the
 	// live phase: whether it streamed, and where its copies stood (each pass's advances); the
 	// faults applied, the truths and the hook's answers carry their own times.
@@ -306,6 +309,14 @@ type world struct {
 	// phase ends at once, and the cutover follows.
 	liveEnds    chan struct{}
 	endLiveOnce stdsync.Once
+	// shadows: the gate mutants asked beside the gate (ChaosOptions.Shadows); shadowWith and
+	// shadowWithout: their answers with and without the primary (shadow.go); shadowAtBinding:
+	// those with the primary came with the answer the failover followed; shadowErrors: shadow
+	// questions that could not be asked.
+	shadows                   []string
+	shadowWith, shadowWithout map[string]GateAnswer
+	shadowAtBinding           bool
+	shadowErrors              []string
 }
 
 // endLive ends the live phase at once (world.liveEnds).
@@ -402,7 +413,7 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	}
 	wd := &world{pair: pair, proxy: proxy, w: &drill.Writer{}, bin: opts.Slotsync, method: opts.Method, dir: dir, log: log, stopWithin: 20 * time.Second,
 		liveEnds: make(chan struct{}),
-		recv:     &receiverLog{}, exact: plan.GateExact, forPromotion: plan.ForPromotion, interval: plan.Interval}
+		recv:     &receiverLog{}, exact: plan.GateExact, forPromotion: plan.ForPromotion, interval: plan.Interval, shadows: opts.Shadows}
 	wd.recv.node.Store(pair.Standby)
 	if statefileMethod(pair, opts.Method) || plan.ExactCopyAfter > 0 {
 		wd.stopWithin = 3 * time.Minute // the drill's pg_ctl stop (60 s) and start (-t 120) commands
@@ -627,33 +638,7 @@ func (wd *world) close() {
 
 // ask runs the gate as an HA hook does: `slotsync check --json` beside the standby.
 func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
-	asked := time.Now()
-	args := append([]string{"check", "--json"}, wd.gateArgs...)
-	if wd.exact {
-		args = append(args, "--exact")
-	}
-	if wd.forPromotion {
-		args = append(args, "--for-promotion")
-	}
-	before := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
-	before.RouteCut = wd.proxy.Blackholed()
-	cmd := exec.CommandContext(ctx, wd.bin, args...)
-	out, err := cmd.Output()
-	returned := time.Now()
-	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
-	after.RouteCut = wd.proxy.Blackholed()
-	exit := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		exit = ee.ExitCode()
-	} else if err != nil {
-		return GateAnswer{}, fmt.Errorf("gate: %w", err)
-	}
-	a, err := parseCheck(out, exit, asked, wd.exact)
-	a.Before, a.After, a.ForPromotion, a.Returned, a.Output = &before, &after, wd.forPromotion, returned, string(out)
-	if d := a.disagreement(); err == nil && d != "" {
-		wd.disagreements = append(wd.disagreements, fmt.Sprintf("the gate's answer disagrees with itself at %s: %s", asked.Format("15:04:05.000"), d))
-	}
+	a, _, err := wd.askBeside(ctx, nil)
 	return a, err
 }
 
@@ -661,8 +646,10 @@ func (wd *world) ask(ctx context.Context) (GateAnswer, error) {
 // (the standby's WAL receiver has not noticed), as a hook that waits a little would.
 func (wd *world) askWithoutPrimary(ctx context.Context) (GateAnswer, error) {
 	deadline := time.Now().Add(30 * time.Second)
+	pending := wd.shadows
 	for {
-		a, err := wd.ask(ctx)
+		a, got, err := wd.askBeside(ctx, pending)
+		pending = wd.shadowsWithout(pending, got)
 		if err != nil || !a.CannotTell || time.Now().After(deadline) {
 			return a, err
 		}

@@ -114,6 +114,10 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	}
 	it.History = wd.history(with, without, binding)
 	it.Judged = judge(it.History, it.Failover, it.Truths)
+	it.Shadows = judgeShadows(it.History, it.Failover, it.Truths)
+	for _, e := range wd.shadowErrors {
+		it.Skipped = append(it.Skipped, "a shadow question: "+e)
+	}
 	return nil
 }
 
@@ -222,9 +226,10 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	}
 	quiet := wd.quiet(plan)
 	wd.noteTruth(ctx, truthQuestion)
-	if with, err = wd.ask(ctx); err != nil {
+	if with, wd.shadowWith, err = wd.askBeside(ctx, wd.shadows); err != nil {
 		return with, without, false, err
 	}
+	wd.shadowAtBinding = true
 	if quiet != "" && !with.allReady() {
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
@@ -334,11 +339,20 @@ const exactCopyMargin = 20 * time.Second
 // consumers going on until then.
 func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, binding bool, err error) {
 	deadline := time.Now().Add(HookBound)
-	for {
+	for first := true; ; first = false {
 		wd.noteTruth(ctx, truthQuestion)
-		if with, err = wd.ask(ctx); err != nil {
+		var shadows []string
+		if first {
+			shadows = wd.shadows // the shadows at the hook's first question (shadow.go)
+		}
+		var got map[string]GateAnswer
+		if with, got, err = wd.askBeside(ctx, shadows); err != nil {
 			return with, without, false, err
 		}
+		if first {
+			wd.shadowWith = got
+		}
+		wd.shadowAtBinding = first
 		wd.hookAnswers = append(wd.hookAnswers, with.brief())
 		if with.Exit == 0 || time.Now().After(deadline) { // the hook acts on the exit code, as HA managers do
 			break

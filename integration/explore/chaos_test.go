@@ -2,6 +2,7 @@ package explore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -386,7 +387,9 @@ func TestTally(t *testing.T) {
 // runs on every requested major, and SLOTSYNC_CHAOS_METHOD picks slotsync's --method;
 // SLOTSYNC_CHAOS_REPORT=path appends each iteration to path.pgN.jsonl as it is judged; SLOTSYNC_CHAOS_STATE_DIR
 // keeps slotsync's logs and journals there; SLOTSYNC_CHAOS_PLANS=matrix runs the plans written
-// for the rules (MatrixPlans) instead of drawn ones (a comma-separated list of names: those).
+// for the rules (MatrixPlans) instead of drawn ones (a comma-separated list of names: those);
+// SLOTSYNC_CHAOS_SHADOWS names the gate mutants asked beside the gate (default: ShadowMutants;
+// none: no shadow), whose figures the tally prints.
 func TestChaos(t *testing.T) {
 	pgtest.Slow(t)
 	n, majors := 6, []int{15, 17}
@@ -402,6 +405,10 @@ func TestChaos(t *testing.T) {
 		seed = time.Now().UnixNano() % 1_000_000_000
 	default:
 		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	shadows, err := ParseShadows(cmp.Or(os.Getenv("SLOTSYNC_CHAOS_SHADOWS"), "default"))
+	if err != nil {
+		t.Fatalf("SLOTSYNC_CHAOS_SHADOWS: %v", err)
 	}
 	pgtest.ForEachMajor(t, majors, func(t *testing.T, major int) {
 		bin := failpointSlotsync(t)
@@ -419,7 +426,7 @@ func TestChaos(t *testing.T) {
 			state = filepath.Join(dir, fmt.Sprint(major)) // kept: slotsync's logs and journals, to read after a failure
 		}
 		report := os.Getenv("SLOTSYNC_CHAOS_REPORT")
-		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Plans: plans, Slotsync: bin, Arm: crashAt, StateDir: state,
+		rep, err := Chaos(ctx, ChaosOptions{Seed: seed, Iterations: n, Plans: plans, Slotsync: bin, Arm: crashAt, StateDir: state, Shadows: shadows,
 			Method: os.Getenv("SLOTSYNC_CHAOS_METHOD"), Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info}),
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})

@@ -29,6 +29,8 @@ type History struct {
 	WritesAfterAnswer bool `json:"writes_after_answer,omitempty"`
 	// Residual: what rule 8a's residual is judged by (unobservedRemake).
 	Residual Residual `json:"residual"`
+	// Shadows: the gate mutants' answers beside the gate's (shadow.go).
+	Shadows []ShadowAnswer `json:"shadows,omitempty"`
 }
 
 // ConsumerHistory is one consumer's side of a History.
@@ -62,7 +64,7 @@ func (h *History) asked() []askedAnswer {
 // history gathers the world's History for its answers.
 func (wd *world) history(with, without GateAnswer, binding bool) *History {
 	h := &History{With: with, Without: without, WithBinding: binding, WALEnd: wd.walEnd,
-		WritesAfterAnswer: wd.hook || wd.byServers || wd.stopUnsent, Residual: wd.residualAt}
+		WritesAfterAnswer: wd.hook || wd.byServers || wd.stopUnsent, Residual: wd.residualAt, Shadows: wd.shadowHistory(binding)}
 	for _, f := range wd.feeds {
 		ch := ConsumerHistory{Slot: f.c.Slot, FromSlot: f.c.FromSlot, Confirmations: f.c.Confirmations()}
 		for id, end := range f.c.FirstEnd() {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Tally sums a chaos run: per major, method and fault, how often the gate answered what, and
@@ -22,6 +23,76 @@ type Tally struct {
 	// the gate answered there: each NOT READY reason it named, or the answer itself (CANNOT
 	// TELL, error, or READY: the gate's own lie).
 	Caught map[string]int `json:"always_ready_caught_where"`
+	// Shadows: per major, each gate mutant asked beside the gate (shadow.go) and where it was
+	// caught.
+	Shadows []ShadowRow `json:"shadows,omitempty"`
+}
+
+// ShadowRow counts one gate mutant's iterations on one major: asked in, caught in (by the rules
+// at the instant, by the outcome, by an answer that disagreed with itself), the failovers it was
+// caught at (hook, kill, stop, demote), and the first seeds that caught it.
+type ShadowRow struct {
+	Major      int            `json:"major"`
+	Mutant     string         `json:"mutant"`
+	Iterations int            `json:"iterations"`
+	Killed     int            `json:"killed"`
+	ByInstant  int            `json:"by_the_instant"`
+	ByOutcome  int            `json:"by_the_outcome"`
+	ByProblem  int            `json:"by_a_problem"`
+	ByFailover map[string]int `json:"by_failover"`
+	Seeds      []int64        `json:"first_seeds"`
+}
+
+func (r *ShadowRow) add(it ChaosIteration, v ShadowVerdict) {
+	r.Iterations++
+	if !v.Killed() {
+		return
+	}
+	r.Killed++
+	switch {
+	case v.Lies > 0 && v.Instant:
+		r.ByInstant++
+	case v.Lies > 0:
+		r.ByOutcome++
+	default:
+		r.ByProblem++
+	}
+	r.ByFailover[failoverKind(it.Drawn)]++
+	if len(r.Seeds) < 5 {
+		r.Seeds = append(r.Seeds, it.Seed)
+	}
+}
+
+// failoverKind names a plan's failover for the tally.
+func failoverKind(p Plan) string {
+	switch {
+	case p.Hook:
+		return "hook"
+	case p.Demote:
+		return "demote"
+	case p.Kill:
+		return "kill"
+	}
+	return "stop"
+}
+
+// shadowRows sums the shadows of its, per major and mutant, in the order first asked.
+func shadowRows(its []ChaosIteration) []ShadowRow {
+	var out []ShadowRow
+	at := map[[2]string]int{}
+	for _, it := range its {
+		for _, v := range it.Shadows {
+			key := [2]string{fmt.Sprint(it.Major), v.Mutant}
+			i, ok := at[key]
+			if !ok {
+				i, at[key] = len(out), len(out)
+				out = append(out, ShadowRow{Major: it.Major, Mutant: v.Mutant, ByFailover: map[string]int{}})
+			}
+			out[i].add(it, v)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b ShadowRow) int { return cmp.Compare(a.Major, b.Major) })
+	return out
 }
 
 // TallyRow counts the failovers a fault was part of (a failover with three faults counts in
@@ -120,6 +191,7 @@ func TallyOf(its []ChaosIteration) Tally {
 	for _, r := range rows {
 		t.Rows = append(t.Rows, *r)
 	}
+	t.Shadows = shadowRows(its)
 	slices.SortFunc(t.Rows, func(a, b TallyRow) int {
 		return cmp.Or(cmp.Compare(a.Major, b.Major), cmp.Compare(a.Method, b.Method), cmp.Compare(a.Fault, b.Fault))
 	})
@@ -171,6 +243,25 @@ func (t Tally) Markdown(w io.Writer) {
 	}
 	countsLine(w, "\nNOT READY reasons given:", t.Reasons)
 	countsLine(w, "An always-READY gate caught where the gate answered (each NOT READY reason named, or the answer):", t.Caught)
+	t.shadowsMarkdown(w)
+}
+
+// shadowsMarkdown writes the gate mutants asked beside the gate, as RELIABILITY.md carries them.
+func (t Tally) shadowsMarkdown(w io.Writer) {
+	if len(t.Shadows) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n| major | gate mutant | iterations | caught in | by the rules at the instant | by the outcome | by a problem | "+
+		"at failovers | first seeds |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	for _, r := range t.Shadows {
+		var at []string
+		for _, k := range slices.Sorted(maps.Keys(r.ByFailover)) {
+			at = append(at, fmt.Sprintf("%s %d", k, r.ByFailover[k]))
+		}
+		fmt.Fprintf(w, "| %d | `%s` | %d | %d | %d | %d | %d | %s | %s |\n", r.Major, r.Mutant, r.Iterations, r.Killed, r.ByInstant, r.ByOutcome,
+			r.ByProblem, strings.Join(at, ", "), strings.Trim(fmt.Sprint(r.Seeds), "[]"))
+	}
 }
 
 // countsLine writes counts by name after title, most first, on one line (nothing when empty).
@@ -211,6 +302,9 @@ func Rejudge(its []ChaosIteration) []string {
 			}
 		}
 		it.Judged = now
+		if it.History != nil && len(it.History.Consumers) == len(it.Failover.Slots) {
+			it.Shadows = judgeShadows(it.History, it.Failover, it.Truths)
+		}
 	}
 	return changed
 }

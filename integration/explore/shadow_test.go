@@ -1,0 +1,126 @@
+package explore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slotsync/slotsync/integration"
+	"github.com/slotsync/slotsync/integration/pgtest"
+)
+
+// TestShadowsJudgedAsTheGate: a shadow answer is judged in the iteration's History as the gate's
+// would be: a READY without the primary from a record made while the standby did not stream,
+// then the consumer ahead, kills the mutant that gave it, while the gate's NOT READY there, and a
+// shadow that answered as the gate did, are not caught; an answer that disagrees with itself is
+// a problem; a hook's first question, not the one it promoted on, is not judged by the outcome.
+// Rejudge judges the shadows again from a report line.
+func TestShadowsJudgedAsTheGate(t *testing.T) {
+	observed := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	h, fv := historyOf(observed, true)
+	lie := h.Without
+	gate := lie
+	gate.Exit, gate.Ready, gate.Slots = 1, false, map[string]Answer{"s": AnswerNotReady}
+	h.Without = gate
+	disagrees := lie
+	disagrees.Slots = map[string]Answer{"s": AnswerNotReady}
+	firstQuestion := lie
+	firstQuestion.WithoutPrimary, firstQuestion.Asked = false, observed.Add(-time.Minute)
+	h.Shadows = []ShadowAnswer{
+		{Mutant: "lies", With: h.With, Without: lie},
+		{Mutant: "as-the-gate", With: h.With, Without: gate},
+		{Mutant: "disagrees", With: h.With, Without: disagrees},
+		{Mutant: "hook-first", With: firstQuestion, WithBinding: false, Without: gate},
+	}
+	for _, j := range judge(h, fv, nil) {
+		if j.Lie {
+			t.Fatalf("the gate as built judged a lie: %s", j.Why)
+		}
+	}
+	want := map[string]bool{"lies": true, "as-the-gate": false, "disagrees": true, "hook-first": false}
+	check := func(vs []ShadowVerdict, when string) {
+		t.Helper()
+		if len(vs) != len(want) {
+			t.Fatalf("%s: %d verdicts, want %d", when, len(vs), len(want))
+		}
+		for _, v := range vs {
+			if v.Killed() != want[v.Mutant] {
+				t.Errorf("%s: %s killed %v (%+v), want %v", when, v.Mutant, v.Killed(), v, want[v.Mutant])
+			}
+		}
+	}
+	vs := judgeShadows(h, fv, nil)
+	check(vs, "judged")
+	if vs[0].Lies == 0 || !strings.Contains(vs[0].Why, "asked without the primary") || vs[2].Problem == "" || vs[2].Lies != 0 {
+		t.Errorf("lies %+v, disagrees %+v: want a lie without the primary, and a problem alone", vs[0], vs[2])
+	}
+	line, err := json.Marshal(ChaosIteration{Number: 1, Failover: fv, History: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := ReadIterations(bytes.NewReader(line))
+	if err != nil || len(read) != 1 {
+		t.Fatalf("read back: %v", err)
+	}
+	Rejudge(read)
+	check(read[0].Shadows, "rejudged from a report line")
+	tally := TallyOf(append(read, read[0]))
+	if len(tally.Shadows) != 4 || tally.Shadows[0].Mutant != "lies" || tally.Shadows[0].Killed != 2 || tally.Shadows[0].ByOutcome != 2 ||
+		tally.Shadows[1].Killed != 0 || tally.Shadows[2].ByProblem != 2 {
+		t.Errorf("tally: %+v", tally.Shadows)
+	}
+}
+
+// TestParseShadows: the default list, none, and a list of names; a mutant no shadow gate carries
+// (one the sidecar acts on) is refused with the names that are.
+func TestParseShadows(t *testing.T) {
+	for _, s := range []string{"", "none"} {
+		if got, err := ParseShadows(s); err != nil || got != nil {
+			t.Errorf("%q: %v, %v", s, got, err)
+		}
+	}
+	if got, err := ParseShadows("default"); err != nil || len(got) != len(ShadowMutants) {
+		t.Errorf("default: %v, %v", got, err)
+	}
+	if got, err := ParseShadows("seen-unchecked, without:missing"); err != nil || len(got) != 2 || got[1] != "without:missing" {
+		t.Errorf("a list: %v, %v", got, err)
+	}
+	if _, err := ParseShadows("catalog-hold-off"); err == nil || !strings.Contains(err.Error(), "seen-unchecked") {
+		t.Errorf("a sidecar's mutant: %v", err)
+	}
+}
+
+// TestShadowGateCaught: on a real pair, the plan that kills seen-unchecked in CI's mutant sample
+// (slotsync's route cut, a slot copied again behind its copy, its consumer away, the primary
+// stopped a little later) passes with the gate as built and catches the same check switched off
+// in a shadow gate asked beside it, by the outcome: its READY without the primary, then the
+// changes lost; record-margin-doubled, whose window the plan stays within, is not caught.
+func TestShadowGateCaught(t *testing.T) {
+	pgtest.Slow(t)
+	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
+		bin := failpointSlotsync(t)
+		plan := matrixPlans(t, "route-cut-slot-behind-then-stop")[0]
+		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		defer cancel()
+		rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+			Shadows: []string{"seen-unchecked", "record-margin-doubled"},
+			NewPair: func(ctx context.Context) (*integration.Pair, error) {
+				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
+			}})
+		if err != nil || len(rep.Iterations) != 1 {
+			t.Fatalf("chaos: %v", err)
+		}
+		it := rep.Iterations[0]
+		t.Logf("%s\n  ok %v, answers %s, problems %q, shadows %+v", it.Plan, it.OK, answers(it), it.Problems, it.Shadows)
+		if !it.OK {
+			t.Fatalf("the gate as built fails the plan: %s", killReason(it))
+		}
+		if len(it.Shadows) != 2 || !it.Shadows[0].Killed() || it.Shadows[0].Instant || it.Shadows[1].Killed() {
+			t.Fatalf("shadows %+v: want seen-unchecked caught by the outcome, record-margin-doubled (the record's window holds there) not", it.Shadows)
+		}
+	})
+}
