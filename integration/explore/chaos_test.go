@@ -130,9 +130,10 @@ func TestDrawnSettings(t *testing.T) {
 // TestDrawnLastSeconds: draw 9 keeps every fault and setting draw 8 drew from a seed and adds, to
 // about half the plans, faults that start in the last 2 s of the live phase and last past the
 // question (each kind drawn, a stalled walsender only before a kill -9, which a clean stop would
-// wait on).
+// wait on); draw 10 has the writes stop just before the standby's cut and resume soon after in
+// some of those plans, and changes nothing else.
 func TestDrawnLastSeconds(t *testing.T) {
-	ends, kinds := 0, map[Fault]int{}
+	ends, kinds, resumed := 0, map[Fault]int{}, 0
 	for seed := int64(0); seed < 1000; seed++ {
 		before, _ := drawBeforeLastSeconds(seed, true)
 		p := DrawPlan(seed, true)
@@ -156,6 +157,13 @@ func TestDrawnLastSeconds(t *testing.T) {
 		}
 		for _, s := range added {
 			kinds[s.Fault]++
+			if s.Fault == FaultWritesPaused && s.For != lastFor {
+				resumed++
+				if !resumesAroundTheCut(p, s) {
+					t.Fatalf("seed %d: the writes paused at %s for %s, not from just before the standby's cut", seed, s.At, s.For)
+				}
+				continue
+			}
 			if s.At < p.Live-2*time.Second || s.At > p.Live || s.For != 0 && s.For != lastFor {
 				t.Fatalf("seed %d: %s at %s for %s, not in the last seconds of a %s live phase", seed, s.Fault, s.At, s.For, p.Live)
 			}
@@ -172,6 +180,18 @@ func TestDrawnLastSeconds(t *testing.T) {
 			t.Errorf("%s drawn %d times in the last seconds of 1000 plans", f, kinds[f])
 		}
 	}
+	if resumed < 20 || resumed > kinds[FaultWritesPaused]/2 {
+		t.Errorf("the writes resume in %d of the %d last seconds that stop them (want some, at most about half)", resumed, kinds[FaultWritesPaused])
+	}
+}
+
+// resumesAroundTheCut: the writes pause s starts up to 500 ms before a standby cut of the last
+// seconds and lasts 0.5 to 2 s.
+func resumesAroundTheCut(p Plan, s Step) bool {
+	return slices.ContainsFunc(p.Steps, func(c Step) bool {
+		return (c.Fault == FaultStandbyCutOff || c.Fault == FaultWALReceiver) && c.At >= p.Live-2*time.Second &&
+			s.At <= c.At && s.At >= c.At-500*time.Millisecond
+	}) && s.For >= 500*time.Millisecond && s.For < 2*time.Second
 }
 
 // assessFixture is one answer the oracle judges, with whether it is a lie.

@@ -212,7 +212,11 @@ type Step struct {
 // stalled, its route to the primary cut, the standby cut off, its receiver cut or its walsender
 // stalled, the writes stopping, a slot made again behind its copy, its consumer away): the
 // windows of rules 5 and 8 then stand open at the question.
-const DrawVersion = 9
+// 10: as 9 (the same seed draws the same plan), but where those last seconds stop the writes and
+// cut the standby off, half have the writes stop just before the cut and resume soon after
+// (resumeWrites): a record made in the pause, the standby cut off, is then outlived by writes
+// the consumers get and the standby never will.
+const DrawVersion = 10
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -333,8 +337,28 @@ func DrawPlan(seed int64, failpoints bool) Plan {
 	p, rng := drawBeforeLastSeconds(seed, failpoints)
 	if rng.Intn(2) == 0 { // draw 9's, after draw 8's
 		drawLastSeconds(rng, &p)
+		resumeWrites(rng, &p) // draw 10's, after draw 9's
 	}
 	return p
+}
+
+// resumeWrites (draw 10): of the plans whose last seconds stop the writes and cut the standby off
+// (or its receiver), half have the writes stop up to 500 ms before the cut and resume 0.5 to 2 s
+// after, as clients stall while a network partitions and reconnect: a record made in that pause,
+// the standby cut off, finds no consumer ahead of it yet, and the consumers then get what the
+// standby never will (rule 8's record_standby_cut_off).
+func resumeWrites(rng *rand.Rand, p *Plan) {
+	last := func(s Step) bool { return s.At >= p.Live-2*time.Second }
+	cut := slices.IndexFunc(p.Steps, func(s Step) bool {
+		return last(s) && (s.Fault == FaultStandbyCutOff || s.Fault == FaultWALReceiver)
+	})
+	w := slices.IndexFunc(p.Steps, func(s Step) bool { return last(s) && s.Fault == FaultWritesPaused })
+	if cut < 0 || w < 0 || rng.Intn(2) != 0 {
+		return
+	}
+	p.Steps[w].At = max(0, p.Steps[cut].At-time.Duration(rng.Intn(500))*time.Millisecond)
+	p.Steps[w].For = time.Duration(500+rng.Intn(1500)) * time.Millisecond
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 }
 
 // drawBeforeLastSeconds is the plan draw 8 drew from seed, and the draw's source to go on from.
