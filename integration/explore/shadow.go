@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -34,12 +35,19 @@ var ShadowMutants = []string{
 	"record-outlived", "record-margin-doubled",
 }
 
-// questionMutants are the mutants whose whole effect is in the gate's answer (the sidecar never
-// reads the switch, or reads it only for what the gate also decides again at the question): the
-// ones a shadow gate carries.
-var questionMutants = append(slices.Clone(ShadowMutants), "without:identity_mismatch", "without:missing", "without:copy_invalidated",
-	"without:copy_wal_missing", "without:record_of_another_timeline", "without:slot_not_observed", "upstream-unchecked",
-	"upstream-pending-unchecked", "for-promotion-unchecked")
+// questionMutants are the mutants whose switch decides the gate's own answer at its question, the
+// ones a shadow gate carries, each with the rule of docs/RULES.md it switches off; where the
+// sidecar reads the switch too (the readiness it records), a shadow switches it off at the
+// question alone, the sidecar running as built.
+var questionMutants = map[string]string{
+	"readiness:consumer_ahead_of_standby": "5", "readiness:copy_confirmed_flush_ahead": "4", "copy-ahead-allowance-4k": "4",
+	"copy-ahead-allowance-64k": "4", "consumer-ahead-slack-4k": "5", "consumer-ahead-confirmed-only": "5",
+	"without:consumer_ahead_of_standby": "8", "without:record_standby_cut_off": "8", "primary-gone-after-1ms": "8a",
+	"primary-gone-after-5s": "8a", "seen-unchecked": "8a", "seen-margin-doubled": "8a", "record-outlived": "8a",
+	"record-margin-doubled": "8a", "without:identity_mismatch": "8", "without:missing": "8", "without:copy_invalidated": "8",
+	"without:copy_wal_missing": "8", "without:record_of_another_timeline": "8", "without:slot_not_observed": "8b",
+	"upstream-unchecked": "8b", "upstream-pending-unchecked": "8b", "for-promotion-unchecked": "8c",
+}
 
 // ParseShadows reads a list of shadow mutants: "" or "none" for none, "default" for
 // ShadowMutants, else names separated by commas, each one a shadow gate carries.
@@ -52,8 +60,9 @@ func ParseShadows(s string) ([]string, error) {
 	}
 	var out []string
 	for _, name := range strings.Split(s, ",") {
-		if name = strings.TrimSpace(name); !slices.Contains(questionMutants, name) {
-			return nil, fmt.Errorf("%q is not a mutant a shadow gate carries: name one of %v, or default", name, questionMutants)
+		if name = strings.TrimSpace(name); questionMutants[name] == "" {
+			return nil, fmt.Errorf("%q is not a mutant a shadow gate carries: name one of %s, or default", name,
+				strings.Join(slices.Sorted(maps.Keys(questionMutants)), ", "))
 		}
 		out = append(out, name)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,17 @@ func TestParseShadows(t *testing.T) {
 	}
 	if _, err := ParseShadows("catalog-hold-off"); err == nil || !strings.Contains(err.Error(), "seen-unchecked") {
 		t.Errorf("a sidecar's mutant: %v", err)
+	}
+	// Each mutant a shadow carries is one of the matrix's, with its rule; the default ones too.
+	for name, rule := range questionMutants {
+		if !slices.ContainsFunc(Mutants(), func(m Mutant) bool { return m.Name == name }) || rule == "" {
+			t.Errorf("%s (rule %q) is not a mutant of the matrix", name, rule)
+		}
+	}
+	for _, name := range ShadowMutants {
+		if questionMutants[name] == "" {
+			t.Errorf("default shadow %s is not one a shadow gate carries", name)
+		}
 	}
 }
 

@@ -32,8 +32,10 @@ type Tally struct {
 // at the instant, by the outcome, by an answer that disagreed with itself), the failovers it was
 // caught at (hook, kill, stop, demote), and the first seeds that caught it.
 type ShadowRow struct {
-	Major      int            `json:"major"`
-	Mutant     string         `json:"mutant"`
+	Major  int    `json:"major"`
+	Mutant string `json:"mutant"`
+	// Rule: the rule of docs/RULES.md the mutant switches off.
+	Rule       string         `json:"rule"`
 	Iterations int            `json:"iterations"`
 	Killed     int            `json:"killed"`
 	ByInstant  int            `json:"by_the_instant"`
@@ -86,7 +88,7 @@ func shadowRows(its []ChaosIteration) []ShadowRow {
 			i, ok := at[key]
 			if !ok {
 				i, at[key] = len(out), len(out)
-				out = append(out, ShadowRow{Major: it.Major, Mutant: v.Mutant, ByFailover: map[string]int{}})
+				out = append(out, ShadowRow{Major: it.Major, Mutant: v.Mutant, Rule: questionMutants[v.Mutant], ByFailover: map[string]int{}})
 			}
 			out[i].add(it, v)
 		}
@@ -251,15 +253,15 @@ func (t Tally) shadowsMarkdown(w io.Writer) {
 	if len(t.Shadows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n| major | gate mutant | iterations | caught in | by the rules at the instant | by the outcome | by a problem | "+
+	fmt.Fprintln(w, "\n| major | gate mutant | rule | iterations | caught in | by the rules at the instant | by the outcome | by a problem | "+
 		"at failovers | first seeds |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range t.Shadows {
 		var at []string
 		for _, k := range slices.Sorted(maps.Keys(r.ByFailover)) {
 			at = append(at, fmt.Sprintf("%s %d", k, r.ByFailover[k]))
 		}
-		fmt.Fprintf(w, "| %d | `%s` | %d | %d | %d | %d | %d | %s | %s |\n", r.Major, r.Mutant, r.Iterations, r.Killed, r.ByInstant, r.ByOutcome,
+		fmt.Fprintf(w, "| %d | `%s` | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.Major, r.Mutant, r.Rule, r.Iterations, r.Killed, r.ByInstant, r.ByOutcome,
 			r.ByProblem, strings.Join(at, ", "), strings.Trim(fmt.Sprint(r.Seeds), "[]"))
 	}
 }
