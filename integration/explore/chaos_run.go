@@ -108,17 +108,20 @@ func (wd *world) run(ctx context.Context, plan Plan, it *ChaosIteration) error {
 	if it.Failover, err = drill.Resume(ctx, wd.pair, consumers, wd.w, durable, 3, it.Failover, wd.log); err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
-	it.Method = with.Method
-	if it.Method == "" {
-		it.Method = without.Method
-	}
+	wd.judgeIteration(it, with, without, binding)
+	return nil
+}
+
+// judgeIteration judges the gate's answers, and the shadows' beside them, in the iteration's
+// History.
+func (wd *world) judgeIteration(it *ChaosIteration, with, without GateAnswer, binding bool) {
+	it.Method = cmp.Or(with.Method, without.Method)
 	it.History = wd.history(with, without, binding)
 	it.Judged = judge(it.History, it.Failover, it.Truths)
 	it.Shadows = judgeShadows(it.History, it.Failover, it.Truths)
 	for _, e := range wd.shadowErrors {
 		it.Skipped = append(it.Skipped, "a shadow question: "+e)
 	}
-	return nil
 }
 
 // promote promotes the standby as the plan's failover does: its replay resumed first if the plan
