@@ -199,28 +199,7 @@ func Readiness(in ReadinessInput) Verdict {
 		return finish(v, details)
 	}
 	c := in.Copy
-	if in.CopyNotOurs {
-		add(ReasonCopyNotOurs, "slotsync did not make this copy (no entry in its journal: the journal was lost or corrupt, or another tool made the slot): "+
-			"slotsync neither advances nor vouches for it; run slotsync with --adopt-copies to make it again as its own, or drop it on the standby")
-	}
-	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase != p.TwoPhase {
-		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)%s",
-			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase, twoPhaseAtRisk(c, p))
-	}
-	if in.CopyRemade != "" {
-		add(ReasonCopyBeingMade, "slotsync makes this copy again (%s): the copy standing is replaced at its next pass, and where the new one stands is known "+
-			"once it is made", in.CopyRemade)
-	}
-	skip := ""
-	if in.RequireSynced && in.CopySyncSkip != "" {
-		skip = "; the server's slot sync skipped it: " + in.CopySyncSkip
-	}
-	if in.RequireSynced && !in.CopySynced {
-		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)%s", skip)
-	}
-	if in.CopyTemporary {
-		add(ReasonTemporary, "the copy is temporary and would be dropped at promotion%s", skip)
-	}
+	copyReasons(in, add)
 	if in.CopyInvalidated {
 		add(ReasonCopyInvalidated, "the copy is invalidated")
 	} else if !in.CopyWALAvailable {
@@ -417,6 +396,35 @@ func twoPhaseAtRisk(c, p Seen) string {
 		return ""
 	}
 	return ": a transaction the consumer received as PREPARE since two_phase was turned on, and still prepared, would reach it again whole at its COMMIT PREPARED"
+}
+
+// copyReasons are rule 4's reasons of a copy that is not the primary slot's, or not slotsync's
+// to vouch for: not its own, another identity, being made again, not synced by the server, or
+// temporary.
+func copyReasons(in ReadinessInput, add func(Reason, string, ...any)) {
+	c, p := in.Copy, in.Primary
+	if in.CopyNotOurs {
+		add(ReasonCopyNotOurs, "slotsync did not make this copy (no entry in its journal: the journal was lost or corrupt, or another tool made the slot): "+
+			"slotsync neither advances nor vouches for it; run slotsync with --adopt-copies to make it again as its own, or drop it on the standby")
+	}
+	if c.Database != p.Database || c.Plugin != p.Plugin || c.TwoPhase != p.TwoPhase {
+		add(ReasonIdentityMismatch, "the copy (database %q, plugin %q, two_phase %v) is not the primary slot (database %q, plugin %q, two_phase %v)%s",
+			c.Database, c.Plugin, c.TwoPhase, p.Database, p.Plugin, p.TwoPhase, twoPhaseAtRisk(c, p))
+	}
+	if in.CopyRemade != "" {
+		add(ReasonCopyBeingMade, "slotsync makes this copy again (%s): the copy standing is replaced at its next pass, and where the new one stands is known "+
+			"once it is made", in.CopyRemade)
+	}
+	skip := ""
+	if in.RequireSynced && in.CopySyncSkip != "" {
+		skip = "; the server's slot sync skipped it: " + in.CopySyncSkip
+	}
+	if in.RequireSynced && !in.CopySynced {
+		add(ReasonNotSynced, "the copy is not synced by the server (synced = false)%s", skip)
+	}
+	if in.CopyTemporary {
+		add(ReasonTemporary, "the copy is temporary and would be dropped at promotion%s", skip)
+	}
 }
 
 // twoPhaseReasons adds the two_phase reasons a copy may be NOT READY for.

@@ -313,33 +313,10 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	results := make([]result, len(actions))
 	after, fresh := obs.Standby.Slots, true
 	if apply {
-		if err := e.checkStandby(obs.Standby.Info); err != nil {
-			return rep, err // before anything is written or restarted
-		}
-		e.logWarnings(obs.Warnings)
-		// Write-ahead: record the copies about to be made before making them, so a crash in
-		// between leaves a journal entry (the copy is recreated) and never an orphan copy.
-		exact, err := e.recordIntents(actions, obs.Primary.Info.Timeline, obs.Primary.Info.CurrentLSN)
-		if err != nil {
+		var err error
+		if results, rep.StandbyRestarts, after, fresh, err = e.applyActions(ctx, obs, actions); err != nil {
 			return rep, err
 		}
-		if err := failpoint.Hit("engine.intents-written"); err != nil {
-			return rep, err
-		}
-		results, rep.StandbyRestarts = e.execute(ctx, obs, actions)
-		_ = failpoint.Hit("engine.actions-done")
-		if err := e.recordResults(actions, results, obs.Primary.Info.StartedAt, obs.Primary.Info.Timeline, exact); err != nil {
-			e.log.Error("journal not updated after the pass; it will be retried", "error", err)
-		}
-		if e.anyChanged(actions, results) {
-			s, err := e.obs.StandbySlots(ctx, obs.Standby.Info.VersionNum)
-			if err == nil {
-				after = s
-			}
-			fresh = err == nil
-		}
-	}
-	if apply {
 		e.markProtection(obs, after, madeNow(actions))
 	}
 	rep.Slots = e.judge(obs, after, actions, results, apply)
@@ -356,6 +333,41 @@ func (e *Engine) pass(ctx context.Context, apply bool) (Report, error) {
 	}
 	rep.Duration = e.now().Sub(rep.Started)
 	return rep, nil
+}
+
+// applyActions carries out a pass's actions: the standby checked before anything is written or
+// restarted, the copies about to be made recorded first (write-ahead: a crash in between leaves a
+// journal entry, the copy made again, never an orphan copy), the actions run and their results
+// recorded; the standby's slots as they are after it (read again when an action changed them;
+// fresh: that read succeeded), and how often the standby was restarted. An error means nothing
+// was run.
+func (e *Engine) applyActions(ctx context.Context, obs Observation, actions []Action) (
+	results []result, restarts int, after map[string]topology.Slot, fresh bool, err error) {
+	if err := e.checkStandby(obs.Standby.Info); err != nil {
+		return nil, 0, nil, false, err
+	}
+	e.logWarnings(obs.Warnings)
+	exact, err := e.recordIntents(actions, obs.Primary.Info.Timeline, obs.Primary.Info.CurrentLSN)
+	if err != nil {
+		return nil, 0, nil, false, err
+	}
+	if err := failpoint.Hit("engine.intents-written"); err != nil {
+		return nil, 0, nil, false, err
+	}
+	results, restarts = e.execute(ctx, obs, actions)
+	_ = failpoint.Hit("engine.actions-done")
+	if err := e.recordResults(actions, results, obs.Primary.Info.StartedAt, obs.Primary.Info.Timeline, exact); err != nil {
+		e.log.Error("journal not updated after the pass; it will be retried", "error", err)
+	}
+	after, fresh = obs.Standby.Slots, true
+	if e.anyChanged(actions, results) {
+		s, err := e.obs.StandbySlots(ctx, obs.Standby.Info.VersionNum)
+		if err == nil {
+			after = s
+		}
+		fresh = err == nil
+	}
+	return results, restarts, after, fresh, nil
 }
 
 // planInput is what the plan of a pass decides from: the observation, the journal, the memory

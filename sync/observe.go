@@ -244,21 +244,9 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 			o.reset(&o.pconn)
 		}
 	}()
-	if obs.Standby.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
-		return Observation{}, &NodeError{"standby", err}
-	}
-	obs.Standby.Info.SilentBound = o.silentBound
-	// The standby's slots are listed before the primary is asked: when the primary does not
-	// answer, the gate still judges from them (rule 8).
-	if obs.Standby.Slots, err = topology.LogicalSlots(ctx, sconn, obs.Standby.Info.VersionNum); err != nil {
-		return Observation{}, &NodeError{"standby", err}
-	}
-	i := obs.Standby.Info
-	o.snapshots, o.listSnapshots = i.InRecovery && (i.CanStatFiles || i.CanListSnapshots), i.CanListSnapshots
-	if err := o.readSnapshots(ctx, sconn, obs.Standby.Slots); err != nil {
-		return Observation{}, &NodeError{"standby", err}
-	}
-	if err := readWALFiles(ctx, sconn, &obs.Standby.Info); err != nil {
+	// The standby is read before the primary is asked: when the primary does not answer, the
+	// gate still judges from it (rule 8).
+	if obs.Standby, err = o.observeStandby(ctx, sconn); err != nil {
 		return Observation{}, &NodeError{"standby", err}
 	}
 	standbyOnly := func(perr error) (Observation, error) {
@@ -332,6 +320,26 @@ func (o *pgObserver) observe(ctx context.Context) (obs Observation, err error) {
 		obs.Standby.Info.ReceiveLSN = l
 	}
 	return obs, nil
+}
+
+// observeStandby reads the standby: its state, its logical slots, their decoding snapshots and
+// its WAL files.
+func (o *pgObserver) observeStandby(ctx context.Context, sconn *pgx.Conn) (NodeState, error) {
+	var st NodeState
+	var err error
+	if st.Info, err = topology.ReadNodeInfo(ctx, sconn); err != nil {
+		return st, err
+	}
+	st.Info.SilentBound = o.silentBound
+	if st.Slots, err = topology.LogicalSlots(ctx, sconn, st.Info.VersionNum); err != nil {
+		return st, err
+	}
+	i := st.Info
+	o.snapshots, o.listSnapshots = i.InRecovery && (i.CanStatFiles || i.CanListSnapshots), i.CanListSnapshots
+	if err := o.readSnapshots(ctx, sconn, st.Slots); err != nil {
+		return st, err
+	}
+	return st, readWALFiles(ctx, sconn, &st.Info)
 }
 
 func (o *pgObserver) StandbySlots(ctx context.Context, versionNum int) (map[string]topology.Slot, error) {

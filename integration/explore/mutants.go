@@ -116,93 +116,99 @@ func Mutants() []Mutant {
 		}
 		out = append(out, m)
 	}
-	out = append(
-		out,
-		Mutant{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
-		Mutant{Name: "primary-gone-after-5s", Why: "the gate judges without the primary once the standby has not streamed for 5 s (half the default)"},
-		Mutant{Name: "seen-margin-doubled", Why: "rule 8a's note of the last pass allows the standby 2 s of commits past its window, twice SeenLagMargin"},
-		Mutant{Name: "record-margin-doubled", Why: "rule 8a's record allows the standby 10 s of commits past its renewal, twice RecordLagMargin"},
-		Mutant{Name: "copy-ahead-allowance-4k", Why: "rule 4 lets a copy stand up to 4 kB ahead of its primary slot's confirmed_flush"},
-		Mutant{Name: "copy-ahead-allowance-64k", Why: "rule 4 lets a copy stand up to 64 kB ahead of its primary slot's confirmed_flush"},
-		Mutant{Name: "consumer-ahead-slack-4k", Why: "rule 5 lets a consumer hold up to 4 kB more than the standby received"},
-		Mutant{Name: "consumer-ahead-confirmed-only", Why: "rule 5 counts what the consumer confirmed, not what its walsender sent it"},
-		Mutant{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
-		Mutant{
+	out = append(out, checkMutants()...)
+	for i := range out {
+		out[i].Plans = mutantPlans[out[i].Name]
+	}
+	return out
+}
+
+// checkMutants are the mutants of checks that are not a NOT READY reason: the record's and the
+// note's windows, the boundaries, the holds and marks, the upstream checks, and the reviews'
+// findings re-injected.
+func checkMutants() []Mutant {
+	return []Mutant{
+		{Name: "primary-gone-after-1ms", Why: "the gate judges without the primary as soon as it cannot be reached (--primary-gone-after 1ms)"},
+		{Name: "primary-gone-after-5s", Why: "the gate judges without the primary once the standby has not streamed for 5 s (half the default)"},
+		{Name: "seen-margin-doubled", Why: "rule 8a's note of the last pass allows the standby 2 s of commits past its window, twice SeenLagMargin"},
+		{Name: "record-margin-doubled", Why: "rule 8a's record allows the standby 10 s of commits past its renewal, twice RecordLagMargin"},
+		{Name: "copy-ahead-allowance-4k", Why: "rule 4 lets a copy stand up to 4 kB ahead of its primary slot's confirmed_flush"},
+		{Name: "copy-ahead-allowance-64k", Why: "rule 4 lets a copy stand up to 64 kB ahead of its primary slot's confirmed_flush"},
+		{Name: "consumer-ahead-slack-4k", Why: "rule 5 lets a consumer hold up to 4 kB more than the standby received"},
+		{Name: "consumer-ahead-confirmed-only", Why: "rule 5 counts what the consumer confirmed, not what its walsender sent it"},
+		{Name: "catalog-hold-off", Majors: []int{12, 13, 14, 15}, Why: "no catalog hold for a state-file copy"},
+		{
 			Name: "pass-window-unbounded",
 			Why:  "the record's and the note's windows count a pass as long as it took, a stall after its observation included (rule 8a)",
 		},
-		Mutant{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (an earlier correctness review, finding 1)"},
-		Mutant{
+		{Name: "upstream-unchecked", Why: "any server in recovery taken for the primary is a primary gone at once (an earlier correctness review, finding 1)"},
+		{
 			Name: "upstream-pending-unchecked",
 			Why:  "a server in recovery with an upstream configured and no WAL receiver streaming is the demoted primary at once (correctness review 5, finding C)",
 		},
-		Mutant{
+		{
 			Name:   "watch-unbound",
 			Majors: []int{16, 17, 18, 19},
 			Why:    "the watch moves copies from whatever server the link reaches, and outlives failed passes (finding 2)",
 		},
-		Mutant{
+		{
 			Name: "record-outlived",
 			Why:  "without the primary, a record the primary outlived unobserved (slotsync stalled) is judged from (the explorer's hook-slot-behind finding)",
 		},
-		Mutant{
+		{
 			Name: "seen-unchecked",
 			Why: "without the primary, the note of slotsync's last pass is not read: the primary's last seconds unobserved " +
 				"within the record's renewal (the short run's seed 730869993)",
 		},
-		Mutant{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
-		Mutant{
+		{Name: "horizon-remade", Majors: []int{11, 12, 13, 14, 15}, Why: "a copy made again is marked from the copy it replaces (finding 3)"},
+		{
 			Name:   "horizon-gap",
 			Majors: []int{11, 12, 13, 14, 15, 17, 18, 19},
 			Why: "a copy's horizon_seen_at, or the mark of a copy the server syncs (17+), outlives a gap in the standby's feedback " +
 				"(a reload of the standby, a restart of the primary): the explorer's finding 12",
 		},
-		Mutant{
+		{
 			Name:   "feedback-stopped",
 			Majors: []int{11, 12, 13, 14, 15},
 			Why: "a pass that fails on the standby's feedback stopped (its physical slot gone, hot_standby_feedback off) voids no mark " +
 				"of rule 4: a mark outlives a gap with no reload",
 		},
-		Mutant{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
-		Mutant{
+		{Name: "redelivery-window-late", Why: "the redelivery window of a READY copy begins at its consumer's position: nothing said to come again"},
+		{
 			Name:   "copy-traits-in-force",
 			Majors: []int{16, 17, 18, 19},
 			Why: "an exact copy beside the sql method's own (--exact-copy-after) is judged, planned and marked by the sql method's rules, " +
 				"not the state-file ones its journal entry names",
 		},
-		Mutant{
+		{
 			Name: "for-promotion-unchecked",
 			Why:  "the gate asked for a promotion (--for-promotion) judges as any check while the old primary answers read-write (rule 8c)",
 		},
-		Mutant{
+		{
 			Name:   "exact-intent-early",
 			Majors: []int{16, 17, 18, 19},
 			Why: "an exact copy's journal entry is written when it is decided, over the own copy it replaces: an own copy whose " +
 				"exact copy is decided and not made is judged by the state-file rules, without its two_phase guard",
 		},
-		Mutant{
+		{
 			Name: "wal-files-unchecked",
 			Why: "the gate takes a copy's wal_status for its WAL, though WAL removed from the standby's pg_wal behind the server's back " +
 				"leaves it reserved",
 		},
-		Mutant{
+		{
 			Name: "wal-holes-unchecked",
 			Why: "the gate reads only the oldest file of the standby's pg_wal: a file missing after a copy's restart_lsn, " +
 				"between files still there, leaves its wal_status reserved",
 		},
-		Mutant{
+		{
 			Name:   "wal-timeline-unread",
 			Majors: []int{16, 17, 18, 19},
 			Why: "the standby's timeline without a WAL receiver is its last restartpoint's, not that of the WAL files it received: " +
 				"a standby that followed a promoted sibling, which died, is taken for one still on the record's timeline",
 		},
-		Mutant{
+		{
 			Name: "without:copy_being_made",
 			Why:  "the record written ahead of an action keeps the verdicts of the copies about to be made again (rule 8's write-ahead)",
 		},
-	)
-	for i := range out {
-		out[i].Plans = mutantPlans[out[i].Name]
 	}
-	return out
 }
