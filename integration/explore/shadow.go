@@ -15,7 +15,7 @@ import (
 	"github.com/slotsync/slotsync/integration/drill"
 )
 
-// Shadow gates: beside each question of a drawn plan, each gate mutant (a check switched off in
+// Shadow gates: beside the gate's questions in an iteration, each gate mutant (a check switched off in
 // the gate's answer alone, SLOTSYNC_MUTANT given to that one `check`) is asked at the same moment,
 // with the servers read once right before all of them and once right after. Where the plan's
 // failover does not wait on the answer (a kill or a stop, a demotion, every question without the
