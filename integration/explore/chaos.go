@@ -310,12 +310,10 @@ type world struct {
 	liveEnds    chan struct{}
 	endLiveOnce stdsync.Once
 	// shadows: the gate mutants asked beside the gate (ChaosOptions.Shadows); shadowWith and
-	// shadowWithout: their answers with and without the primary (shadow.go); shadowAtBinding:
-	// those with the primary came with the answer the failover followed; shadowErrors: shadow
-	// questions that could not be asked.
+	// shadowWithout: their answers with and without the primary (shadow.go); shadowErrors:
+	// shadow questions that could not be asked.
 	shadows                   []string
 	shadowWith, shadowWithout map[string]GateAnswer
-	shadowAtBinding           bool
 	shadowErrors              []string
 }
 

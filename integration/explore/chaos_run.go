@@ -232,7 +232,6 @@ func (wd *world) cutover(ctx context.Context, plan Plan) (with, without GateAnsw
 	if with, wd.shadowWith, err = wd.askBeside(ctx, wd.shadows); err != nil {
 		return with, without, false, err
 	}
-	wd.shadowAtBinding = true
 	if quiet != "" && !with.allReady() {
 		wd.liveness = append(wd.liveness, fmt.Sprintf("liveness: not READY in a quiet window (%s): %s", quiet, with.brief()))
 	}
@@ -355,7 +354,6 @@ func (wd *world) hookCutover(ctx context.Context) (with, without GateAnswer, bin
 		if first {
 			wd.shadowWith = got
 		}
-		wd.shadowAtBinding = first
 		wd.hookAnswers = append(wd.hookAnswers, with.brief())
 		if with.Exit == 0 || time.Now().After(deadline) { // the hook acts on the exit code, as HA managers do
 			break

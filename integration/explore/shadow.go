@@ -141,7 +141,7 @@ func (wd *world) askBeside(ctx context.Context, shadows []string) (GateAnswer, m
 		if i > 0 {
 			mutant = shadows[i-1]
 		}
-		wg.Go(func() { answers[i], errs[i] = wd.check(ctx, args, mutant, i > 0) })
+		wg.Go(func() { answers[i], errs[i] = wd.check(ctx, args, mutant) })
 	}
 	wg.Wait()
 	after := readInstant(ctx, wd.pair.Primary, wd.pair.Standby, wd.instantSlots(), wd.secondNode)
@@ -164,11 +164,12 @@ func (wd *world) askBeside(ctx context.Context, shadows []string) (GateAnswer, m
 	return a, got, errs[0]
 }
 
-// check runs one `slotsync check` with args, as the gate or (shadow) as the gate mutant named.
-func (wd *world) check(ctx context.Context, args []string, mutant string, shadow bool) (GateAnswer, error) {
+// check runs one `slotsync check` with args, as the gate ("": in the explorer's own environment)
+// or as the gate mutant named.
+func (wd *world) check(ctx context.Context, args []string, mutant string) (GateAnswer, error) {
 	asked := time.Now()
 	cmd := exec.CommandContext(ctx, wd.bin, args...)
-	if shadow {
+	if mutant != "" {
 		cmd.Env = append(os.Environ(), "SLOTSYNC_MUTANT="+mutant)
 	}
 	out, err := cmd.Output()
@@ -205,11 +206,13 @@ func (wd *world) shadowsWithout(pending []string, got map[string]GateAnswer) []s
 }
 
 // shadowHistory is the shadows' answers as a History keeps them, in the order they were asked;
-// binding: the gate's answer with the primary bound the promotion.
+// binding: the gate's answer with the primary bound the promotion. Those with the primary came
+// with that answer unless a hook asked again after its first question, the only one shadowed.
 func (wd *world) shadowHistory(binding bool) []ShadowAnswer {
+	atBinding := !wd.hook || len(wd.hookAnswers) == 1
 	var out []ShadowAnswer
 	for _, m := range wd.shadows {
-		out = append(out, ShadowAnswer{Mutant: m, With: wd.shadowWith[m], WithBinding: binding && wd.shadowAtBinding, Without: wd.shadowWithout[m]})
+		out = append(out, ShadowAnswer{Mutant: m, With: wd.shadowWith[m], WithBinding: binding && atBinding, Without: wd.shadowWithout[m]})
 	}
 	return out
 }
