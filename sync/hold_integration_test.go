@@ -138,7 +138,10 @@ func TestStatefileHoldExpiresAlone(t *testing.T) {
 	pgtest.ForEachMajor(t, []int{13, 15}, func(t *testing.T, major int) {
 		f := newFixtureWith(t, major, topology.MethodStatefile, integration.Options{})
 		f.eng.Close()
-		f.cfg.Statefile.HoldTimeout = 3 * time.Second
+		// The hold must outlive the pass that takes it, standby restart included, which on a
+		// loaded machine takes seconds: with a shorter lifetime it lapses inside that pass.
+		const lifetime = 10 * time.Second
+		f.cfg.Statefile.HoldTimeout = lifetime
 		f.startEngine()
 		p := f.pair.Primary
 		f.must(p.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
@@ -153,13 +156,13 @@ func TestStatefileHoldExpiresAlone(t *testing.T) {
 		f.insert(3)
 		f.logRunningXacts()
 		f.consume(p, "cdc")
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(lifetime + 17*time.Second)
 		for len(f.holds()) != 0 {
 			if _, err := f.eng.RunOnce(f.ctx); err == nil {
 				t.Fatal("a pass succeeded with the standby down")
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the catalog hold outlived its lifetime by 17 s with the standby down: %v", f.holds())
+				t.Fatalf("the catalog hold outlived its lifetime (%s) by 17 s with the standby down: %v", lifetime, f.holds())
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
