@@ -136,7 +136,7 @@ func TestDrawnLastSeconds(t *testing.T) {
 	ends, kinds, resumed := 0, map[Fault]int{}, 0
 	for seed := int64(0); seed < 1000; seed++ {
 		before, _ := drawBeforeLastSeconds(seed, true)
-		p := DrawPlan(seed, true)
+		p, _, _ := drawBeforeTiming(seed, true)
 		var added []Step
 		for _, s := range p.Steps {
 			if i := slices.Index(before.Steps, s); i >= 0 {
@@ -993,4 +993,91 @@ func TestRecordPromise(t *testing.T) {
 			t.Errorf("%s: not streaming around %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+// TestDrawnTimedLastSeconds: draw 11 keeps draw 10's plan from a seed, except that the plans
+// that end in the primary's last seconds, but for a cut of the standby's receiver alone, have
+// them timed against slotsync's passes: each kind of timing in some plans, each as
+// timeLastSeconds says.
+func TestDrawnTimedLastSeconds(t *testing.T) {
+	kinds := map[string]int{}
+	for seed := int64(0); seed < 1000; seed++ {
+		before, _, _ := drawBeforeTiming(seed, true)
+		p, rng, last := drawBeforeTiming(seed, true)
+		timed := ""
+		if last {
+			timed = timeLastSeconds(rng, &p)
+		}
+		if got := DrawPlan(seed, true); got.String() != p.String() {
+			t.Fatalf("seed %d: DrawPlan drew\n%s\nnot\n%s", seed, got, p)
+		}
+		kinds[timed]++
+		if timed == "" {
+			if before.String() != p.String() {
+				t.Fatalf("seed %d: an untimed plan changed:\n got %s\nwant %s", seed, p, before)
+			}
+			continue
+		}
+		if why := timedAsSaid(p, timed); why != "" {
+			t.Fatalf("seed %d (%s): %s\n%s", seed, timed, why, p)
+		}
+	}
+	t.Log(kinds)
+	for _, k := range []string{timedRecordInCut, timedWritesJustAfter, timedDemoteAfterCut, timedViewEndsEarly} {
+		if kinds[k] < 15 {
+			t.Errorf("%q drawn in %d of 1000 plans", k, kinds[k])
+		}
+	}
+}
+
+// timedAsSaid says how plan p's last seconds break the timing timed ("": they keep it).
+func timedAsSaid(p Plan, timed string) string {
+	iv := cmp.Or(p.Interval, explorerInterval)
+	find := func(ok func(Step) bool) (Step, bool) {
+		i := slices.IndexFunc(p.Steps, ok)
+		if i < 0 {
+			return Step{}, false
+		}
+		return p.Steps[i], true
+	}
+	is := func(fs ...Fault) func(Step) bool {
+		return func(s Step) bool { return slices.Contains(fs, s.Fault) && s.For == lastFor }
+	}
+	view, viewOK := find(is(FaultSidecarPause, FaultPrimaryRoute))
+	cut, cutOK := find(is(FaultStandbyCutOff))
+	stopped, stoppedOK := find(is(FaultWritesPaused))
+	switch timed {
+	case timedRecordInCut:
+		w, ok := find(func(s Step) bool { return s.Fault == FaultWritesPaused && s.For != lastFor })
+		resume := w.At + w.For
+		if !ok || !cutOK || !viewOK || w.At > cut.At || view.At < cut.At+iv+500*time.Millisecond ||
+			resume < view.At+300*time.Millisecond || resume > view.At+time.Second || p.Live < resume+time.Second {
+			return "slotsync's view does not end in the writes' pause, a pass after the cut, 1 s before the primary's end"
+		}
+	case timedWritesJustAfter:
+		c, ok := find(is(FaultStandbyCutOff, FaultSenderStalled))
+		if !ok || !stoppedOK || stopped.At < c.At+20*time.Millisecond || stopped.At > c.At+250*time.Millisecond {
+			return "the writes do not stop 20-250 ms after the standby's cut"
+		}
+	case timedDemoteAfterCut:
+		if !p.Demote || p.Hook || !cutOK || !viewOK || cut.At > p.Live-600*time.Millisecond || cut.At-view.At > 600*time.Millisecond ||
+			cut.At-view.At < 100*time.Millisecond && view.At > 0 {
+			return "slotsync not paused just before the cut, or the primary not demoted"
+		}
+	case timedViewEndsEarly:
+		end := p.Live
+		if stoppedOK {
+			end = stopped.At
+		}
+		remade, ok := find(func(s Step) bool {
+			return s.Fault == FaultSlotBehind && s.Away && s.At > view.At && s.At <= end-300*time.Millisecond
+		})
+		if !viewOK || cutOK || end-view.At < iv+time.Second || end-view.At > 2*iv+2200*time.Millisecond || view.At < 2500*time.Millisecond || !ok {
+			return fmt.Sprintf("slotsync's view ends %s before the last commit (want an interval and 1-2.2 s more), or no slot made again between (%v)",
+				end-view.At, remade)
+		}
+	default:
+		return "an unknown timing"
+	}
+	return ""
 }

@@ -216,7 +216,13 @@ type Step struct {
 // cut the standby off, half have the writes stop just before the cut and resume soon after
 // (resumeWrites): a record made in the pause, the standby cut off, is then outlived by writes
 // the consumers get and the standby never will.
-const DrawVersion = 10
+// 11: as 10 (the same seed draws the same plan), and then half the plans with those last seconds
+// have them timed against slotsync's passes (timeLastSeconds): slotsync's view ends past a record
+// made in a standby's cut, before the writes resume; the writes stop just after a standby's cut
+// or stalled walsender; slotsync paused just before a cut, then the primary demoted; or, the
+// standby not cut, slotsync's view ends past its last note's window before the primary's last
+// commit, a slot made again behind its copy in between.
+const DrawVersion = 11
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -334,12 +340,23 @@ const HookBound = 15 * time.Second
 // the faults of the primary's last seconds. With failpoints, slotsync's first process may also
 // be armed to crash at a step.
 func DrawPlan(seed int64, failpoints bool) Plan {
-	p, rng := drawBeforeLastSeconds(seed, failpoints)
-	if rng.Intn(2) == 0 { // draw 9's, after draw 8's
-		drawLastSeconds(rng, &p)
-		resumeWrites(rng, &p) // draw 10's, after draw 9's
+	p, rng, last := drawBeforeTiming(seed, failpoints)
+	if last {
+		timeLastSeconds(rng, &p) // draw 11's, after draw 10's
 	}
 	return p
+}
+
+// drawBeforeTiming is the plan draw 10 drew from seed, the draw's source to go on from, and
+// whether the plan ends in the primary's last seconds.
+func drawBeforeTiming(seed int64, failpoints bool) (Plan, *rand.Rand, bool) {
+	p, rng := drawBeforeLastSeconds(seed, failpoints)
+	if rng.Intn(2) != 0 { // draw 9's, after draw 8's
+		return p, rng, false
+	}
+	drawLastSeconds(rng, &p)
+	resumeWrites(rng, &p) // draw 10's, after draw 9's
+	return p, rng, true
 }
 
 // resumeWrites (draw 10): of the plans whose last seconds stop the writes and cut the standby off

@@ -1,0 +1,156 @@
+package explore
+
+import (
+	"cmp"
+	"math/rand"
+	"slices"
+	"time"
+
+	"github.com/slotsync/slotsync/integration/drill"
+)
+
+// timeLastSeconds (draw 11) times the faults of the primary's last seconds (drawn by draws 9 and
+// 10) against slotsync's passes, so that the windows rules 5 and 8 guard open with something in
+// them rather than by chance. Which timing depends on what the last seconds hold:
+//   - the standby cut off, the writes stopped (half the plans) or a hook's failover: the writes
+//     pause from just before the cut for past a record made in it, and slotsync's view ends in
+//     the pause (recordInCut);
+//   - the standby cut off and the writes stopped (the other half), or its walsender stalled: the
+//     writes stop just after it, the consumers a few kB ahead of the standby (writesJustAfter);
+//   - the standby cut off, the writes going on, not a hook's failover: slotsync is paused just
+//     before the cut and the primary demoted at the end (demoteAfterCut);
+//   - the standby neither cut off nor its receiver cut: slotsync's view of the primary ends (paused,
+//     its route cut) a little more than the last pass's note covers before the primary's last
+//     commit, and a slot is made again behind its copy in between (viewEndsEarly).
+func timeLastSeconds(rng *rand.Rand, p *Plan) (timed string) {
+	iv := cmp.Or(p.Interval, explorerInterval)
+	cut, stalled := lastStep(p, FaultStandbyCutOff), lastStep(p, FaultSenderStalled)
+	w := lastStep(p, FaultWritesPaused)
+	switch {
+	case cut >= 0 && (w >= 0 && rng.Intn(2) == 0 || w < 0 && p.Hook):
+		before := max(0, p.Steps[cut].At-between(rng, 0, 500*time.Millisecond))
+		w = writesPauseAt(p, w, before)
+		p.Steps[w].At = min(p.Steps[w].At, before)
+		recordInCut(rng, p, iv, cut, w)
+		timed = timedRecordInCut
+	case cut >= 0 && w >= 0, stalled >= 0:
+		c := max(cut, stalled)
+		p.Steps[c].At = min(p.Steps[c].At, p.Live-300*time.Millisecond) // the writes stop before the end
+		w = writesPauseAt(p, w, 0)
+		p.Steps[w].At = p.Steps[c].At + between(rng, 20*time.Millisecond, 250*time.Millisecond)
+		p.Steps[w].For = lastFor
+		timed = timedWritesJustAfter
+	case cut >= 0:
+		demoteAfterCut(rng, p, cut)
+		timed = timedDemoteAfterCut
+	case lastStep(p, FaultWALReceiver) < 0:
+		viewEndsEarly(rng, p, iv, w)
+		timed = timedViewEndsEarly
+	}
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+	return timed
+}
+
+// writesPauseAt is the index of p's writes pause of the last seconds, w, or of one added at at
+// (lasting past the question) when there is none.
+func writesPauseAt(p *Plan, w int, at time.Duration) int {
+	if w >= 0 {
+		return w
+	}
+	p.Steps = append(p.Steps, Step{At: max(0, at), Fault: FaultWritesPaused, For: lastFor})
+	return len(p.Steps) - 1
+}
+
+// The timings timeLastSeconds gives a plan's last seconds.
+const (
+	timedRecordInCut     = "record in the cut"
+	timedWritesJustAfter = "writes stop just after the cut"
+	timedDemoteAfterCut  = "demoted after the cut"
+	timedViewEndsEarly   = "view ends early"
+)
+
+// lastStep is the index of the first step of fault f that p's last seconds drew (-1: none):
+// one that starts in them and lasts past the question, or has no length; the writes' pause
+// may have been made to resume (resumeWrites).
+func lastStep(p *Plan, f Fault) int {
+	return slices.IndexFunc(p.Steps, func(s Step) bool {
+		return s.At >= p.Live-2*time.Second && s.Fault == f && (s.For == lastFor || s.For == 0 || f == FaultWritesPaused)
+	})
+}
+
+// between draws a duration from lo up to hi, in whole milliseconds.
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int63n(int64((hi-lo)/time.Millisecond)+1))*time.Millisecond
+}
+
+// endView moves the steps that end slotsync's view of the primary in p's last seconds (slotsync
+// paused, its route cut, past the question) to at, adding a pause when there is none.
+func endView(p *Plan, at time.Duration) {
+	moved := false
+	for i, s := range p.Steps {
+		if s.At >= p.Live-2*time.Second && s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute) {
+			p.Steps[i].At, moved = at, true
+		}
+	}
+	if !moved {
+		p.Steps = append(p.Steps, Step{At: at, Fault: FaultSidecarPause, For: lastFor})
+	}
+}
+
+// recordInCut: the standby cut off at c, the writes paused from just before it; slotsync's view
+// ends after a pass past the cut and up to 6 s more (the record renewed, GateRecordInterval 5 s),
+// the writes resume 0.3-1 s after that, and the primary ends 1-2 s later: a READY without the
+// primary then rests on a record made while the standby did not stream, and the consumers got
+// what it never will (rule 8, record_standby_cut_off).
+func recordInCut(rng *rand.Rand, p *Plan, iv time.Duration, c, w int) {
+	cutAt := p.Steps[c].At
+	view := cutAt + iv + between(rng, 500*time.Millisecond, 6500*time.Millisecond)
+	resume := view + between(rng, 300*time.Millisecond, time.Second)
+	end := resume + between(rng, time.Second, 2*time.Second)
+	endView(p, view)
+	p.Steps[w].For = resume - p.Steps[w].At
+	p.Live = max(p.Live, end)
+}
+
+// demoteAfterCut: slotsync paused 100-600 ms before the standby is cut off at c, at least 600 ms
+// before the end, the writes going on, and the primary demoted at the end (stopped or killed,
+// then started read-only): its consumers confirm what the standby never gets, and the gate reads
+// a server in recovery whose WAL ends past the standby's (rule 8b).
+func demoteAfterCut(rng *rand.Rand, p *Plan, c int) {
+	p.Steps[c].At = min(p.Steps[c].At, p.Live-600*time.Millisecond)
+	endView(p, max(0, p.Steps[c].At-between(rng, 100*time.Millisecond, 600*time.Millisecond)))
+	p.Demote = true
+}
+
+// viewEndsEarly: slotsync's view of the primary ends (paused, its route cut) gap before the
+// primary's last commit (the end, or a lasting writes pause w), where gap is 1 s to 2.2 s and an
+// interval past the interval: past the window the last pass's note covers (two passes) by about
+// SeenLagMargin to twice it, whatever the pass's phase. A slot is made again behind its copy in
+// between, its consumer away, 100 ms after the view ends at the earliest and 300 ms before the
+// last commit at the latest. A live phase too short to leave slotsync 2.5 s before is made longer,
+// the last seconds' steps with it.
+func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
+	last := p.Live
+	if w >= 0 {
+		last = p.Steps[w].At
+	}
+	gap := iv + time.Second + between(rng, 0, iv+1200*time.Millisecond)
+	if shift := 2500*time.Millisecond - (last - gap); shift > 0 {
+		for i, s := range p.Steps {
+			if s.At >= p.Live-2*time.Second {
+				p.Steps[i].At += shift
+			}
+		}
+		p.Live, last = p.Live+shift, last+shift
+	}
+	endView(p, last-gap)
+	remade := last - gap + between(rng, 100*time.Millisecond, gap-300*time.Millisecond)
+	if b := lastStep(p, FaultSlotBehind); b >= 0 && p.Steps[b].Away {
+		p.Steps[b].At = remade
+		return
+	}
+	if !p.Has(FaultSlotBehind) {
+		p.OlderOutside = rng.Intn(2) == 0
+	}
+	p.Steps = append(p.Steps, Step{At: remade, Fault: FaultSlotBehind, Slot: drill.Slots[rng.Intn(len(drill.Slots))].Name, Away: true})
+}
