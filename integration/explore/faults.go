@@ -335,10 +335,11 @@ type Plan struct {
 // HookBound is how long a Hook cutover asks before it promotes on the last answer anyway.
 const HookBound = 15 * time.Second
 
-// DrawPlan draws an iteration from seed: a live phase of 3 to 8 s, one to four faults, the
-// failover's kind, and whether the writes pause before it, the settings, and in half the plans
-// the faults of the primary's last seconds. With failpoints, slotsync's first process may also
-// be armed to crash at a step.
+// DrawPlan draws an iteration from seed: a live phase of 3 to 8 s (longer where the last seconds'
+// timing needs it), one to four faults, the failover's kind, and whether the writes pause before
+// it, the settings, and in half the plans the faults of the primary's last seconds, timed against
+// slotsync's passes. With failpoints, slotsync's first process may also be armed to crash at a
+// step.
 func DrawPlan(seed int64, failpoints bool) Plan {
 	p, rng, last := drawBeforeTiming(seed, failpoints)
 	if last {
