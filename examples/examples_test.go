@@ -260,22 +260,27 @@ func TestKubernetesManifestsStrict(t *testing.T) {
 	}
 }
 
+// preHook runs the Patroni example's pre-promote hook with env and returns its exit code and
+// output.
+func preHook(t *testing.T, env ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command("sh", "patroni/pre-promote.sh")
+	cmd.Env = append([]string{"PATH=" + binDir + ":/usr/bin:/bin", "SLOTSYNC_WAIT=1s"}, env...)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
 func TestPatroniHookPolicy(t *testing.T) {
 	if out, err := exec.Command("sh", "-n", "patroni/pre-promote.sh").CombinedOutput(); err != nil {
 		t.Fatalf("%v %s", err, out)
 	}
-	run := func(env ...string) (int, string) {
-		cmd := exec.Command("sh", "patroni/pre-promote.sh")
-		cmd.Env = append([]string{"PATH=" + binDir + ":/usr/bin:/bin", "SLOTSYNC_WAIT=1s"}, env...)
-		out, err := cmd.CombinedOutput()
-		if ee, ok := err.(*exec.ExitError); ok {
-			return ee.ExitCode(), string(out)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return 0, string(out)
-	}
+	run := func(env ...string) (int, string) { return preHook(t, env...) }
 	unreachable := []string{"SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_STATE_DIR=" + t.TempDir()}
 	// The gate cannot tell: block refuses the promotion, proceed promotes and says so loudly.
 	if code, out := run(append(unreachable, "SLOTSYNC_ON_NOT_READY=block")...); code != 1 || !strings.Contains(out, "BLOCKING") {
@@ -323,7 +328,12 @@ func TestPatroniHookPolicy(t *testing.T) {
 	if code, out := run(append(unreachable, "SLOTSYNC_JSON=true", "SLOTSYNC_ON_NOT_READY=block")...); code != 1 || !strings.Contains(out, "BLOCKING") {
 		t.Fatalf("with SLOTSYNC_JSON=true: %d\n%s", code, out)
 	}
-	// block-for: refused until the deadline kept in the state directory, then promoted.
+}
+
+// TestPatroniHookBlockFor: with block-for, the hook refuses until the deadline kept in the state
+// directory, then promotes.
+func TestPatroniHookBlockFor(t *testing.T) {
+	run := func(env ...string) (int, string) { return preHook(t, env...) }
 	state := t.TempDir()
 	blockFor := []string{"SLOTSYNC_STANDBY=host=127.0.0.1 port=1 connect_timeout=1", "SLOTSYNC_STATE_DIR=" + state, "SLOTSYNC_ON_NOT_READY=block-for=2s"}
 	if code, out := run(blockFor...); code != 1 || !strings.Contains(out, "BLOCKING the promotion of this node for") {
@@ -351,8 +361,12 @@ func TestPatroniHookPolicy(t *testing.T) {
 	if code, out := run(blockFor...); code != 1 || !strings.Contains(out, "BLOCKING the promotion of this node for 2s more") {
 		t.Fatalf("block-for, an earlier failover's deadline: %d\n%s", code, out)
 	}
-	// The gate says the old primary is alive (a stand-in slotsync answering as check --json
-	// does then): blocked whatever the policy.
+}
+
+// TestPatroniHookPrimaryAlive: the gate says the old primary is alive (a stand-in slotsync
+// answering as check --json does then): blocked whatever the policy.
+func TestPatroniHookPrimaryAlive(t *testing.T) {
+	run := func(env ...string) (int, string) { return preHook(t, env...) }
 	fake := filepath.Join(t.TempDir(), "slotsync")
 	script := "#!/bin/sh\nprintf '{\\n  \"ready\": false,\\n  \"exit_code\": 2,\\n  \"cannot_tell\": true,\\n  \"primary_alive\": true,\\n  \"not_ready\": []\\n}\\n'\nexit 2\n"
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {

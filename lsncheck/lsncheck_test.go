@@ -124,19 +124,29 @@ func TestCompareIncarnation(t *testing.T) {
 	}
 }
 
-func TestReadiness(t *testing.T) {
+// readinessGood is a READY copy: it trails its consumer, which the standby's WAL covers.
+func readinessGood() ReadinessInput {
 	id := Identity{"s", "app", "pgoutput", false}
-	primary := Seen{id, Position{0x1000, 0x2000, 700}}
-	good := ReadinessInput{
-		Primary: primary, CopyExists: true, Copy: Seen{id, Position{0x1000, 0x1F00, 700}},
+	return ReadinessInput{
+		Primary: Seen{id, Position{0x1000, 0x2000, 700}}, CopyExists: true, Copy: Seen{id, Position{0x1000, 0x1F00, 700}},
 		CopyWALAvailable: true, StandbyWALEnd: 0x5000,
 	}
-	mod := func(f func(*ReadinessInput)) ReadinessInput { in := good; f(&in); return in }
-	cases := []struct {
-		name    string
-		in      ReadinessInput
-		reasons []Reason
-	}{
+}
+
+// modReadiness is readinessGood changed by f.
+func modReadiness(f func(*ReadinessInput)) ReadinessInput { in := readinessGood(); f(&in); return in }
+
+// readinessCase is an input of Readiness and the reasons it must give (none: READY).
+type readinessCase struct {
+	name    string
+	in      ReadinessInput
+	reasons []Reason
+}
+
+// readinessCases are TestReadiness's cases.
+func readinessCases() []readinessCase {
+	good, mod, primary := readinessGood(), modReadiness, readinessGood().Primary
+	return []readinessCase{
 		{"copy trails the consumer: resuming loses nothing", good, nil},
 		{"copy exactly at the primary", mod(func(in *ReadinessInput) { in.Copy.Position = primary.Position }), nil},
 		{"no copy", mod(func(in *ReadinessInput) { in.CopyExists = false }), []Reason{ReasonMissing}},
@@ -222,7 +232,10 @@ func TestReadiness(t *testing.T) {
 		{"statefile: no feedback at all", mod(func(in *ReadinessInput) { in.RequireHorizon, in.WALVerified = true, true }), []Reason{ReasonCatalogUnprotected}},
 		{"native: temporary", mod(func(in *ReadinessInput) { in.RequireSynced, in.CopySynced, in.CopyTemporary = true, true, true }), []Reason{ReasonTemporary}},
 	}
-	for _, c := range cases {
+}
+
+func TestReadiness(t *testing.T) {
+	for _, c := range readinessCases() {
 		v := Readiness(c.in)
 		if v.Ready != (len(c.reasons) == 0) || !reflect.DeepEqual(v.Reasons, c.reasons) {
 			t.Errorf("%s: ready=%v reasons=%v (%s); want reasons %v", c.name, v.Ready, v.Reasons, v.Detail, c.reasons)
@@ -232,12 +245,15 @@ func TestReadiness(t *testing.T) {
 		}
 	}
 
-	// Byte distances behind the verdicts.
-	v := Readiness(good)
+}
+
+// TestReadinessDistances: the byte distances behind the verdicts.
+func TestReadinessDistances(t *testing.T) {
+	v := Readiness(readinessGood())
 	if v.SyncLagBytes != 0x100 || v.CopyAheadBytes != 0 || v.ConsumerAheadBytes != 0 {
 		t.Errorf("distances of a trailing copy: %+v", v)
 	}
-	v = Readiness(mod(func(in *ReadinessInput) { in.Copy.ConfirmedFlush = 0x2400; in.StandbyWALEnd = 0x1F80 }))
+	v = Readiness(modReadiness(func(in *ReadinessInput) { in.Copy.ConfirmedFlush = 0x2400; in.StandbyWALEnd = 0x1F80 }))
 	if v.CopyAheadBytes != 0x400 || v.ConsumerAheadBytes != 0x80 || v.SyncLagBytes != -0x400 {
 		t.Errorf("distances of an ahead copy: %+v", v)
 	}

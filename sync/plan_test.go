@@ -110,6 +110,11 @@ func TestPlanScenarios(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
 		expect(t, a, KindNone, CodeUpToDate)
 	})
+}
+
+// TestPlanIncarnations: a slot made again on the primary (rule 2), or only moved back.
+func TestPlanIncarnations(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
 
 	t.Run("confirmed_flush back while restart_lsn moved on: same slot", func(t *testing.T) {
 		// The consumer's slot was at 0/2000000 and now confirms 0/1900000 (an older position
@@ -175,6 +180,11 @@ func TestPlanScenarios(t *testing.T) {
 		a := newScenario().primary(slot(idB, 0x1000000, 0x2000000, 700)).standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
 		expect(t, a, KindRecreate, CodeRecreatedOnPrimary)
 	})
+}
+
+// TestPlanDropsAndInvalidations: slots dropped or invalidated on either side (rule 3).
+func TestPlanDropsAndInvalidations(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
 
 	t.Run("dropped on the primary, copy owned: dropped", func(t *testing.T) {
 		a := newScenario().standby(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
@@ -246,6 +256,11 @@ func TestPlanScenarios(t *testing.T) {
 		a := newScenario().primary(slot(idA, 0x1000000, 0x2000000, 700)).owned(idA, pos).only(t)
 		expect(t, a, KindCreate, CodeCopyMissing)
 	})
+}
+
+// TestPlanServerSlotsAndSelection: the server's own failover slots, temporary slots, and the selection.
+func TestPlanServerSlotsAndSelection(t *testing.T) {
+	pos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
 
 	t.Run("failover slots are the server's (17+)", func(t *testing.T) {
 		ps := slot(idA, 0x1000000, 0x2000000, 700)

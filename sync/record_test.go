@@ -9,22 +9,31 @@ import (
 	"github.com/slotsync/slotsync/topology"
 )
 
+// The positions of slot "a" in the records TestJudgeWithoutPrimary judges: its copy trails its
+// consumer.
+var (
+	judgedCopyPos    = lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
+	judgedPrimaryPos = lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2100000, CatalogXmin: 700}
+)
+
+// recordOfA is a record of slot "a", READY or not.
+func recordOfA(ready bool) *GateRecord {
+	return &GateRecord{ObservedAt: time.Unix(100, 0), Slots: map[string]GateSlot{
+		"a": {Identity: idA, Ready: ready, Reasons: nil, Detail: "x", Primary: judgedPrimaryPos, Copy: judgedCopyPos},
+	}}
+}
+
+// standbyWithA is a standby holding the record's copy of slot "a", changed by mod (nil: none).
+func standbyWithA(mod func(*topology.Slot)) NodeState {
+	s := slot(idA, judgedCopyPos.RestartLSN, judgedCopyPos.ConfirmedFlush, judgedCopyPos.CatalogXmin)
+	if mod != nil {
+		mod(&s)
+	}
+	return NodeState{Info: topology.NodeInfo{InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{"a": s}}
+}
+
 func TestJudgeWithoutPrimary(t *testing.T) {
-	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
-	copyPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2000000, CatalogXmin: 700}
-	primPos := lsncheck.Position{RestartLSN: 0x1000000, ConfirmedFlush: 0x2100000, CatalogXmin: 700}
-	rec := func(ready bool) *GateRecord {
-		return &GateRecord{ObservedAt: time.Unix(100, 0), Slots: map[string]GateSlot{
-			"a": {Identity: idA, Ready: ready, Reasons: nil, Detail: "x", Primary: primPos, Copy: copyPos},
-		}}
-	}
-	standby := func(mod func(*topology.Slot)) NodeState {
-		s := slot(idA, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
-		if mod != nil {
-			mod(&s)
-		}
-		return NodeState{Info: topology.NodeInfo{InRecovery: true, ReplayLSN: 0x9000000}, Slots: map[string]topology.Slot{"a": s}}
-	}
+	rec, standby, copyPos := recordOfA, standbyWithA, judgedCopyPos
 	cases := []struct {
 		name   string
 		rec    *GateRecord
@@ -91,8 +100,13 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 			t.Errorf("%s: held_back %v, want %v", c.name, got[0].HeldBack, want)
 		}
 	}
-	// Exact: the copy trailed its consumer at the last observation, so a promotion would
-	// redeliver; a copy that stood at its consumer's position is READY.
+}
+
+// TestJudgeWithoutPrimaryExactAndSelection: with --exact, a copy that trailed its consumer at the
+// last observation would redeliver, and one that stood at its consumer's position is READY; a
+// slot not selected is not judged, and a native copy must still be server-synced.
+func TestJudgeWithoutPrimaryExactAndSelection(t *testing.T) {
+	rec, standby, copyPos := recordOfA, standbyWithA, judgedCopyPos
 	if got := JudgeWithoutPrimary(rec(true), standby(nil), Selection{}, true, Demoted{}); got[0].Verdict.Ready || got[0].Verdict.Reasons[0] != lsncheck.ReasonCopyBehind {
 		t.Errorf("exact, behind: %+v", got[0].Verdict)
 	}
@@ -103,9 +117,9 @@ func TestJudgeWithoutPrimary(t *testing.T) {
 	if got := JudgeWithoutPrimary(atConsumer, standby(nil), Selection{}, true, Demoted{}); !got[0].Verdict.Ready {
 		t.Errorf("exact, at the consumer: %+v", got[0].Verdict)
 	}
-	// A slot not selected is not judged; a native copy must still be server-synced.
+	idB := lsncheck.Identity{Name: "b", Database: "app", Plugin: "pgoutput"}
 	r := rec(true)
-	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: primPos, RequireSynced: true}
+	r.Slots["b"] = GateSlot{Identity: idB, Ready: true, Copy: copyPos, Primary: judgedPrimaryPos, RequireSynced: true}
 	node := standby(nil)
 	node.Slots["b"] = slot(idB, copyPos.RestartLSN, copyPos.ConfirmedFlush, copyPos.CatalogXmin)
 	got := JudgeWithoutPrimary(r, node, Selection{Patterns: []string{"b"}}, false, Demoted{})

@@ -90,22 +90,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "method":
-		m := topology.Method(d.CmdArgs[0].Key)
-		h.eng.cfg.Method, h.app.traits = m, TraitsOf(m)
-		h.eng.cfg.Native.SetFailover = d.HasArg("set-failover")
-		h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
-		h.eng.cfg.Native.Drive = d.HasArg("drive")
-		h.eng.cfg.AdoptCopies = d.HasArg("adopt-copies")
-		h.eng.cfg.ExactCopyAfter = 0
-		if d.HasArg("exact-copy-after") {
-			var after string
-			d.ScanArgs(t, "exact-copy-after", &after)
-			dur, err := time.ParseDuration(after)
-			if err != nil {
-				t.Fatal(err)
-			}
-			h.eng.cfg.ExactCopyAfter = dur
-		}
+		h.setMethod(t, d)
 		return ""
 	case "confirm-during-sync":
 		// A consumer confirms while a pass runs: the server's next slot sync copies the primary
@@ -138,15 +123,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		h.app.failing[d.CmdArgs[0].Key] = scriptError(d)
 		return ""
 	case "prepared":
-		// prepared app=701,702: the primary's prepared transactions, by database
-		h.obs.snap.Prepared = map[string][]lsncheck.XID{}
-		for _, a := range d.CmdArgs {
-			for _, v := range a.Vals {
-				var x uint32
-				fmt.Sscan(v, &x)
-				h.obs.snap.Prepared[a.Key] = append(h.obs.snap.Prepared[a.Key], lsncheck.XID(x))
-			}
-		}
+		h.setPrepared(d)
 		return ""
 	case "wal":
 		l, err := lsncheck.ParseLSN(d.CmdArgs[0].Key)
@@ -159,27 +136,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		delete(h.app.failing, d.CmdArgs[0].Key)
 		return ""
 	case "hold", "release":
-		// hold <slot>: the state-file method's catalog hold of it on the primary (a temporary
-		// copy of the primary slot as it is now); release <slot>: the hold is gone.
-		name := d.CmdArgs[0].Key
-		hold := method.HoldName(h.obs.snap.Standby.Info.PrimarySlotName, name)
-		if d.Cmd == "release" {
-			delete(h.obs.snap.Primary.Slots, hold)
-			return ""
-		}
-		s := h.obs.snap.Primary.Slots[name]
-		s.Name, s.Temporary = hold, true
-		h.obs.snap.Primary.Slots[hold] = s
+		h.holdOrRelease(d)
 		return ""
 	case "primary-gone", "primary-partitioned", "primary-demoted", "primary-back":
-		// Gone: the primary is down, and the standby's WAL receiver stops streaming. Partitioned:
-		// only slotsync cannot reach it; the standby still streams from it. Demoted: it answers
-		// in recovery, and the standby streams from it (a cascade that carries nothing new).
-		h.obs.gone, h.obs.demoted = d.Cmd == "primary-gone" || d.Cmd == "primary-partitioned", d.Cmd == "primary-demoted"
-		h.obs.snap.Standby.Info.ReceiverStatus = map[bool]string{true: "", false: "streaming"}[d.Cmd == "primary-gone"]
-		if h.obs.demoted {
-			h.obs.upstream = h.upstreamOf(t, d)
-		}
+		h.primaryState(t, d)
 		return ""
 	case "clock":
 		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
@@ -201,6 +161,65 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	}
 	t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 	return ""
+}
+
+// setMethod is "method <name> [set-failover] [drop-stale] [drive] [adopt-copies]
+// [exact-copy-after=<duration>]": the engine's method and its settings.
+func (h *harness) setMethod(t *testing.T, d *datadriven.TestData) {
+	m := topology.Method(d.CmdArgs[0].Key)
+	h.eng.cfg.Method, h.app.traits = m, TraitsOf(m)
+	h.eng.cfg.Native.SetFailover = d.HasArg("set-failover")
+	h.eng.cfg.Native.DropStale = d.HasArg("drop-stale")
+	h.eng.cfg.Native.Drive = d.HasArg("drive")
+	h.eng.cfg.AdoptCopies = d.HasArg("adopt-copies")
+	h.eng.cfg.ExactCopyAfter = 0
+	if d.HasArg("exact-copy-after") {
+		var after string
+		d.ScanArgs(t, "exact-copy-after", &after)
+		dur, err := time.ParseDuration(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.eng.cfg.ExactCopyAfter = dur
+	}
+}
+
+// setPrepared is "prepared app=701,702": the primary's prepared transactions, by database.
+func (h *harness) setPrepared(d *datadriven.TestData) {
+	h.obs.snap.Prepared = map[string][]lsncheck.XID{}
+	for _, a := range d.CmdArgs {
+		for _, v := range a.Vals {
+			var x uint32
+			fmt.Sscan(v, &x)
+			h.obs.snap.Prepared[a.Key] = append(h.obs.snap.Prepared[a.Key], lsncheck.XID(x))
+		}
+	}
+}
+
+// holdOrRelease is "hold <slot>": the state-file method's catalog hold of it on the primary (a
+// temporary copy of the primary slot as it is now); "release <slot>": the hold is gone.
+func (h *harness) holdOrRelease(d *datadriven.TestData) {
+	name := d.CmdArgs[0].Key
+	hold := method.HoldName(h.obs.snap.Standby.Info.PrimarySlotName, name)
+	if d.Cmd == "release" {
+		delete(h.obs.snap.Primary.Slots, hold)
+		return
+	}
+	s := h.obs.snap.Primary.Slots[name]
+	s.Name, s.Temporary = hold, true
+	h.obs.snap.Primary.Slots[hold] = s
+}
+
+// primaryState is "primary-gone": the primary is down, and the standby's WAL receiver stops
+// streaming; "primary-partitioned": only slotsync cannot reach it, the standby still streams
+// from it; "primary-demoted": it answers in recovery, and the standby streams from it (a cascade
+// that carries nothing new); "primary-back": it answers again.
+func (h *harness) primaryState(t *testing.T, d *datadriven.TestData) {
+	h.obs.gone, h.obs.demoted = d.Cmd == "primary-gone" || d.Cmd == "primary-partitioned", d.Cmd == "primary-demoted"
+	h.obs.snap.Standby.Info.ReceiverStatus = map[bool]string{true: "", false: "streaming"}[d.Cmd == "primary-gone"]
+	if h.obs.demoted {
+		h.obs.upstream = h.upstreamOf(t, d)
+	}
 }
 
 func scriptError(d *datadriven.TestData) error {

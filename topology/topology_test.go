@@ -385,6 +385,13 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("sql method, exact copies %v: %+v", exact, bad)
 		}
 	}
+}
+
+// TestDoctorFailures: the checks a pair fails (their fixes named), and the native method's
+// request of running-xacts records only when it drives the server's sync.
+func TestDoctorFailures(t *testing.T) {
+	p, s, ph := healthy()
+	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
 	s.HotStandbyFeedback, s.MaxReplicationSlots, p.CanLogStandbySnapshot = false, 2, false
 	failed := map[string]Check{}
 	for _, c := range Doctor(DoctorInput{Primary: p, Standby: s, Physical: ph, Method: MethodSQL, PrimarySlots: 3, StandbySlots: 1}) {
@@ -417,9 +424,12 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("native, --native-drive %v: standby_snapshot warned %v", drive, warned)
 		}
 	}
-	// Warnings: PostgreSQL 18 invalidating idle copies; a slot WAL limit on the standby only; Patroni
-	// dropping copies.
-	p, s, ph = healthy()
+}
+
+// TestDoctorWarnings: PostgreSQL 18 invalidating idle copies; a slot WAL limit on the standby
+// only; Patroni dropping copies.
+func TestDoctorWarnings(t *testing.T) {
+	p, s, ph := healthy()
 	s.ReceiverStatus, s.MaxReplicationSlots, p.CanLogStandbySnapshot = "streaming", 10, true
 	s.IdleSlotTimeout, s.ManagedByPatroni = "30", true
 	s.MaxSlotWALKeepMB, p.MaxSlotWALKeepMB = 1024, -1 // a limit on the standby only

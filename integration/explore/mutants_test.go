@@ -71,6 +71,33 @@ func samplePlan(t *testing.T, name string, seed int64) Plan {
 	return Plan{}
 }
 
+// mutantRun is a mutant TestMutationMatrix runs, and on what.
+type mutantRun struct {
+	name  string
+	plans []string // the written plans for it (Mutant.Plans)
+	seed  int64
+	// only: the sample's plan (nil: the matrix plans, then drawn seeds from seed)
+	only *Plan
+}
+
+// mutantRuns are the mutants TestMutationMatrix runs on major: those SLOTSYNC_MUTANTS names
+// (want; "all": every one), their drawn plans from seed first, or with want empty CI's sample.
+func mutantRuns(t *testing.T, want string, first int64, major int) []mutantRun {
+	var out []mutantRun
+	for _, m := range Mutants() {
+		if (want == "all" || slices.Contains(strings.Split(want, ","), m.Name)) && (m.Majors == nil || slices.Contains(m.Majors, major)) {
+			out = append(out, mutantRun{name: m.Name, plans: m.Plans, seed: first})
+		}
+	}
+	for _, s := range mutantSample {
+		if want == "" && s.major == major {
+			p := samplePlan(t, s.plan, s.seed)
+			out = append(out, mutantRun{name: s.name, seed: s.seed, only: &p})
+		}
+	}
+	return out
+}
+
 // TestMutationMatrix runs the fault explorer against slotsync builds with one safety check of
 // the gate switched off (Mutants), each on the plans written for its rule (Mutant.Plans), then
 // on SLOTSYNC_MUTANT_SEEDS drawn plans (default 4), until a plan catches it (a READY while loss,
@@ -89,28 +116,6 @@ func TestMutationMatrix(t *testing.T) {
 		first, _ = strconv.ParseInt(s, 10, 64)
 	}
 	want := os.Getenv("SLOTSYNC_MUTANTS")
-	type run struct {
-		name  string
-		plans []string // the written plans for it (Mutant.Plans)
-		seed  int64
-		// only: the sample's plan (nil: the matrix plans, then drawn seeds from seed)
-		only *Plan
-	}
-	runsOn := func(major int) []run {
-		var out []run
-		for _, m := range Mutants() {
-			if (want == "all" || slices.Contains(strings.Split(want, ","), m.Name)) && (m.Majors == nil || slices.Contains(m.Majors, major)) {
-				out = append(out, run{name: m.Name, plans: m.Plans, seed: first})
-			}
-		}
-		for _, s := range mutantSample {
-			if want == "" && s.major == major {
-				p := samplePlan(t, s.plan, s.seed)
-				out = append(out, run{name: s.name, seed: s.seed, only: &p})
-			}
-		}
-		return out
-	}
 	var majors []int
 	if want == "" {
 		for _, s := range mutantSample {
@@ -124,7 +129,7 @@ func TestMutationMatrix(t *testing.T) {
 	}
 	pgtest.ForEachMajor(t, majors, func(t *testing.T, major int) {
 		bin := failpointSlotsync(t)
-		for _, r := range runsOn(major) {
+		for _, r := range mutantRuns(t, want, first, major) {
 			t.Run(r.name, func(t *testing.T) {
 				t.Setenv("SLOTSYNC_MUTANT", r.name)
 				killedBy := ""
