@@ -1065,14 +1065,11 @@ func timedAsSaid(p Plan, timed string) string {
 			return "slotsync not paused just before the cut, or the primary not demoted"
 		}
 	case timedViewEndsEarly:
-		end := p.Live
-		if stoppedOK {
-			end = stopped.At
-		}
+		end := stopped.At
 		remade, ok := find(func(s Step) bool {
 			return s.Fault == FaultSlotBehind && s.Away && s.At > view.At && s.At <= end-300*time.Millisecond
 		})
-		if !viewOK || cutOK || end-view.At < iv+time.Second || end-view.At > 2*iv+2200*time.Millisecond || view.At < 2500*time.Millisecond || !ok {
+		if !viewOK || !stoppedOK || cutOK || end-view.At < iv+time.Second || end-view.At > 2*iv+2200*time.Millisecond || view.At < 2500*time.Millisecond || !ok {
 			return fmt.Sprintf("slotsync's view ends %s before the last commit (want an interval and 1-2.2 s more), or no slot made again between (%v)",
 				end-view.At, remade)
 		}

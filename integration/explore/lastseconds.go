@@ -123,17 +123,18 @@ func demoteAfterCut(rng *rand.Rand, p *Plan, c int) {
 }
 
 // viewEndsEarly: slotsync's view of the primary ends (paused, its route cut) gap before the
-// primary's last commit (the end, or a lasting writes pause w), where gap is 1 s to 2.2 s and an
-// interval past the interval: past the window the last pass's note covers (two passes) by about
+// primary's last commit, where the writes stop for good (w, or a pause added up to 300 ms before
+// the end: else they go on through the question, for seconds where the route is cut), and gap is
+// 1 s to 2.2 s and an interval past the interval: past the window the last pass's note covers (two passes) by about
 // SeenLagMargin to twice it, whatever the pass's phase. A slot is made again behind its copy in
 // between, its consumer away, 100 ms after the view ends at the earliest and 300 ms before the
 // last commit at the latest. A live phase too short to leave slotsync 2.5 s before is made longer,
 // the last seconds' steps with it.
 func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
-	last := p.Live
-	if w >= 0 {
-		last = p.Steps[w].At
+	if w < 0 { // the writes would go on through the question (seconds, with the route cut)
+		w = writesPauseAt(p, w, p.Live-between(rng, 0, 300*time.Millisecond))
 	}
+	last := p.Steps[w].At
 	gap := iv + time.Second + between(rng, 0, iv+1200*time.Millisecond)
 	if shift := 2500*time.Millisecond - (last - gap); shift > 0 {
 		for i, s := range p.Steps {
