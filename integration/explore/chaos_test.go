@@ -1060,6 +1060,7 @@ func timedAsSaid(p Plan, timed string) string {
 			return "the writes do not stop 20-250 ms after the standby's cut"
 		}
 	case timedDemoteAfterCut:
+		cut, cutOK = find(func(s Step) bool { return s.Fault == FaultStandbyCutOff && s.For == demotedCutFor })
 		if !p.Demote || p.Hook || !cutOK || !viewOK || cut.At > p.Live-600*time.Millisecond || cut.At-view.At > 600*time.Millisecond ||
 			cut.At-view.At < 100*time.Millisecond && view.At > 0 {
 			return "slotsync not paused just before the cut, or the primary not demoted"

@@ -222,7 +222,10 @@ type Step struct {
 // or stalled walsender; slotsync paused just before a cut, then the primary demoted; or, the
 // standby not cut, slotsync's view ends past its last note's window before the primary's last
 // commit, a slot made again behind its copy in between.
-const DrawVersion = 11
+// 12: as 11, but a plan whose primary is demoted after the standby's cut has the standby cut off
+// for 90 s, past the failover's questions, and half those plans no longer have slotsync's route
+// to the primary cut in their last seconds (demoteAfterCut).
+const DrawVersion = 12
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.

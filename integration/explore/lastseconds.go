@@ -115,12 +115,27 @@ func recordInCut(rng *rand.Rand, p *Plan, iv time.Duration, c, w int) {
 // demoteAfterCut: slotsync paused 100-600 ms before the standby is cut off at c, at least 600 ms
 // before the end, the writes going on, and the primary demoted at the end (stopped or killed,
 // then started read-only): its consumers confirm what the standby never gets, and the gate reads
-// a server in recovery whose WAL ends past the standby's (rule 8b).
+// a server in recovery whose WAL ends past the standby's (rule 8b). Draw 12: the cut lasts
+// demotedCutFor, past the questions a demotion's failover asks (with the primary, then without
+// it, each watching the standby up to --primary-gone-after), else the standby fetches that WAL
+// from the demoted primary first; and in half these plans a cut of slotsync's route to the
+// primary in the last seconds is left out: through it neither the gate nor the explorer reads
+// the demoted primary, which then promises nothing (the other half keep it, for rule 8a's
+// --primary-gone-after).
 func demoteAfterCut(rng *rand.Rand, p *Plan, c int) {
-	p.Steps[c].At = min(p.Steps[c].At, p.Live-600*time.Millisecond)
-	endView(p, max(0, p.Steps[c].At-between(rng, 100*time.Millisecond, 600*time.Millisecond)))
+	p.Steps[c].At, p.Steps[c].For = min(p.Steps[c].At, p.Live-600*time.Millisecond), demotedCutFor
+	cutAt := p.Steps[c].At
+	if rng.Intn(2) == 0 {
+		p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool {
+			return s.Fault == FaultPrimaryRoute && s.For == lastFor && s.At >= p.Live-2*time.Second
+		})
+	}
+	endView(p, max(0, cutAt-between(rng, 100*time.Millisecond, 600*time.Millisecond)))
 	p.Demote = true
 }
+
+// demotedCutFor is how long demoteAfterCut cuts the standby off.
+const demotedCutFor = 90 * time.Second
 
 // viewEndsEarly: slotsync's view of the primary ends (paused, its route cut) gap before the
 // primary's last commit, where the writes stop for good (w, or a pause added up to 300 ms before
