@@ -259,41 +259,7 @@ func newPatroniCluster(t *testing.T, kind patroniKind) *patroniCluster {
 		t.Fatal(err)
 	}
 	for i := 1; i <= 2; i++ {
-		n := &patroniNode{name: fmt.Sprintf("n%d", i), pgPort: pgtest.FreePort(t), apiPort: pgtest.FreePort(t), metricsPort: pgtest.FreePort(t)}
-		n.patroniLog, n.sidecarLog = filepath.Join(dir, n.name+"-patroni.log"), filepath.Join(dir, n.name+"-slotsync.log")
-		n.dataDir, n.stateDir, n.config = filepath.Join(dir, n.name), filepath.Join(dir, n.name+"-slotsync"), filepath.Join(dir, n.name+".yml")
-		if err := os.Mkdir(n.stateDir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		var cfg map[string]any
-		_ = yaml.Unmarshal(raw, &cfg) // a fresh copy of the example
-		cfg["name"] = n.name
-		cfg["restapi"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", n.apiPort), "connect_address": fmt.Sprintf("127.0.0.1:%d", n.apiPort)}
-		cfg["etcd3"] = map[string]any{"hosts": fmt.Sprintf("127.0.0.1:%d", c.etcdPort)}
-		// The example's authentication as shipped: only addresses, paths and the OS user of the
-		// peer map (the clusters' user here) are replaced.
-		boot := cfg["bootstrap"].(map[string]any)
-		boot["post_bootstrap"] = postBootstrap
-		for i, line := range boot["pg_hba"].([]any) {
-			boot["pg_hba"].([]any)[i] = strings.ReplaceAll(line.(string), "0.0.0.0/0", "127.0.0.1/32")
-		}
-		pg := cfg["postgresql"].(map[string]any)
-		for i, line := range pg["pg_ident"].([]any) {
-			pg["pg_ident"].([]any)[i] = strings.Replace(line.(string), " postgres ", " "+runUser+" ", 1)
-		}
-		pg["listen"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
-		pg["connect_address"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
-		pg["data_dir"], pg["pgpass"], pg["pre_promote"] = n.dataDir, filepath.Join(dir, n.name+".pgpass"), hook
-		pg["bin_dir"] = fmt.Sprintf("/usr/lib/postgresql/%d/bin", kind.major)
-		pg["parameters"] = map[string]any{"unix_socket_directories": dir}
-		out, err := yaml.Marshal(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(n.config, out, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		c.nodes = append(c.nodes, n)
+		c.nodes = append(c.nodes, c.configureNode(fmt.Sprintf("n%d", i), raw, runUser, hook, postBootstrap))
 	}
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -691,4 +657,46 @@ func hookLines(log string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// configureNode writes node name's Patroni configuration: the example's patroni.yml (raw) as
+// shipped, with only addresses, ports, paths and the OS user of the peer map (runUser) replaced,
+// and the example's hooks.
+func (c *patroniCluster) configureNode(name string, raw []byte, runUser, hook, postBootstrap string) *patroniNode {
+	c.t.Helper()
+	n := &patroniNode{name: name, pgPort: pgtest.FreePort(c.t), apiPort: pgtest.FreePort(c.t), metricsPort: pgtest.FreePort(c.t)}
+	n.patroniLog, n.sidecarLog = filepath.Join(c.dir, n.name+"-patroni.log"), filepath.Join(c.dir, n.name+"-slotsync.log")
+	n.dataDir, n.stateDir, n.config = filepath.Join(c.dir, n.name), filepath.Join(c.dir, n.name+"-slotsync"), filepath.Join(c.dir, n.name+".yml")
+	if err := os.Mkdir(n.stateDir, 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	var cfg map[string]any
+	_ = yaml.Unmarshal(raw, &cfg) // a fresh copy of the example
+	cfg["name"] = n.name
+	cfg["restapi"] = map[string]any{"listen": fmt.Sprintf("127.0.0.1:%d", n.apiPort), "connect_address": fmt.Sprintf("127.0.0.1:%d", n.apiPort)}
+	cfg["etcd3"] = map[string]any{"hosts": fmt.Sprintf("127.0.0.1:%d", c.etcdPort)}
+	// The example's authentication as shipped: only addresses, paths and the OS user of the
+	// peer map (the clusters' user here) are replaced.
+	boot := cfg["bootstrap"].(map[string]any)
+	boot["post_bootstrap"] = postBootstrap
+	for k, line := range boot["pg_hba"].([]any) {
+		boot["pg_hba"].([]any)[k] = strings.ReplaceAll(line.(string), "0.0.0.0/0", "127.0.0.1/32")
+	}
+	pg := cfg["postgresql"].(map[string]any)
+	for k, line := range pg["pg_ident"].([]any) {
+		pg["pg_ident"].([]any)[k] = strings.Replace(line.(string), " postgres ", " "+runUser+" ", 1)
+	}
+	pg["listen"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
+	pg["connect_address"] = fmt.Sprintf("127.0.0.1:%d", n.pgPort)
+	pg["data_dir"], pg["pgpass"], pg["pre_promote"] = n.dataDir, filepath.Join(c.dir, n.name+".pgpass"), hook
+	pg["bin_dir"] = fmt.Sprintf("/usr/lib/postgresql/%d/bin", c.kind.major)
+	pg["parameters"] = map[string]any{"unix_socket_directories": c.dir}
+	out, err := yaml.Marshal(cfg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := os.WriteFile(n.config, out, 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return n
 }

@@ -32,77 +32,8 @@ func TestRolesMove(t *testing.T) {
 			t.Cleanup(eng.Close)
 			engines[n] = eng
 		}
-		// pass runs every node's engine; it returns the report of the standby's. A node that is
-		// down (killed, or being rebuilt) fails its pass; nothing else may fail.
-		pass := func() Report {
-			t.Helper()
-			var out Report
-			for n, eng := range engines {
-				rep, err := eng.RunOnce(f.ctx)
-				down := n != f.pair.Primary && n != f.pair.Standby
-				if _, alive := n.InRecovery(f.ctx); alive != nil {
-					down = true
-				}
-				if err != nil && !down {
-					t.Fatalf("pass on %s: %v", n.Name, err)
-				}
-				if err != nil {
-					continue
-				}
-				want := RoleStandby
-				if n == f.pair.Primary {
-					want = RolePrimary
-				}
-				if rep.Role != want {
-					t.Fatalf("pass on %s: role %q, want %q", n.Name, rep.Role, want)
-				}
-				for _, s := range rep.Slots {
-					if s.Error != "" {
-						t.Fatalf("pass on %s, slot %s: %s", n.Name, s.Name, s.Error)
-					}
-				}
-				if want == RoleStandby {
-					out = rep
-				}
-			}
-			return out
-		}
-		untilReady := func() {
-			t.Helper()
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				f.insert(1)
-				f.logRunningXacts()
-				f.consume(f.pair.Primary, "cdc")
-				f.must(f.pair.WaitCaughtUp(f.ctx))
-				rep := pass()
-				if rep.Ready() && len(rep.Slots) == 1 {
-					return
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the copy on %s never became ready: %+v", f.pair.Standby.Name, rep.Slots)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		// failover writes rows the consumer has not read, makes sure the standby has them, takes
-		// the primary away (killed or stopped), promotes, and checks that the consumer gets
-		// exactly those rows from the promoted node.
-		failover := func(kill bool) {
-			t.Helper()
-			rows := f.insert(3)
-			f.must(f.pair.WaitCaughtUp(f.ctx))
-			pass()
-			if kill {
-				f.must(f.pair.Primary.Kill(f.ctx))
-			} else {
-				f.must(f.pair.Primary.Stop(f.ctx))
-			}
-			f.must(f.pair.Promote(f.ctx))
-			if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, rows) {
-				t.Fatalf("after the failover (kill=%v) the consumer got %v, want exactly %v", kill, got, rows)
-			}
-		}
+		rp := rolesPair{f: f, engines: engines}
+		pass, untilReady, failover := rp.pass, rp.untilReady, rp.failover
 
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		f.consume(f.pair.Primary, "cdc")
@@ -321,4 +252,88 @@ func TestCopyBeyondFork(t *testing.T) {
 			t.Fatalf("after promoting the rejoined node the consumer got %v, want exactly %v", got, rows)
 		}
 	})
+}
+
+// rolesPair is TestRolesMove's pair with an engine beside each node, whatever its role.
+type rolesPair struct {
+	f       *fixture
+	engines map[*integration.Node]*Engine
+}
+
+// pass runs every node's engine; it returns the report of the standby's. A node that is down
+// (killed, or being rebuilt) fails its pass; nothing else may fail.
+func (r rolesPair) pass() Report {
+	f, t := r.f, r.f.t
+	t.Helper()
+	var out Report
+	for n, eng := range r.engines {
+		rep, err := eng.RunOnce(f.ctx)
+		down := n != f.pair.Primary && n != f.pair.Standby
+		if _, alive := n.InRecovery(f.ctx); alive != nil {
+			down = true
+		}
+		if err != nil && !down {
+			t.Fatalf("pass on %s: %v", n.Name, err)
+		}
+		if err != nil {
+			continue
+		}
+		want := RoleStandby
+		if n == f.pair.Primary {
+			want = RolePrimary
+		}
+		if rep.Role != want {
+			t.Fatalf("pass on %s: role %q, want %q", n.Name, rep.Role, want)
+		}
+		for _, s := range rep.Slots {
+			if s.Error != "" {
+				t.Fatalf("pass on %s, slot %s: %s", n.Name, s.Name, s.Error)
+			}
+		}
+		if want == RoleStandby {
+			out = rep
+		}
+	}
+	return out
+}
+
+// untilReady runs passes, the consumer of cdc confirming, until the standby's copy is READY.
+func (r rolesPair) untilReady() {
+	f, t := r.f, r.f.t
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		f.insert(1)
+		f.logRunningXacts()
+		f.consume(f.pair.Primary, "cdc")
+		f.must(f.pair.WaitCaughtUp(f.ctx))
+		rep := r.pass()
+		if rep.Ready() && len(rep.Slots) == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the copy on %s never became ready: %+v", f.pair.Standby.Name, rep.Slots)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// failover writes rows the consumer has not read, makes sure the standby has them, takes the
+// primary away (killed or stopped), promotes, and checks that the consumer gets exactly those
+// rows from the promoted node.
+func (r rolesPair) failover(kill bool) {
+	f, t := r.f, r.f.t
+	t.Helper()
+	rows := f.insert(3)
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	r.pass()
+	if kill {
+		f.must(f.pair.Primary.Kill(f.ctx))
+	} else {
+		f.must(f.pair.Primary.Stop(f.ctx))
+	}
+	f.must(f.pair.Promote(f.ctx))
+	if got := f.consume(f.pair.Standby, "cdc"); !equalInts(got, rows) {
+		t.Fatalf("after the failover (kill=%v) the consumer got %v, want exactly %v", kill, got, rows)
+	}
 }

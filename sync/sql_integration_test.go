@@ -141,25 +141,7 @@ func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
 			t.Fatalf("the drop was logged %d times, want once:\n%s", n, f.logs.String())
 		}
 
-		// A same-name slot made on the standby by someone else is never touched.
-		created := make(chan struct{})
-		go func() { // the standby's creation waits for a running-xacts record from the primary
-			for {
-				select {
-				case <-created:
-					return
-				case <-time.After(100 * time.Millisecond):
-					_ = p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()")
-				}
-			}
-		}()
-		createErr := f.pair.Standby.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('theirs', 'test_decoding')")
-		close(created)
-		f.must(createErr)
-		f.pass()
-		if _, ok := f.slotOn(f.pair.Standby, "theirs"); !ok {
-			t.Fatal("a standby-local slot slotsync did not make was dropped")
-		}
+		f.standbyLocalSlotLeftAlone()
 
 		// Rule 1 with replay paused: the consumer moves on, the copy stops at the replay LSN.
 		// The standby still receives WAL, so the consumer is not ahead of what it holds.
@@ -189,23 +171,7 @@ func TestSQLMethodDropRecreateAndPausedReplay(t *testing.T) {
 			t.Fatalf("after resume the copy is at %s, want %s", cp.ConfirmedFlush, ps.ConfirmedFlush)
 		}
 
-		// Rule 5: with the standby cut off from the primary, a consumer that confirms more is
-		// ahead of everything the standby holds: NOT READY, with the distance in bytes.
-		f.cutOffStandby()
-		waitNoReceiver(t, f)
-		f.insert(3)
-		f.consume(p, "paused")
-		r = f.pass()["paused"]
-		if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonConsumerAheadOfStandby) || r.Verdict.ConsumerAheadBytes <= 0 {
-			t.Fatalf("consumer ahead of a cut-off standby was judged %+v", r.Verdict)
-		}
-		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM RESET primary_conninfo"))
-		f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
-		f.must(f.pair.WaitStreaming(f.ctx))
-		f.must(f.pair.WaitCaughtUp(f.ctx))
-		if r = f.pass()["paused"]; !r.Verdict.Ready {
-			t.Fatalf("after the standby caught up: %+v", r.Verdict)
-		}
+		f.consumerAheadOfCutOffStandby("paused")
 	})
 }
 
@@ -1021,4 +987,52 @@ func TestDoctorWithoutReadAllStats(t *testing.T) {
 			t.Fatalf("with pg_monitor: read_all_stats failed on %v", got)
 		}
 	})
+}
+
+// standbyLocalSlotLeftAlone: a same-name slot made on the standby by someone else is never
+// touched.
+func (f *fixture) standbyLocalSlotLeftAlone() {
+	f.t.Helper()
+	p := f.pair.Primary
+	created := make(chan struct{})
+	go func() { // the standby's creation waits for a running-xacts record from the primary
+		for {
+			select {
+			case <-created:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = p.Exec(f.ctx, "SELECT pg_log_standby_snapshot()")
+			}
+		}
+	}()
+	createErr := f.pair.Standby.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('theirs', 'test_decoding')")
+	close(created)
+	f.must(createErr)
+	f.pass()
+	if _, ok := f.slotOn(f.pair.Standby, "theirs"); !ok {
+		f.t.Fatal("a standby-local slot slotsync did not make was dropped")
+	}
+}
+
+// consumerAheadOfCutOffStandby (rule 5): with the standby cut off from the primary, a consumer of
+// slot that confirms more is ahead of everything the standby holds: NOT READY, with the distance
+// in bytes; READY again once the standby streams and catches up.
+func (f *fixture) consumerAheadOfCutOffStandby(slot string) {
+	f.t.Helper()
+	p := f.pair.Primary
+	f.cutOffStandby()
+	waitNoReceiver(f.t, f)
+	f.insert(3)
+	f.consume(p, slot)
+	r := f.pass()[slot]
+	if r.Verdict.Ready || !r.Verdict.Has(lsncheck.ReasonConsumerAheadOfStandby) || r.Verdict.ConsumerAheadBytes <= 0 {
+		f.t.Fatalf("consumer ahead of a cut-off standby was judged %+v", r.Verdict)
+	}
+	f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM RESET primary_conninfo"))
+	f.must(f.pair.Standby.Exec(f.ctx, "SELECT pg_reload_conf()"))
+	f.must(f.pair.WaitStreaming(f.ctx))
+	f.must(f.pair.WaitCaughtUp(f.ctx))
+	if r = f.pass()[slot]; !r.Verdict.Ready {
+		f.t.Fatalf("after the standby caught up: %+v", r.Verdict)
+	}
 }

@@ -239,8 +239,8 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('cdc', 'test_decoding')"))
 		pgtest.Must(t, pair.WaitCaughtUp(ctx))
 		state := t.TempDir()
-		pair_ := []string{"--primary", pair.Primary.DSN("postgres"), "--standby", pair.Standby.DSN("postgres")}
-		args := func(cmd string, extra ...string) []string { return append(append([]string{cmd}, pair_...), extra...) }
+		cp := cliPair{t: t, ctx: ctx, pair: pair, state: state}
+		args := cp.args
 
 		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != 0 || !strings.Contains(r.stdout, "OK: nothing blocks") {
 			t.Fatalf("doctor on a healthy pair: %d\n%s%s", r.code, r.stdout, r.stderr)
@@ -282,143 +282,198 @@ func TestCommandsAgainstARealPair(t *testing.T) {
 			t.Fatalf("run --once --json: %d %+v", r.code, c)
 		}
 
-		// The consumer moves past the copy; passes make it ready. The primary is discovered
-		// from the standby's primary_conninfo when --primary is not given.
-		deadline := time.Now().Add(90 * time.Second)
-		for {
-			pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "INSERT INTO t VALUES (1)"))
-			pgtest.Must(t, pair.Primary.Exec(ctx, "SELECT pg_log_standby_snapshot()"))
-			pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
-			pgtest.Must(t, pair.WaitCaughtUp(ctx))
-			slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...)
-			r = slotsyncCmd(t, []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres")}, "check", "--json")
-			if r.code == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("never ready: %s", r.stdout)
-			}
-		}
-		if c = parseCheck(t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
-			t.Fatalf("ready check: %+v", c)
-		}
-		// The consumer confirms more; no pass follows: the READY copy is behind it, and the
-		// answer says what a consumer resuming from the slot's position would receive again,
-		// from the copy's confirmed_flush to the consumer's (issue 34 item 2).
-		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
-		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
-		pgtest.Must(t, pair.WaitCaughtUp(ctx))
-		r = slotsyncCmd(t, nil, args("check", "--json", "--summary", "--state-dir", state)...)
-		c = parseCheck(t, r)
-		var primaryConfirmed string
-		pgtest.Must(t, pair.Primary.QueryRow(ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
-		confirmed, err := lsncheck.ParseLSN(primaryConfirmed) // 19 pads the text ("0/01B90A78")
-		pgtest.Must(t, err)
-		if !c.Ready || len(c.Redelivery) != 1 || c.Redelivery[0].Slot != "cdc" || c.Redelivery[0].To != confirmed ||
-			c.Redelivery[0].Bytes != int64(c.Redelivery[0].To-c.Redelivery[0].From) || c.Redelivery[0].Bytes <= 0 || c.Redelivery[0].AtLeast {
-			t.Fatalf("the redelivery window of a READY copy behind its consumer (confirmed %s): %+v\n%s", primaryConfirmed, c.Redelivery, r.stdout)
-		}
-		if r := slotsyncCmd(t, nil, args("check", "--state-dir", state)...); !strings.Contains(r.stdout, "redelivery window of cdc") {
-			t.Fatalf("check does not say what may be received again:\n%s", r.stdout)
-		}
-		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 { // the copy catches up
-			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		// A selection that matches none of the primary's slots (a typo, or every slot ignored)
-		// is no READY: the gate would protect nothing (operators review round 4, finding 3).
-		for _, sel := range [][]string{{"--slots", "nomatch*"}, {"--ignore-slots", "c*"}, {"--plugins", "wal2json"}} {
-			r = slotsyncCmd(t, nil, args("check", append(sel, "--json", "--state-dir", state)...)...)
-			if c = parseCheck(t, r); r.code != exitNotReady || c.Ready || !strings.Contains(c.NothingSelected, "cdc") {
-				t.Fatalf("check %v: want NOT READY naming the unselected slot, got %d %+v", sel, r.code, c)
-			}
-			if r := slotsyncCmd(t, nil, args("doctor", sel...)...); r.code != exitNotReady || !strings.Contains(r.stdout, "selection") {
-				t.Fatalf("doctor %v: want the selection check failed, got %d\n%s", sel, r.code, r.stdout)
-			}
-		}
-		if r := slotsyncCmd(t, nil, args("status", "--state-dir", state)...); r.code != 0 || !strings.Contains(r.stdout, "cdc") || !strings.Contains(r.stdout, "RETAINED") {
-			t.Fatalf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		if c = parseCheck(t, slotsyncCmd(t, nil, args("status", "--json")...)); len(c.Slots) != 1 {
-			t.Fatalf("status --json: %+v", c)
-		}
-		// DSNs in URL form, and libpq's PG* variables filling what a DSN leaves out.
-		paddr, err := pair.Primary.Addr(ctx)
-		pgtest.Must(t, err)
-		saddr, err := pair.Standby.Addr(ctx)
-		pgtest.Must(t, err)
-		sport := saddr[strings.LastIndex(saddr, ":")+1:]
-		r = slotsyncCmd(t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
-			"check", "--primary", "postgres://postgres@"+paddr+"/postgres?sslmode=disable", "--standby", "host=127.0.0.1", "--json")
-		if c = parseCheck(t, r); r.code != 0 || !c.Ready {
-			t.Fatalf("URL and PG* variables: %d %+v %s", r.code, c, r.stderr)
-		}
+		cp.untilReady()
+		cp.redeliveryWindow()
+		cp.selectionAndStatus()
+		cp.urlAndPGVariables()
+		cp.brokenPrerequisite()
 
-		// A broken prerequisite: doctor exits 1 and prints the line that fixes it.
-		pgtest.Must(t, pair.Standby.Exec(ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
-		pgtest.Must(t, pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
-		time.Sleep(300 * time.Millisecond)
-		if r := slotsyncCmd(t, nil, args("doctor")...); r.code != exitNotReady || !strings.Contains(r.stdout, "ALTER SYSTEM SET hot_standby_feedback = on") {
-			t.Fatalf("doctor with hot_standby_feedback off: %d\n%s", r.code, r.stdout)
-		}
-		if r := slotsyncCmd(t, nil, args("check")...); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "hot_standby_feedback = on") {
-			t.Fatalf("check with a failed prerequisite: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		pgtest.Must(t, pair.Standby.Exec(ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
-		pgtest.Must(t, pair.Standby.Exec(ctx, "SELECT pg_reload_conf()"))
-		time.Sleep(300 * time.Millisecond)
-
-		// Rule 8, the gate without the primary. A second slot whose copy is not ready yet.
-		pgtest.Must(t, pair.Primary.ExecDB(ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
-		pgtest.Must(t, pair.WaitCaughtUp(ctx))
-		if r := slotsyncCmd(t, nil, args("run", "--once", "--state-dir", state)...); r.code != 0 {
-			t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		if c = parseCheck(t, slotsyncCmd(t, nil, args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
-			t.Fatalf("check with a new copy: %+v", c)
-		}
-		pgtest.Must(t, pair.Primary.Kill(ctx)) // as pg_ctl stop -m immediate, or a crash
-		discovered := []string{"SLOTSYNC_STANDBY=" + pair.Standby.DSN("postgres"), "SLOTSYNC_STATE_DIR=" + state}
-		for _, env := range [][]string{nil, discovered} {
-			a := args("check", "--json", "--state-dir", state)
-			if env != nil {
-				a = []string{"check", "--json"}
-			}
-			start := time.Now()
-			r = slotsyncCmd(t, env, a...)
-			c = parseCheck(t, r)
-			t.Logf("check without the primary answered in %s", time.Since(start).Round(time.Millisecond))
-			if r.code != exitNotReady || c.WithoutPrimary == nil || len(c.NotReady) != 1 || c.NotReady[0] != "late" || len(c.Slots) != 2 {
-				t.Fatalf("check without the primary: %d %+v\n%s", r.code, c, r.stderr)
-			}
-			if c.WithoutPrimary.AgeSeconds <= 0 || c.WithoutPrimary.Meaning == "" || c.WithoutPrimary.Why == "" {
-				t.Fatalf("the answer must say it was judged without the primary, from what and how old: %+v", c.WithoutPrimary)
-			}
-			if !strings.Contains(r.stderr, "the gate judges without it") {
-				t.Fatalf("the log must say it was judged without the primary:\n%s", r.stderr)
-			}
-		}
-		// The READY copy alone: the gate opens, and the table says on what it judged.
-		r = slotsyncCmd(t, nil, args("check", "--state-dir", state, "--slots", "cdc")...)
-		if r.code != 0 || !strings.Contains(r.stdout, "JUDGED WITHOUT THE PRIMARY") || !strings.Contains(r.stdout, "READY: promoting") {
-			t.Fatalf("check --slots cdc without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
-		}
-		// Strict: no judgement without the primary; nor without the daemon's journal, where there
-		// is nothing to judge from. Either is CANNOT TELL, in the table and in the JSON a hook reads.
-		for _, c := range []struct {
-			args []string
-			says string
-		}{{[]string{"--state-dir", state, "--strict"}, "strict"}, {nil, "no earlier observation"}} {
-			a := append([]string{"--slots", "cdc"}, c.args...)
-			if r := slotsyncCmd(t, nil, args("check", a...)...); r.code != exitConnect || !strings.Contains(r.stdout, "CANNOT TELL") || !strings.Contains(r.stdout, c.says) {
-				t.Fatalf("check %v without the primary: %d\n%s%s", c.args, r.code, r.stdout, r.stderr)
-			}
-			r := slotsyncCmd(t, nil, args("check", append(a, "--json")...)...)
-			var ans slotsync.Answer
-			if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil || r.code != exitConnect || !ans.CannotTell || ans.PrimaryAlive || ans.ExitCode != exitConnect {
-				t.Fatalf("check %v --json without the primary: %d %v\n%s%s", c.args, r.code, err, r.stdout, r.stderr)
-			}
-		}
+		cp.withoutPrimary()
 	})
+}
+
+// cliPair is a real pair, with a slot cdc on the primary, and slotsync's state directory, for
+// TestCommandsAgainstARealPair.
+type cliPair struct {
+	t     *testing.T
+	ctx   context.Context
+	pair  *integration.Pair
+	state string
+}
+
+// args is a command's arguments, naming the pair's primary and standby, then extra.
+func (cp cliPair) args(cmd string, extra ...string) []string {
+	return append([]string{cmd, "--primary", cp.pair.Primary.DSN("postgres"), "--standby", cp.pair.Standby.DSN("postgres")}, extra...)
+}
+
+// untilReady: the consumer moves past the copy; passes make it ready. The primary is discovered
+// from the standby's primary_conninfo when --primary is not given.
+func (cp cliPair) untilReady() {
+	cp.t.Helper()
+	var r result
+	var c checkJSON
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "INSERT INTO t VALUES (1)"))
+		pgtest.Must(cp.t, cp.pair.Primary.Exec(cp.ctx, "SELECT pg_log_standby_snapshot()"))
+		pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+		pgtest.Must(cp.t, cp.pair.WaitCaughtUp(cp.ctx))
+		slotsyncCmd(cp.t, nil, cp.args("run", "--once", "--state-dir", cp.state)...)
+		r = slotsyncCmd(cp.t, []string{"SLOTSYNC_STANDBY=" + cp.pair.Standby.DSN("postgres")}, "check", "--json")
+		if r.code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cp.t.Fatalf("never ready: %s", r.stdout)
+		}
+	}
+	if c = parseCheck(cp.t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
+		cp.t.Fatalf("ready check: %+v", c)
+	}
+}
+
+// redeliveryWindow: the consumer confirms more, no pass follows: the READY copy is behind it, and
+// the answer says what a consumer resuming from the slot's position would receive again, from
+// the copy's confirmed_flush to the consumer's.
+func (cp cliPair) redeliveryWindow() {
+	cp.t.Helper()
+	var r result
+	var c checkJSON
+	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
+	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
+	pgtest.Must(cp.t, cp.pair.WaitCaughtUp(cp.ctx))
+	r = slotsyncCmd(cp.t, nil, cp.args("check", "--json", "--summary", "--state-dir", cp.state)...)
+	c = parseCheck(cp.t, r)
+	var primaryConfirmed string
+	pgtest.Must(cp.t, cp.pair.Primary.QueryRow(cp.ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
+	confirmed, err := lsncheck.ParseLSN(primaryConfirmed) // 19 pads the text ("0/01B90A78")
+	pgtest.Must(cp.t, err)
+	if !c.Ready || len(c.Redelivery) != 1 || c.Redelivery[0].Slot != "cdc" || c.Redelivery[0].To != confirmed ||
+		c.Redelivery[0].Bytes != int64(c.Redelivery[0].To-c.Redelivery[0].From) || c.Redelivery[0].Bytes <= 0 || c.Redelivery[0].AtLeast {
+		cp.t.Fatalf("the redelivery window of a READY copy behind its consumer (confirmed %s): %+v\n%s", primaryConfirmed, c.Redelivery, r.stdout)
+	}
+	if r := slotsyncCmd(cp.t, nil, cp.args("check", "--state-dir", cp.state)...); !strings.Contains(r.stdout, "redelivery window of cdc") {
+		cp.t.Fatalf("check does not say what may be received again:\n%s", r.stdout)
+	}
+	if r := slotsyncCmd(cp.t, nil, cp.args("run", "--once", "--state-dir", cp.state)...); r.code != 0 { // the copy catches up
+		cp.t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// selectionAndStatus: a selection that matches none of the primary's slots is no READY; status
+// shows the copy.
+func (cp cliPair) selectionAndStatus() {
+	cp.t.Helper()
+	var r result
+	var c checkJSON
+	// A selection that matches none of the primary's slots (a typo, or every slot ignored)
+	// is no READY: the gate would protect nothing (operators review round 4, finding 3).
+	for _, sel := range [][]string{{"--slots", "nomatch*"}, {"--ignore-slots", "c*"}, {"--plugins", "wal2json"}} {
+		r = slotsyncCmd(cp.t, nil, cp.args("check", append(sel, "--json", "--state-dir", cp.state)...)...)
+		if c = parseCheck(cp.t, r); r.code != exitNotReady || c.Ready || !strings.Contains(c.NothingSelected, "cdc") {
+			cp.t.Fatalf("check %v: want NOT READY naming the unselected slot, got %d %+v", sel, r.code, c)
+		}
+		if r := slotsyncCmd(cp.t, nil, cp.args("doctor", sel...)...); r.code != exitNotReady || !strings.Contains(r.stdout, "selection") {
+			cp.t.Fatalf("doctor %v: want the selection check failed, got %d\n%s", sel, r.code, r.stdout)
+		}
+	}
+	if r := slotsyncCmd(cp.t, nil, cp.args("status", "--state-dir", cp.state)...); r.code != 0 || !strings.Contains(r.stdout, "cdc") || !strings.Contains(r.stdout, "RETAINED") {
+		cp.t.Fatalf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if c = parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("status", "--json")...)); len(c.Slots) != 1 {
+		cp.t.Fatalf("status --json: %+v", c)
+	}
+}
+
+// urlAndPGVariables: DSNs in URL form, and libpq's PG* variables filling what a DSN leaves out.
+func (cp cliPair) urlAndPGVariables() {
+	cp.t.Helper()
+	var r result
+	var c checkJSON
+	paddr, err := cp.pair.Primary.Addr(cp.ctx)
+	pgtest.Must(cp.t, err)
+	saddr, err := cp.pair.Standby.Addr(cp.ctx)
+	pgtest.Must(cp.t, err)
+	sport := saddr[strings.LastIndex(saddr, ":")+1:]
+	r = slotsyncCmd(cp.t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
+		"check", "--primary", "postgres://postgres@"+paddr+"/postgres?sslmode=disable", "--standby", "host=127.0.0.1", "--json")
+	if c = parseCheck(cp.t, r); r.code != 0 || !c.Ready {
+		cp.t.Fatalf("URL and PG* variables: %d %+v %s", r.code, c, r.stderr)
+	}
+}
+
+// brokenPrerequisite: doctor exits 1 and prints the line that fixes it; check refuses.
+func (cp cliPair) brokenPrerequisite() {
+	cp.t.Helper()
+	pgtest.Must(cp.t, cp.pair.Standby.Exec(cp.ctx, "ALTER SYSTEM SET hot_standby_feedback = off"))
+	pgtest.Must(cp.t, cp.pair.Standby.Exec(cp.ctx, "SELECT pg_reload_conf()"))
+	time.Sleep(300 * time.Millisecond)
+	if r := slotsyncCmd(cp.t, nil, cp.args("doctor")...); r.code != exitNotReady || !strings.Contains(r.stdout, "ALTER SYSTEM SET hot_standby_feedback = on") {
+		cp.t.Fatalf("doctor with hot_standby_feedback off: %d\n%s", r.code, r.stdout)
+	}
+	if r := slotsyncCmd(cp.t, nil, cp.args("check")...); r.code != exitUsage || !strings.Contains(r.stdout+r.stderr, "hot_standby_feedback = on") {
+		cp.t.Fatalf("check with a failed prerequisite: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	pgtest.Must(cp.t, cp.pair.Standby.Exec(cp.ctx, "ALTER SYSTEM RESET hot_standby_feedback"))
+	pgtest.Must(cp.t, cp.pair.Standby.Exec(cp.ctx, "SELECT pg_reload_conf()"))
+	time.Sleep(300 * time.Millisecond)
+}
+
+// withoutPrimary (rule 8): the gate without the primary, a second slot's copy not ready yet.
+func (cp cliPair) withoutPrimary() {
+	cp.t.Helper()
+	var r result
+	var c checkJSON
+	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
+	pgtest.Must(cp.t, cp.pair.WaitCaughtUp(cp.ctx))
+	if r := slotsyncCmd(cp.t, nil, cp.args("run", "--once", "--state-dir", cp.state)...); r.code != 0 {
+		cp.t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if c = parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
+		cp.t.Fatalf("check with a new copy: %+v", c)
+	}
+	pgtest.Must(cp.t, cp.pair.Primary.Kill(cp.ctx)) // as pg_ctl stop -m immediate, or a crash
+	discovered := []string{"SLOTSYNC_STANDBY=" + cp.pair.Standby.DSN("postgres"), "SLOTSYNC_STATE_DIR=" + cp.state}
+	for _, env := range [][]string{nil, discovered} {
+		a := cp.args("check", "--json", "--state-dir", cp.state)
+		if env != nil {
+			a = []string{"check", "--json"}
+		}
+		start := time.Now()
+		r = slotsyncCmd(cp.t, env, a...)
+		c = parseCheck(cp.t, r)
+		cp.t.Logf("check without the primary answered in %s", time.Since(start).Round(time.Millisecond))
+		if r.code != exitNotReady || c.WithoutPrimary == nil || len(c.NotReady) != 1 || c.NotReady[0] != "late" || len(c.Slots) != 2 {
+			cp.t.Fatalf("check without the primary: %d %+v\n%s", r.code, c, r.stderr)
+		}
+		if c.WithoutPrimary.AgeSeconds <= 0 || c.WithoutPrimary.Meaning == "" || c.WithoutPrimary.Why == "" {
+			cp.t.Fatalf("the answer must say it was judged without the primary, from what and how old: %+v", c.WithoutPrimary)
+		}
+		if !strings.Contains(r.stderr, "the gate judges without it") {
+			cp.t.Fatalf("the log must say it was judged without the primary:\n%s", r.stderr)
+		}
+	}
+	// The READY copy alone: the gate opens, and the table says on what it judged.
+	r = slotsyncCmd(cp.t, nil, cp.args("check", "--state-dir", cp.state, "--slots", "cdc")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "JUDGED WITHOUT THE PRIMARY") || !strings.Contains(r.stdout, "READY: promoting") {
+		cp.t.Fatalf("check --slots cdc without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Strict: no judgement without the primary; nor without the daemon's journal, where there
+	// is nothing to judge from. Either is CANNOT TELL, in the table and in the JSON a hook reads.
+	for _, c := range []struct {
+		args []string
+		says string
+	}{{[]string{"--state-dir", cp.state, "--strict"}, "strict"}, {nil, "no earlier observation"}} {
+		a := append([]string{"--slots", "cdc"}, c.args...)
+		if r := slotsyncCmd(cp.t, nil, cp.args("check", a...)...); r.code != exitConnect || !strings.Contains(r.stdout, "CANNOT TELL") || !strings.Contains(r.stdout, c.says) {
+			cp.t.Fatalf("check %v without the primary: %d\n%s%s", c.args, r.code, r.stdout, r.stderr)
+		}
+		r := slotsyncCmd(cp.t, nil, cp.args("check", append(a, "--json")...)...)
+		var ans slotsync.Answer
+		if err := json.Unmarshal([]byte(r.stdout), &ans); err != nil || r.code != exitConnect || !ans.CannotTell || ans.PrimaryAlive || ans.ExitCode != exitConnect {
+			cp.t.Fatalf("check %v --json without the primary: %d %v\n%s%s", c.args, r.code, err, r.stdout, r.stderr)
+		}
+	}
 }
 
 func get(url string) (int, string) {
@@ -487,65 +542,11 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			code, _ := get(base + "/promotion-ready")
 			return code == 200
 		})
-		_, metricsText := get(base + "/metrics")
-		const cdc = `database="postgres",plugin="test_decoding",slot="cdc"`
-		for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="upstream"} 1`, "slotsync_build_info{",
-			`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="local",plugin="test_decoding",slot="cdc"}`, `slotsync_slot_info{database="postgres",plugin="test_decoding",slot="cdc",slot_name="cdc"} 1`,
-			"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
-			"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`, `slotsync_slot_copy_ahead_bytes{` + cdc + `} 0`} {
-			if !strings.Contains(metricsText, want) {
-				t.Errorf("metrics lack %s", want)
-			}
-		}
-		if !strings.Contains(metricsText, "slotsync_sync_runs_total") || strings.Contains(metricsText, "slotsync_sync_runs_total 0\n") {
-			t.Error("no sync runs counted")
-		}
+		daemonMetricsOfAReadyCopy(t, base)
 
-		// The primary goes away: the sidecar itself still works (/readyz), the gate judges
-		// without the primary from its last observation (rule 8), and metrics say so.
-		if err := pair.Primary.Stop(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pgtest.WaitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
-			code, body := get(base + "/promotion-ready")
-			return code == 200 && strings.Contains(body, `"without_primary"`)
-		})
-		if code, body := get(base + "/readyz"); code != 200 {
-			t.Errorf("/readyz with the primary down: %d %s", code, body)
-		}
-		_, metricsText = get(base + "/metrics")
-		for _, want := range []string{`slotsync_node_up{node="upstream"} 0`, "slotsync_gate_without_primary 1", "slotsync_promotion_ready 1"} {
-			if !strings.Contains(metricsText, want) {
-				t.Errorf("metrics with the primary down lack %s:\n%s", want, grepLines(metricsText, "slotsync_node_up", "slotsync_gate", "slotsync_promotion"))
-			}
-		}
-		if strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"} 0`) || !strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"}`) {
-			t.Error("failed passes not counted while the primary was down")
-		}
-		if err := pair.Primary.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pgtest.WaitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
-		pgtest.WaitFor(t, "the gate with the primary back", 60*time.Second, func() bool {
-			code, body := get(base + "/promotion-ready")
-			return code == 200 && !strings.Contains(body, `"without_primary"`)
-		})
+		daemonWithoutPrimary(t, ctx, pair, base)
 
-		// The standby is promoted: the sidecar still works and says this node is the primary.
-		if err := pair.Promote(ctx); err != nil {
-			t.Fatal(err)
-		}
-		pgtest.WaitFor(t, "/promotion-ready to say this node is the primary", 30*time.Second, func() bool {
-			code, body := get(base + "/promotion-ready")
-			return code == 503 && strings.Contains(body, `"role": "primary"`)
-		})
-		if code, body := get(base + "/readyz"); code != 200 {
-			t.Errorf("/readyz on the promoted node: %d %s", code, body)
-		}
-		if _, m := get(base + "/metrics"); !strings.Contains(m, "slotsync_node_is_primary 1") || !strings.Contains(m, "slotsync_promotion_ready 0") ||
-			!strings.Contains(m, `slotsync_node_up{node="local"} 1`) || strings.Contains(m, `node="upstream"`) {
-			t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready", "slotsync_node_up"))
-		}
+		daemonOnThePromoted(t, ctx, pair, base)
 
 		// SIGHUP (a reload: systemctl reload) does not stop it: a full pass runs at once, on
 		// new connections.
@@ -580,6 +581,78 @@ func TestDaemonAgainstARealPair(t *testing.T) {
 			t.Errorf("%d 'sync pass failed' lines while the primary was down", n)
 		}
 	})
+}
+
+// daemonMetricsOfAReadyCopy: the daemon's metrics with copy cdc READY, and passes counted.
+func daemonMetricsOfAReadyCopy(t *testing.T, base string) {
+	t.Helper()
+	_, metricsText := get(base + "/metrics")
+	const cdc = `database="postgres",plugin="test_decoding",slot="cdc"`
+	for _, want := range []string{`slotsync_slot_ready{` + cdc + `} 1`, `slotsync_node_up{node="upstream"} 1`, "slotsync_build_info{",
+		`slotsync_slot_sync_lag_bytes{` + cdc + `}`, `slotsync_slot_retained_wal_bytes{database="postgres",node="local",plugin="test_decoding",slot="cdc"}`, `slotsync_slot_info{database="postgres",plugin="test_decoding",slot="cdc",slot_name="cdc"} 1`,
+		"slotsync_sync_duration_seconds_bucket", "slotsync_last_success_timestamp_seconds", "slotsync_promotion_ready 1",
+		"slotsync_standby_restarts_total 0", `slotsync_slot_consumer_ahead_bytes{` + cdc + `} 0`, `slotsync_slot_copy_ahead_bytes{` + cdc + `} 0`} {
+		if !strings.Contains(metricsText, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(metricsText, "slotsync_sync_runs_total") || strings.Contains(metricsText, "slotsync_sync_runs_total 0\n") {
+		t.Error("no sync runs counted")
+	}
+}
+
+// daemonWithoutPrimary: the primary goes away: the sidecar itself still works (/readyz), the gate
+// judges without the primary from its last observation (rule 8), and metrics say so; then the
+// primary comes back.
+func daemonWithoutPrimary(t *testing.T, ctx context.Context, pair *integration.Pair, base string) {
+	t.Helper()
+	if err := pair.Primary.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.WaitFor(t, "the gate to judge without the primary", 30*time.Second, func() bool {
+		code, body := get(base + "/promotion-ready")
+		return code == 200 && strings.Contains(body, `"without_primary"`)
+	})
+	if code, body := get(base + "/readyz"); code != 200 {
+		t.Errorf("/readyz with the primary down: %d %s", code, body)
+	}
+	_, metricsText := get(base + "/metrics")
+	for _, want := range []string{`slotsync_node_up{node="upstream"} 0`, "slotsync_gate_without_primary 1", "slotsync_promotion_ready 1"} {
+		if !strings.Contains(metricsText, want) {
+			t.Errorf("metrics with the primary down lack %s:\n%s", want, grepLines(metricsText, "slotsync_node_up", "slotsync_gate", "slotsync_promotion"))
+		}
+	}
+	if strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"} 0`) || !strings.Contains(metricsText, `slotsync_sync_errors_total{class="retry",scope="pass"}`) {
+		t.Error("failed passes not counted while the primary was down")
+	}
+	if err := pair.Primary.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.WaitFor(t, "/readyz to recover", 60*time.Second, func() bool { code, _ := get(base + "/readyz"); return code == 200 })
+	pgtest.WaitFor(t, "the gate with the primary back", 60*time.Second, func() bool {
+		code, body := get(base + "/promotion-ready")
+		return code == 200 && !strings.Contains(body, `"without_primary"`)
+	})
+}
+
+// daemonOnThePromoted: the standby is promoted: the sidecar still works and says this node is
+// the primary.
+func daemonOnThePromoted(t *testing.T, ctx context.Context, pair *integration.Pair, base string) {
+	t.Helper()
+	if err := pair.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.WaitFor(t, "/promotion-ready to say this node is the primary", 30*time.Second, func() bool {
+		code, body := get(base + "/promotion-ready")
+		return code == 503 && strings.Contains(body, `"role": "primary"`)
+	})
+	if code, body := get(base + "/readyz"); code != 200 {
+		t.Errorf("/readyz on the promoted node: %d %s", code, body)
+	}
+	if _, m := get(base + "/metrics"); !strings.Contains(m, "slotsync_node_is_primary 1") || !strings.Contains(m, "slotsync_promotion_ready 0") ||
+		!strings.Contains(m, `slotsync_node_up{node="local"} 1`) || strings.Contains(m, `node="upstream"`) {
+		t.Errorf("metrics on the promoted node:\n%s", grepLines(m, "slotsync_node_is_primary", "slotsync_promotion_ready", "slotsync_node_up"))
+	}
 }
 
 func grepLines(text string, prefixes ...string) string {
@@ -718,27 +791,32 @@ func TestStatefileCommandLine(t *testing.T) {
 			}
 		}
 
-		// --restart pg_ctl without --standby-log-file: the restarted postmaster inherits
-		// pg_ctl's output and holds it open for good; the pass must still end.
-		wrapper := filepath.Join(t.TempDir(), "pg_ctl")
-		if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+pgCtl+" \"$@\"\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc2', 'test_decoding')"); err != nil {
-			t.Fatal(err)
-		}
-		if err := pair.WaitCaughtUp(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
-		defer rcancel()
-		cmd := exec.CommandContext(rctx, binary, append(append([]string{"run", "--once", "--json"}, base...), "--standby-data-dir", dir,
-			"--restart", "pg_ctl", "--pg-ctl", wrapper, "--min-restart-interval", "1ms")...)
-		out, err := cmd.Output()
-		if rctx.Err() != nil || err != nil || !strings.Contains(string(out), `"standby_restarts": 1`) {
-			t.Fatalf("run --once with --restart pg_ctl and no log file: %v (timed out: %v)\n%s", err, rctx.Err() != nil, out)
-		}
+		restartWithoutLogFile(t, ctx, pair, base, pgCtl)
 	})
+}
+
+// restartWithoutLogFile: --restart pg_ctl without --standby-log-file: the restarted postmaster
+// inherits pg_ctl's output and holds it open for good; the pass must still end.
+func restartWithoutLogFile(t *testing.T, ctx context.Context, pair *integration.Pair, base []string, pgCtl string) {
+	t.Helper()
+	wrapper := filepath.Join(t.TempDir(), "pg_ctl")
+	if err := os.WriteFile(wrapper, []byte("#!/bin/sh\nexec "+pgCtl+" \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Primary.Exec(ctx, "SELECT pg_create_logical_replication_slot('cdc2', 'test_decoding')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.WaitCaughtUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
+	defer rcancel()
+	cmd := exec.CommandContext(rctx, binary, append(append([]string{"run", "--once", "--json"}, base...), "--standby-data-dir", pair.Standby.DataDir,
+		"--restart", "pg_ctl", "--pg-ctl", wrapper, "--min-restart-interval", "1ms")...)
+	out, err := cmd.Output()
+	if rctx.Err() != nil || err != nil || !strings.Contains(string(out), `"standby_restarts": 1`) {
+		t.Fatalf("run --once with --restart pg_ctl and no log file: %v (timed out: %v)\n%s", err, rctx.Err() != nil, out)
+	}
 }
 
 // TestHookUserReadsTheStateDirectory (operators review round 4, finding 5): the daemon's state

@@ -202,23 +202,7 @@ func BenchmarkSyncLag(b *testing.B) {
 				delete(slots, "postgres")
 				want = 1
 			}
-			// Steady state: both copies exist before anything is timed (creation is
-			// BenchmarkTimeToReady's business).
-			for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-				var n int
-				must(b, p.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ('s0000', 'native')", nil, &n))
-				if n == want {
-					break
-				}
-			}
-			// A new copy starts ahead of its consumer and is moved only by full passes until
-			// the consumer passes it: a few seconds of traffic first.
-			for warm := time.Now().Add(3 * time.Second); time.Now().Before(warm); time.Sleep(200 * time.Millisecond) {
-				must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('warm-up')"))
-				for _, slot := range slots {
-					must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", slot))
-				}
-			}
+			warmUp(b, ctx, p, slots, want)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				// Write, consume, then time until each copy holds the consumer's position.
@@ -250,21 +234,52 @@ func BenchmarkSyncLag(b *testing.B) {
 				time.Sleep(gap(rhythm, i))
 				b.StartTimer()
 			}
-			for _, who := range []string{"slotsync", "postgres"} {
-				if _, ok := slots[who]; !ok {
-					continue
-				}
-				d := *lags[who]
-				ms := make([]string, len(d))
-				for i, x := range d {
-					ms[i] = strconv.FormatInt(x.Milliseconds(), 10)
-				}
-				// Every sample, for the plot in docs/BENCHMARKS.md (integration/bench/plotlag).
-				b.Logf("lag-samples-ms %s %s %s: %s", interval, rhythm, who, strings.Join(ms, " "))
-				b.ReportMetric(float64(percentile(d, 0.5).Milliseconds()), who+"-p50-ms")
-				b.ReportMetric(float64(percentile(d, 0.99).Milliseconds()), who+"-p99-ms")
-			}
+			reportLags(b, interval, rhythm, slots, lags)
 		})
+	}
+}
+
+// warmUp waits until the standby holds both copies (slots, want of them: creation is
+// BenchmarkTimeToReady's business), then gives them a few seconds of traffic: a new copy starts
+// ahead of its consumer and is moved only by full passes until the consumer passes it.
+func warmUp(b *testing.B, ctx context.Context, p *integration.Pair, slots map[string]string, want int) {
+	b.Helper()
+	// Steady state: both copies exist before anything is timed (creation is
+	// BenchmarkTimeToReady's business).
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var n int
+		must(b, p.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ('s0000', 'native')", nil, &n))
+		if n == want {
+			break
+		}
+	}
+	// A new copy starts ahead of its consumer and is moved only by full passes until
+	// the consumer passes it: a few seconds of traffic first.
+	for warm := time.Now().Add(3 * time.Second); time.Now().Before(warm); time.Sleep(200 * time.Millisecond) {
+		must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('warm-up')"))
+		for _, slot := range slots {
+			must(b, p.Primary.Exec(ctx, "SELECT count(*) FROM pg_logical_slot_get_changes($1, NULL, NULL)", slot))
+		}
+	}
+}
+
+// reportLags logs every lag sample of each copy (for the plot in docs/BENCHMARKS.md,
+// integration/bench/plotlag) and reports their median and 99th percentile.
+func reportLags(b *testing.B, interval time.Duration, rhythm string, slots map[string]string, lags map[string]*[]time.Duration) {
+	b.Helper()
+	for _, who := range []string{"slotsync", "postgres"} {
+		if _, ok := slots[who]; !ok {
+			continue
+		}
+		d := *lags[who]
+		ms := make([]string, len(d))
+		for i, x := range d {
+			ms[i] = strconv.FormatInt(x.Milliseconds(), 10)
+		}
+		// Every sample, for the plot in docs/BENCHMARKS.md (integration/bench/plotlag).
+		b.Logf("lag-samples-ms %s %s %s: %s", interval, rhythm, who, strings.Join(ms, " "))
+		b.ReportMetric(float64(percentile(d, 0.5).Milliseconds()), who+"-p50-ms")
+		b.ReportMetric(float64(percentile(d, 0.99).Milliseconds()), who+"-p99-ms")
 	}
 }
 
