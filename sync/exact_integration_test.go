@@ -80,8 +80,11 @@ func (f *fixture) untilReadyExact(before func(), each func(map[string]SlotReport
 // not confirmed, exactly once. Without the flag the copy is never READY (the test's first part).
 // Another slot whose consumer reads is advanced in the pass that makes the exact copy.
 func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
+	// The bound leaves the 2 s of passes before it room on a loaded machine, where one write and
+	// one pass can take over a second.
+	const bound = 8 * time.Second
 	pgtest.ForEachMajor(t, []int{16, 17, 18, 19}, func(t *testing.T, major int) {
-		f, away := exactFixture(t, major, 3*time.Second)
+		f, away := exactFixture(t, major, bound)
 		// A second slot whose consumer keeps reading: the exact copy of the first never holds back
 		// its advance (per-slot independence).
 		f.must(f.pair.Primary.ExecDB(f.ctx, "app", "SELECT pg_create_logical_replication_slot('live', 'test_decoding')"))
@@ -138,7 +141,7 @@ func TestExactCopyAfterAnAwayConsumer(t *testing.T) {
 				t.Fatalf("check beside the daemon: exact copy %v, %+v", r.ExactCopy, r.Verdict)
 			}
 		}
-		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodSQL, 3*time.Second
+		f.cfg.Method, f.cfg.ExactCopyAfter = topology.MethodSQL, bound
 		more := f.insert(2)
 		f.consume(f.pair.Primary, "live")
 		f.must(f.pair.WaitCaughtUp(f.ctx))

@@ -109,30 +109,39 @@ func TestParseShadows(t *testing.T) {
 // TestShadowGateCaught: on a real pair, the plan that kills seen-unchecked in CI's mutant sample
 // (slotsync's route cut, a slot copied again behind its copy, its consumer away, the primary
 // stopped a little later) passes with the gate as built and catches the same check switched off
-// in a shadow gate asked beside it, by the outcome: its READY without the primary, then the
+// in a shadow gate asked beside it, in one of two runs at least, by the outcome: its READY
+// without the primary, then the
 // changes lost; record-margin-doubled, whose window the plan stays within, is not caught.
 func TestShadowGateCaught(t *testing.T) {
 	pgtest.Slow(t)
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
 		bin := failpointSlotsync(t)
 		plan := matrixPlans(t, "route-cut-slot-behind-then-stop")[0]
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
-		rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
+		// Two runs of the plan, as CI's sample runs it: its window is timing's, and on a loaded
+		// machine one run may not open it.
+		rep, err := Chaos(ctx, ChaosOptions{Plans: []Plan{plan, plan}, Slotsync: bin, Arm: crashAt, StateDir: t.TempDir(),
 			Shadows: []string{"seen-unchecked", "record-margin-doubled"},
 			NewPair: func(ctx context.Context) (*integration.Pair, error) {
 				return integration.NewPair(ctx, integration.Options{Major: major, Backend: os.Getenv(integration.EnvBackend), Conf: ChaosConf})
 			}})
-		if err != nil || len(rep.Iterations) != 1 {
+		if err != nil || len(rep.Iterations) != 2 {
 			t.Fatalf("chaos: %v", err)
 		}
-		it := rep.Iterations[0]
-		t.Logf("%s\n  ok %v, answers %s, problems %q, shadows %+v", it.Plan, it.OK, answers(it), it.Problems, it.Shadows)
-		if !it.OK {
-			t.Fatalf("the gate as built fails the plan: %s", killReason(it))
+		caught := false
+		for _, it := range rep.Iterations {
+			t.Logf("%s\n  ok %v, answers %s, problems %q, shadows %+v", it.Plan, it.OK, answers(it), it.Problems, it.Shadows)
+			if !it.OK {
+				t.Fatalf("the gate as built fails the plan: %s", killReason(it))
+			}
+			if len(it.Shadows) != 2 || it.Shadows[0].Instant || it.Shadows[1].Killed() {
+				t.Fatalf("shadows %+v: want seen-unchecked caught by the outcome if at all, record-margin-doubled (the record's window holds there) not", it.Shadows)
+			}
+			caught = caught || it.Shadows[0].Killed()
 		}
-		if len(it.Shadows) != 2 || !it.Shadows[0].Killed() || it.Shadows[0].Instant || it.Shadows[1].Killed() {
-			t.Fatalf("shadows %+v: want seen-unchecked caught by the outcome, record-margin-doubled (the record's window holds there) not", it.Shadows)
+		if !caught {
+			t.Fatal("seen-unchecked beside the gate was caught in neither run of the plan")
 		}
 	})
 }
