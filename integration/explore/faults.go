@@ -369,11 +369,10 @@ func drawBeforeTiming(seed int64, failpoints bool) (Plan, *rand.Rand, bool) {
 // the standby cut off, finds no consumer ahead of it yet, and the consumers then get what the
 // standby never will (rule 8's record_standby_cut_off).
 func resumeWrites(rng *rand.Rand, p *Plan) {
-	last := func(s Step) bool { return s.At >= p.Live-2*time.Second }
 	cut := slices.IndexFunc(p.Steps, func(s Step) bool {
-		return last(s) && (s.Fault == FaultStandbyCutOff || s.Fault == FaultWALReceiver)
+		return p.inLastSeconds(s) && (s.Fault == FaultStandbyCutOff || s.Fault == FaultWALReceiver)
 	})
-	w := slices.IndexFunc(p.Steps, func(s Step) bool { return last(s) && s.Fault == FaultWritesPaused })
+	w := slices.IndexFunc(p.Steps, func(s Step) bool { return p.inLastSeconds(s) && s.Fault == FaultWritesPaused })
 	if cut < 0 || w < 0 || rng.Intn(2) != 0 {
 		return
 	}

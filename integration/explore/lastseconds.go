@@ -74,7 +74,7 @@ const (
 // may have been made to resume (resumeWrites).
 func lastStep(p *Plan, f Fault) int {
 	return slices.IndexFunc(p.Steps, func(s Step) bool {
-		return s.At >= p.Live-2*time.Second && s.Fault == f && (s.For == lastFor || s.For == 0 || f == FaultWritesPaused)
+		return p.inLastSeconds(s) && s.Fault == f && (s.For == lastFor || s.For == 0 || f == FaultWritesPaused)
 	})
 }
 
@@ -88,7 +88,7 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 func endView(p *Plan, at time.Duration) {
 	moved := false
 	for i, s := range p.Steps {
-		if s.At >= p.Live-2*time.Second && s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute) {
+		if p.inLastSeconds(s) && s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute) {
 			p.Steps[i].At, moved = at, true
 		}
 	}
@@ -127,7 +127,7 @@ func demoteAfterCut(rng *rand.Rand, p *Plan, c int) {
 	cutAt := p.Steps[c].At
 	if rng.Intn(2) == 0 {
 		p.Steps = slices.DeleteFunc(p.Steps, func(s Step) bool {
-			return s.Fault == FaultPrimaryRoute && s.For == lastFor && s.At >= p.Live-2*time.Second
+			return s.Fault == FaultPrimaryRoute && s.For == lastFor && p.inLastSeconds(s)
 		})
 	}
 	endView(p, max(0, cutAt-between(rng, 100*time.Millisecond, 600*time.Millisecond)))
@@ -153,7 +153,7 @@ func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
 	gap := iv + time.Second + between(rng, 0, iv+1200*time.Millisecond)
 	if shift := 2500*time.Millisecond - (last - gap); shift > 0 {
 		for i, s := range p.Steps {
-			if s.At >= p.Live-2*time.Second {
+			if p.inLastSeconds(s) {
 				p.Steps[i].At += shift
 			}
 		}
@@ -170,3 +170,7 @@ func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
 	}
 	p.Steps = append(p.Steps, Step{At: remade, Fault: FaultSlotBehind, Slot: drill.Slots[rng.Intn(len(drill.Slots))].Name, Away: true})
 }
+
+// inLastSeconds says whether step s starts in the last 2 s of p's live phase, where draw 9 draws
+// the faults of the primary's last seconds.
+func (p *Plan) inLastSeconds(s Step) bool { return s.At >= p.Live-2*time.Second }
