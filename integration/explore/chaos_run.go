@@ -539,7 +539,7 @@ func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, sv drill.SlotVer
 	if a.WithoutPrimary {
 		unobserved = h.Residual.unobservedRemake(c.Slot, a.ObservedAt)
 	}
-	return Judged{Slot: c.Slot, Asked: asked, Answer: answerIn(a, asked, c.Slot, truths), Instant: instantOf(a, c.Slot), Unobserved: unobserved,
+	return Judged{Slot: c.Slot, Asked: asked, Answer: answerIn(a, asked, c.Slot, truths), Instant: instantOf(a, c.Slot, unobserved != ""), Unobserved: unobserved,
 		Reasons: a.Reasons[c.Slot], Detail: a.Details[c.Slot], ExitCode: a.Exit, Error: a.Error,
 		Lost: len(sv.Lost), LostHad: had, Repeated: len(sv.Repeated), RepeatedEarly: early, Ahead: len(sv.Ahead),
 		AheadOfStandby: sv.AheadOfStandby, AheadPromised: promised, PromisedBy: promisedBy, PrimaryAlive: alive && a.WithoutPrimary,
@@ -547,17 +547,24 @@ func judgeOne(h *History, recv *receiverLog, c ConsumerHistory, sv drill.SlotVer
 }
 
 // instantOf is how the rules at the instant were broken at answer a for slot ("": they were not,
-// or the servers were not read around it).
-func instantOf(a GateAnswer, slot string) string {
+// or the servers were not read around it). unobserved: the slot on the primary was changed
+// after slotsync's last observation of it, within the note's window (Residual.unobservedRemake).
+// Judged without the primary, that slot is rule 8a's residual: no read of the gate could show
+// it, so rule 4 at the instant does not hold the answer to it; rules 8, 8b and 8c still do.
+func instantOf(a GateAnswer, slot string, unobserved bool) string {
 	if a.Before == nil || a.After == nil {
 		return ""
 	}
-	instant := instantLie(*a.Before, *a.After, slot, !a.WithoutPrimary)
+	before, after := *a.Before, *a.After
+	if unobserved && a.WithoutPrimary {
+		before, after = before.withoutPrimarySlot(slot), after.withoutPrimarySlot(slot)
+	}
+	instant := instantLie(before, after, slot, !a.WithoutPrimary)
 	if instant == "" && a.ForPromotion {
-		instant = promotionLie(*a.Before, *a.After)
+		instant = promotionLie(before, after)
 	}
 	if instant == "" && a.WithoutPrimary {
-		instant = cmp.Or(otherPrimaryLie(*a.Before, *a.After), demotedLie(*a.Before, *a.After))
+		instant = cmp.Or(otherPrimaryLie(before, after), demotedLie(before, after))
 	}
 	return instant
 }

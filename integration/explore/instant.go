@@ -3,6 +3,7 @@ package explore
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pglogrepl"
@@ -42,6 +43,15 @@ type Instant struct {
 	// PrimaryErr and StandbyErr: a read that failed; what it would have said is absent.
 	PrimaryErr string `json:"primary_error,omitempty"`
 	StandbyErr string `json:"standby_error,omitempty"`
+}
+
+// withoutPrimarySlot is the read with slot absent from the primary's part (a copy: the read
+// itself is left as it was).
+func (in Instant) withoutPrimarySlot(slot string) Instant {
+	primary := maps.Clone(in.Primary)
+	delete(primary, slot)
+	in.Primary = primary
+	return in
 }
 
 // SlotAt is one slot as a server listed it; Sent and SenderPID only on the primary.

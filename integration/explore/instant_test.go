@@ -67,6 +67,54 @@ func instantWrong(lie func(before, after Instant, slot string, withPrimary bool)
 	return bad
 }
 
+// instantOfFixture is an answer with its two reads, whether rule 8a's residual covers the slot
+// on the primary (Residual.unobservedRemake), and which rule, if any, the answer broke.
+type instantOfFixture struct {
+	name       string
+	a          GateAnswer
+	unobserved bool
+	want       string
+}
+
+// instantOfFixtures: judged without the primary, a slot changed on the primary after slotsync's
+// last observation is not held to rule 4 at the instant; nothing else is excused by it.
+func instantOfFixtures() []instantOfFixture {
+	slot := SlotAt{Plugin: "pgoutput", Database: "drill", Restart: 100, Confirmed: 200, CatalogXmin: 740}
+	ahead := slot
+	ahead.Confirmed = 250
+	answer := func(without bool, other string) GateAnswer {
+		read := func() *Instant {
+			return &Instant{Primary: map[string]SlotAt{"a": slot}, Copies: map[string]SlotAt{"a": ahead}, StandbyWALEnd: 300, OtherWritable: other}
+		}
+		return GateAnswer{WithoutPrimary: without, Before: read(), After: read()}
+	}
+	return []instantOfFixture{
+		{"copy ahead, judged without the primary", answer(true, ""), false, "rule 4"},
+		{"copy ahead of a slot changed unobserved, judged without the primary", answer(true, ""), true, ""},
+		{"copy ahead of a slot changed unobserved, judged with the primary", answer(false, ""), true, "rule 4"},
+		{"a slot changed unobserved, another node read-write", answer(true, "127.0.0.1:5433"), true, "rule 8 at the instant"},
+	}
+}
+
+func TestInstantOf(t *testing.T) {
+	if bad := instantOfWrong(instantOf); len(bad) > 0 {
+		t.Error(bad)
+	}
+}
+
+// instantOfWrong runs instantOfFixtures through an oracle's instantOf and names the fixtures it
+// gets wrong.
+func instantOfWrong(lie func(a GateAnswer, slot string, unobserved bool) string) []string {
+	var bad []string
+	for _, c := range instantOfFixtures() {
+		got := lie(c.a, "a", c.unobserved)
+		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+			bad = append(bad, fmt.Sprintf("%s: %q, want %q", c.name, got, c.want))
+		}
+	}
+	return bad
+}
+
 func TestAssessAtTheInstant(t *testing.T) {
 	broke := "rule 5 at the instant: the consumer held 0/190 before the question, past the standby's WAL end 0/12C after it"
 	for _, c := range []struct {

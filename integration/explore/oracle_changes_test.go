@@ -17,6 +17,8 @@ type oracleChange struct {
 	promise  func(recordFacts) string
 	demoted  func(before, after Instant) string
 	residual func(r Residual, slot string, record time.Time) string
+	// instantOf: the rules at the instant for one answer, rule 8a's residual given.
+	instantOf func(a GateAnswer, slot string, unobserved bool) string
 }
 
 // promiseWith is recordPromise after change alters what it is given.
@@ -196,6 +198,22 @@ func recordChanges() []oracleChange {
 				j.Instant = ""
 			}
 		})},
+		{name: "the residual at the instant for every slot judged without the primary", instantOf: func(a GateAnswer, slot string, _ bool) string {
+			return instantOf(a, slot, true)
+		}},
+		{name: "the residual at the instant with the primary", instantOf: func(a GateAnswer, slot string, unobserved bool) string {
+			if unobserved && a.Before != nil && a.After != nil {
+				before, after := a.Before.withoutPrimarySlot(slot), a.After.withoutPrimarySlot(slot)
+				a.Before, a.After = &before, &after
+			}
+			return instantOf(a, slot, false)
+		}},
+		{name: "the residual hiding rules 8, 8b and 8c at the instant", instantOf: func(a GateAnswer, slot string, unobserved bool) string {
+			if unobserved && a.WithoutPrimary {
+				return ""
+			}
+			return instantOf(a, slot, unobserved)
+		}},
 	}
 }
 
@@ -244,6 +262,8 @@ func TestOracleChangesAreCaught(t *testing.T) {
 			wrong = demotedWrong(c.demoted)
 		case c.residual != nil:
 			wrong = residualWrong(c.residual)
+		case c.instantOf != nil:
+			wrong = instantOfWrong(c.instantOf)
 		}
 		if len(wrong) == 0 {
 			t.Errorf("the oracle changed so (%s) passes every fixture: add the case that tells", c.name)
