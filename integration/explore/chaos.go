@@ -257,6 +257,9 @@ type world struct {
 	// Residual); remadeMu guards it.
 	remadeAt map[string]time.Time
 	remadeMu stdsync.Mutex
+	// olderAdvanced: where the writer stood when each slot's older slot was advanced
+	// (FaultOlderAdvanced; the steps run one after another).
+	olderAdvanced map[string]writerAt
 	// residualAt: the Residual gathered at the promotion.
 	residualAt Residual
 	// exact: the gate is asked with --exact (Plan.GateExact); forPromotion: with
@@ -389,6 +392,12 @@ type feed struct {
 	done   chan struct{}
 }
 
+// writerAt is where the drill's writer stood: its next transaction's id, and those open.
+type writerAt struct {
+	next int
+	open map[int]bool
+}
+
 func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, dir string, plan Plan, log hclog.Logger) (*world, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -396,7 +405,8 @@ func newWorld(ctx context.Context, pair *integration.Pair, opts ChaosOptions, di
 	if err := drill.Setup(ctx, pair); err != nil {
 		return nil, err
 	}
-	if (plan.Has(FaultSlotBehind) || plan.Has(FaultSlotBehindSkipped) || plan.Has(FaultSlotBehindOtherPlugin)) && pair.Major >= 12 {
+	older := slices.ContainsFunc([]Fault{FaultSlotBehind, FaultSlotBehindSkipped, FaultSlotBehindOtherPlugin, FaultOlderAdvanced}, plan.Has)
+	if older && pair.Major >= 12 {
 		if err := (&world{pair: pair}).makeBehind(ctx); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -85,6 +86,8 @@ func (wd *world) apply(ctx context.Context, s Step) error {
 		return wd.recreate(ctx, s.Slot, s.Away)
 	case FaultSlotBehind:
 		return wd.recreateBehind(ctx, s.Slot, s.Away, false)
+	case FaultOlderAdvanced:
+		return wd.advanceOlder(ctx, s.Slot)
 	case FaultCopyDropped:
 		// Another tool or an operator drops the copy on the standby (16+: a logical slot on a
 		// standby can be dropped there; not while slotsync advances it).
@@ -822,7 +825,8 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 			return nil
 		}
 		if !skip {
-			if err := copyBack(0, nil); err != nil {
+			at := wd.olderAdvanced[slot] // FaultOlderAdvanced: owed what commits after the advance
+			if err := copyBack(at.next, at.open); err != nil {
 				return err
 			}
 			return wd.setFailover(ctx, slot) // a copy does not inherit failover
@@ -838,6 +842,28 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 			return err
 		}
 		return wd.setFailover(ctx, slot) // a copy does not inherit failover
+	})
+}
+
+// advanceOlder advances slot's older slot to the primary's current position, the writer held so
+// that no commit falls between the advance and where the writer stood (FaultOlderAdvanced): the
+// slot copied back from it later is owed what commits after.
+func (wd *world) advanceOlder(ctx context.Context, slot string) error {
+	if wd.pair.Major < 12 {
+		return skipped("no pg_copy_logical_replication_slot before 12")
+	}
+	if wd.switched > 0 {
+		return skipped("after a switchover there is no slot from before any write")
+	}
+	return wd.w.Held(func(next int, open map[int]bool) error {
+		if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
+			return err
+		}
+		if wd.olderAdvanced == nil {
+			wd.olderAdvanced = map[string]writerAt{}
+		}
+		wd.olderAdvanced[slot] = writerAt{next: next, open: maps.Clone(open)}
+		return nil
 	})
 }
 

@@ -1008,8 +1008,8 @@ func TestDrawnTimedLastSeconds(t *testing.T) {
 		if last {
 			timed = timeLastSeconds(rng, &p)
 		}
-		if got := DrawPlan(seed, true); got.String() != p.String() {
-			t.Fatalf("seed %d: DrawPlan drew\n%s\nnot\n%s", seed, got, p)
+		if got := withoutFault(DrawPlan(seed, true), FaultOlderAdvanced); got.String() != p.String() {
+			t.Fatalf("seed %d: DrawPlan drew (draw 13's older slots advanced left out)\n%s\nnot\n%s", seed, got, p)
 		}
 		kinds[timed]++
 		if timed == "" {
@@ -1028,6 +1028,49 @@ func TestDrawnTimedLastSeconds(t *testing.T) {
 			t.Errorf("%q drawn in %d of 1000 plans", k, kinds[k])
 		}
 	}
+}
+
+// withoutFault is p without its steps of fault f.
+func withoutFault(p Plan, f Fault) Plan {
+	p.Steps = slices.DeleteFunc(slices.Clone(p.Steps), func(s Step) bool { return s.Fault == f })
+	return p
+}
+
+// TestDrawnOlderAdvanced: draw 13 adds to half the plans whose slotsync view ends early an
+// advance of the older slot of the slot made again in the gap, 100-400 ms before the view ends,
+// and to no other plan.
+func TestDrawnOlderAdvanced(t *testing.T) {
+	advanced := 0
+	for seed := int64(0); seed < 1000; seed++ {
+		p, rng, last := drawBeforeTiming(seed, true)
+		timed := ""
+		if last {
+			timed = timeLastSeconds(rng, &p)
+		}
+		got := DrawPlan(seed, true)
+		i := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultOlderAdvanced })
+		if i < 0 {
+			continue
+		}
+		advanced++
+		a := got.Steps[i]
+		view := slices.IndexFunc(got.Steps, func(s Step) bool {
+			return s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute)
+		})
+		remade := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultSlotBehind && s.Away && s.At > a.At })
+		switch {
+		case timed != timedViewEndsEarly:
+			t.Fatalf("seed %d (%q): an older slot advanced\n%s", seed, timed, got)
+		case view < 0 || remade < 0 || got.Steps[remade].Slot != a.Slot:
+			t.Fatalf("seed %d: no view's end, or no slot made again from the older slot advanced\n%s", seed, got)
+		case got.Steps[view].At-a.At < 100*time.Millisecond && a.At > 0 || got.Steps[view].At-a.At > 400*time.Millisecond:
+			t.Fatalf("seed %d: the older slot advanced %s before the view ends, want 100-400 ms\n%s", seed, got.Steps[view].At-a.At, got)
+		}
+	}
+	if advanced < 15 {
+		t.Errorf("an older slot advanced in %d of 1000 plans", advanced)
+	}
+	t.Logf("an older slot advanced in %d of 1000 plans", advanced)
 }
 
 // timedAsSaid says how plan p's last seconds break the timing timed ("": they keep it).

@@ -145,6 +145,12 @@ const (
 	// restart_lsn and catalog_xmin, and a slot copied back later differs from the one slotsync
 	// judged by its confirmed_flush alone.
 	FaultSlotCopiedAside Fault = "slot_copied_aside"
+	// the older slot FaultSlotBehind copies from advanced on the primary to its current position
+	// (pg_replication_slot_advance; a transaction open keeps its restart_lsn back), the slot
+	// itself left as it is: the next FaultSlotBehind of that slot copies it back from there,
+	// behind its copy by only what was written and synced in between (rule 4's boundary), its
+	// consumer owed only what commits after the advance
+	FaultOlderAdvanced Fault = "older_slot_advanced"
 )
 
 // faultsOutside are drawn for every run; FaultFailpoint only with a build that has failpoints.
@@ -225,7 +231,10 @@ type Step struct {
 // 12: as 11, but a plan whose primary is demoted after the standby's cut has the standby cut off
 // for 90 s, past the failover's questions, and half those plans no longer have slotsync's route
 // to the primary cut in their last seconds (demoteAfterCut).
-const DrawVersion = 12
+// 13: as 12 (the same seed draws the same plan), and then half the plans whose slotsync view ends
+// early have the older slot advanced 100-400 ms before it ends (advanceOlderNear): the slot made
+// again in the gap stands only a few kB behind its copy.
+const DrawVersion = 13
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -345,8 +354,8 @@ const HookBound = 15 * time.Second
 // step.
 func DrawPlan(seed int64, failpoints bool) Plan {
 	p, rng, last := drawBeforeTiming(seed, failpoints)
-	if last {
-		timeLastSeconds(rng, &p) // draw 11's, after draw 10's
+	if last && timeLastSeconds(rng, &p) == timedViewEndsEarly { // draw 11's, after draw 10's
+		advanceOlderNear(rng, &p) // draw 13's, after draw 12's
 	}
 	return p
 }

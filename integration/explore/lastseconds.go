@@ -171,6 +171,30 @@ func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
 	p.Steps = append(p.Steps, Step{At: remade, Fault: FaultSlotBehind, Slot: drill.Slots[rng.Intn(len(drill.Slots))].Name, Away: true})
 }
 
+// advanceOlderNear (draw 13): in half the plans whose slotsync view ends early, the older slot of
+// the slot made again in the gap is advanced 100-400 ms before the view ends: the copy, synced
+// up to the view's end, then stands ahead of the slot made again by only what was written and
+// confirmed in between, a few kB at the drill's rate (copy-ahead-allowance-4k and -64k).
+func advanceOlderNear(rng *rand.Rand, p *Plan) {
+	b := lastStep(p, FaultSlotBehind)
+	if b < 0 || rng.Intn(2) != 0 {
+		return
+	}
+	view := slices.IndexFunc(p.Steps, endsView) // endView put it before the slot made again
+	if view < 0 {
+		return
+	}
+	at := max(0, p.Steps[view].At-between(rng, 100*time.Millisecond, 400*time.Millisecond))
+	p.Steps = append(p.Steps, Step{At: at, Fault: FaultOlderAdvanced, Slot: p.Steps[b].Slot})
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+}
+
+// endsView says whether step s ends slotsync's view of the primary past the question (slotsync
+// paused, its route cut: endView).
+func endsView(s Step) bool {
+	return s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute)
+}
+
 // inLastSeconds says whether step s starts in the last 2 s of p's live phase, where draw 9 draws
 // the faults of the primary's last seconds.
 func (p *Plan) inLastSeconds(s Step) bool { return s.At >= p.Live-2*time.Second }
