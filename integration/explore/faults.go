@@ -148,7 +148,7 @@ const (
 	// the older slot FaultSlotBehind copies from advanced on the primary to its current position
 	// (pg_replication_slot_advance; a transaction open keeps its restart_lsn back), the slot
 	// itself left as it is: the next FaultSlotBehind of that slot copies it back from there,
-	// behind its copy by only what was written and synced in between (rule 4's boundary), its
+	// behind its copy by only what was written and synced in between (rule 4 alone decides), its
 	// consumer owed only what commits after the advance
 	FaultOlderAdvanced Fault = "older_slot_advanced"
 )
@@ -233,7 +233,8 @@ type Step struct {
 // to the primary cut in their last seconds (demoteAfterCut).
 // 13: as 12 (the same seed draws the same plan), and then half the plans whose slotsync view ends
 // early have the older slot advanced 100-400 ms before it ends (advanceOlderNear): the slot made
-// again in the gap stands only a few kB behind its copy.
+// again in the gap stands behind its copy by only what was written in between, its restart_lsn
+// not gone back.
 const DrawVersion = 13
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what

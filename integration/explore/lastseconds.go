@@ -172,9 +172,10 @@ func viewEndsEarly(rng *rand.Rand, p *Plan, iv time.Duration, w int) {
 }
 
 // advanceOlderNear (draw 13): in half the plans whose slotsync view ends early, the older slot of
-// the slot made again in the gap is advanced 100-400 ms before the view ends: the copy, synced
-// up to the view's end, then stands ahead of the slot made again by only what was written and
-// confirmed in between, a few kB at the drill's rate (copy-ahead-allowance-4k and -64k).
+// the slot made again in the gap is advanced 100-400 ms before the view ends: the slot made again
+// keeps a restart_lsn that did not go back (no new incarnation to see), and the copy, synced up
+// to the view's end, stands ahead of it by what was written and confirmed in between (rule 4
+// alone decides).
 func advanceOlderNear(rng *rand.Rand, p *Plan) {
 	b := lastStep(p, FaultSlotBehind)
 	if b < 0 || rng.Intn(2) != 0 {
