@@ -906,7 +906,7 @@ func TestFaultReceiverSilentlyCut(t *testing.T) {
 		}
 		f := newFixtureWith(t, major, topology.MethodAuto, integration.Options{})
 		f.eng.Close()
-		f.cfg.PrimaryGoneAfter, f.cfg.ObserveTimeout, f.cfg.SilentReceiverBound = time.Second, 2*time.Second, bound
+		f.cfg.PrimaryGoneAfter, f.cfg.SilentReceiverBound = time.Second, bound // ObserveTimeout: the default
 		f.startEngine()
 		proxy := f.standbyThroughProxy()
 		f.must(f.pair.Standby.Exec(f.ctx, "ALTER SYSTEM SET wal_receiver_timeout = 0"))

@@ -806,9 +806,12 @@ func TestStatefileStopThatTimesOut(t *testing.T) {
 		if _, err := f.eng.RunOnce(f.ctx); err != nil {
 			t.Fatal(err)
 		}
-		if running, stopping, err := statefile.ServerState(dir); err != nil || !running || !stopping {
-			t.Fatalf("setup: the standby should be shutting down: running %v, stopping %v, %v", running, stopping, err)
-		}
+		// pg_ctl -W returns once it has sent the signal; the postmaster marks itself stopping
+		// when it handles it, a moment later on a loaded machine.
+		pgtest.WaitFor(t, "the standby to be shutting down", 10*time.Second, func() bool {
+			running, stopping, err := statefile.ServerState(dir)
+			return err == nil && running && stopping
+		})
 		// slotsync is restarted (its sessions go) and passes while the standby still stops.
 		f.eng.Close()
 		f.startEngine()
