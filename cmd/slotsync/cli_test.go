@@ -311,7 +311,6 @@ func (cp cliPair) args(cmd string, extra ...string) []string {
 func (cp cliPair) untilReady() {
 	cp.t.Helper()
 	var r result
-	var c checkJSON
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "INSERT INTO t VALUES (1)"))
@@ -327,7 +326,7 @@ func (cp cliPair) untilReady() {
 			cp.t.Fatalf("never ready: %s", r.stdout)
 		}
 	}
-	if c = parseCheck(cp.t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
+	if c := parseCheck(cp.t, r); !c.Ready || len(c.NotReady) != 0 || !c.Slots[0].Verdict.Ready {
 		cp.t.Fatalf("ready check: %+v", c)
 	}
 }
@@ -337,13 +336,11 @@ func (cp cliPair) untilReady() {
 // the copy's confirmed_flush to the consumer's.
 func (cp cliPair) redeliveryWindow() {
 	cp.t.Helper()
-	var r result
-	var c checkJSON
 	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "INSERT INTO t SELECT generate_series(1, 100)"))
 	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "SELECT count(*) FROM pg_logical_slot_get_changes('cdc', NULL, NULL)"))
 	pgtest.Must(cp.t, cp.pair.WaitCaughtUp(cp.ctx))
-	r = slotsyncCmd(cp.t, nil, cp.args("check", "--json", "--summary", "--state-dir", cp.state)...)
-	c = parseCheck(cp.t, r)
+	r := slotsyncCmd(cp.t, nil, cp.args("check", "--json", "--summary", "--state-dir", cp.state)...)
+	c := parseCheck(cp.t, r)
 	var primaryConfirmed string
 	pgtest.Must(cp.t, cp.pair.Primary.QueryRow(cp.ctx, "SELECT confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = 'cdc'", nil, &primaryConfirmed))
 	confirmed, err := lsncheck.ParseLSN(primaryConfirmed) // 19 pads the text ("0/01B90A78")
@@ -364,13 +361,11 @@ func (cp cliPair) redeliveryWindow() {
 // shows the copy.
 func (cp cliPair) selectionAndStatus() {
 	cp.t.Helper()
-	var r result
-	var c checkJSON
 	// A selection that matches none of the primary's slots (a typo, or every slot ignored)
 	// is no READY: the gate would protect nothing (operators review round 4, finding 3).
 	for _, sel := range [][]string{{"--slots", "nomatch*"}, {"--ignore-slots", "c*"}, {"--plugins", "wal2json"}} {
-		r = slotsyncCmd(cp.t, nil, cp.args("check", append(sel, "--json", "--state-dir", cp.state)...)...)
-		if c = parseCheck(cp.t, r); r.code != exitNotReady || c.Ready || !strings.Contains(c.NothingSelected, "cdc") {
+		r := slotsyncCmd(cp.t, nil, cp.args("check", append(sel, "--json", "--state-dir", cp.state)...)...)
+		if c := parseCheck(cp.t, r); r.code != exitNotReady || c.Ready || !strings.Contains(c.NothingSelected, "cdc") {
 			cp.t.Fatalf("check %v: want NOT READY naming the unselected slot, got %d %+v", sel, r.code, c)
 		}
 		if r := slotsyncCmd(cp.t, nil, cp.args("doctor", sel...)...); r.code != exitNotReady || !strings.Contains(r.stdout, "selection") {
@@ -380,7 +375,7 @@ func (cp cliPair) selectionAndStatus() {
 	if r := slotsyncCmd(cp.t, nil, cp.args("status", "--state-dir", cp.state)...); r.code != 0 || !strings.Contains(r.stdout, "cdc") || !strings.Contains(r.stdout, "RETAINED") {
 		cp.t.Fatalf("status: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if c = parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("status", "--json")...)); len(c.Slots) != 1 {
+	if c := parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("status", "--json")...)); len(c.Slots) != 1 {
 		cp.t.Fatalf("status --json: %+v", c)
 	}
 }
@@ -388,16 +383,14 @@ func (cp cliPair) selectionAndStatus() {
 // urlAndPGVariables: DSNs in URL form, and libpq's PG* variables filling what a DSN leaves out.
 func (cp cliPair) urlAndPGVariables() {
 	cp.t.Helper()
-	var r result
-	var c checkJSON
 	paddr, err := cp.pair.Primary.Addr(cp.ctx)
 	pgtest.Must(cp.t, err)
 	saddr, err := cp.pair.Standby.Addr(cp.ctx)
 	pgtest.Must(cp.t, err)
 	sport := saddr[strings.LastIndex(saddr, ":")+1:]
-	r = slotsyncCmd(cp.t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
+	r := slotsyncCmd(cp.t, []string{"PGUSER=postgres", "PGPORT=" + sport, "PGSSLMODE=disable", "PGDATABASE=postgres"},
 		"check", "--primary", "postgres://postgres@"+paddr+"/postgres?sslmode=disable", "--standby", "host=127.0.0.1", "--json")
-	if c = parseCheck(cp.t, r); r.code != 0 || !c.Ready {
+	if c := parseCheck(cp.t, r); r.code != 0 || !c.Ready {
 		cp.t.Fatalf("URL and PG* variables: %d %+v %s", r.code, c, r.stderr)
 	}
 }
@@ -422,14 +415,12 @@ func (cp cliPair) brokenPrerequisite() {
 // withoutPrimary (rule 8): the gate without the primary, a second slot's copy not ready yet.
 func (cp cliPair) withoutPrimary() {
 	cp.t.Helper()
-	var r result
-	var c checkJSON
 	pgtest.Must(cp.t, cp.pair.Primary.ExecDB(cp.ctx, "app", "SELECT pg_create_logical_replication_slot('late', 'test_decoding')"))
 	pgtest.Must(cp.t, cp.pair.WaitCaughtUp(cp.ctx))
 	if r := slotsyncCmd(cp.t, nil, cp.args("run", "--once", "--state-dir", cp.state)...); r.code != 0 {
 		cp.t.Fatalf("run --once: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if c = parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
+	if c := parseCheck(cp.t, slotsyncCmd(cp.t, nil, cp.args("check", "--json")...)); c.Ready || len(c.NotReady) != 1 || c.NotReady[0] != "late" {
 		cp.t.Fatalf("check with a new copy: %+v", c)
 	}
 	pgtest.Must(cp.t, cp.pair.Primary.Kill(cp.ctx)) // as pg_ctl stop -m immediate, or a crash
@@ -440,8 +431,8 @@ func (cp cliPair) withoutPrimary() {
 			a = []string{"check", "--json"}
 		}
 		start := time.Now()
-		r = slotsyncCmd(cp.t, env, a...)
-		c = parseCheck(cp.t, r)
+		r := slotsyncCmd(cp.t, env, a...)
+		c := parseCheck(cp.t, r)
 		cp.t.Logf("check without the primary answered in %s", time.Since(start).Round(time.Millisecond))
 		if r.code != exitNotReady || c.WithoutPrimary == nil || len(c.NotReady) != 1 || c.NotReady[0] != "late" || len(c.Slots) != 2 {
 			cp.t.Fatalf("check without the primary: %d %+v\n%s", r.code, c, r.stderr)
@@ -454,7 +445,7 @@ func (cp cliPair) withoutPrimary() {
 		}
 	}
 	// The READY copy alone: the gate opens, and the table says on what it judged.
-	r = slotsyncCmd(cp.t, nil, cp.args("check", "--state-dir", cp.state, "--slots", "cdc")...)
+	r := slotsyncCmd(cp.t, nil, cp.args("check", "--state-dir", cp.state, "--slots", "cdc")...)
 	if r.code != 0 || !strings.Contains(r.stdout, "JUDGED WITHOUT THE PRIMARY") || !strings.Contains(r.stdout, "READY: promoting") {
 		cp.t.Fatalf("check --slots cdc without the primary: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

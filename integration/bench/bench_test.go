@@ -244,8 +244,6 @@ func BenchmarkSyncLag(b *testing.B) {
 // ahead of its consumer and is moved only by full passes until the consumer passes it.
 func warmUp(b *testing.B, ctx context.Context, p *integration.Pair, slots map[string]string, want int) {
 	b.Helper()
-	// Steady state: both copies exist before anything is timed (creation is
-	// BenchmarkTimeToReady's business).
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		var n int
 		must(b, p.Standby.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name IN ('s0000', 'native')", nil, &n))
@@ -253,8 +251,6 @@ func warmUp(b *testing.B, ctx context.Context, p *integration.Pair, slots map[st
 			break
 		}
 	}
-	// A new copy starts ahead of its consumer and is moved only by full passes until
-	// the consumer passes it: a few seconds of traffic first.
 	for warm := time.Now().Add(3 * time.Second); time.Now().Before(warm); time.Sleep(200 * time.Millisecond) {
 		must(b, p.Primary.Exec(ctx, "INSERT INTO t (v) VALUES ('warm-up')"))
 		for _, slot := range slots {

@@ -798,10 +798,42 @@ func (wd *world) makeBehind(ctx context.Context) error {
 
 // recreateBehind drops a slot and copies it again from its copy made before any write: a new
 // incarnation behind the copy on the standby, as an operator restoring a slot from an older one
-// would make. Its consumer starts over from there and is owed everything; with skip, the older
-// slot is first advanced to the primary's current position (FaultSlotBehindSkipped), and the
-// consumer is owed only what commits after.
+// would make. Its consumer starts over from there and is owed everything, or, once the older
+// slot was advanced (FaultOlderAdvanced), what commits after the advance; with skip, the older
+// slot is first advanced to the primary's current position (FaultSlotBehindSkipped).
 func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip bool) error {
+	if err := wd.behindSkipped(); err != nil {
+		return err
+	}
+	f := wd.feeds[wd.feedOf(slot)]
+	return wd.whileIdle(ctx, slot, away, func() error {
+		// Dropped already (FaultSlotDropped): copied again only.
+		if err := wd.dropSlot(ctx, slot); err != nil {
+			return err
+		}
+		copyBack := func(at writerAt) error {
+			// The consumer's plugin (FaultSlotBehindOtherPlugin changed it): the copy takes it.
+			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_copy_logical_replication_slot($1, $2, false, $3)", behind(slot), slot, f.c.Plugin); err != nil {
+				return err
+			}
+			f.c.RestartedAfter(at.next, at.open)
+			return nil
+		}
+		var err error
+		if skip {
+			err = wd.advanceBehind(ctx, slot, copyBack) // no commit between the advance and the copy
+		} else {
+			err = copyBack(wd.olderAdvanced[slot])
+		}
+		if err != nil {
+			return err
+		}
+		return wd.setFailover(ctx, slot) // a copy does not inherit failover
+	})
+}
+
+// behindSkipped says why a slot cannot be made again from its older slot here (nil: it can).
+func (wd *world) behindSkipped() error {
 	if wd.pair.Major < 12 {
 		return skipped("no pg_copy_logical_replication_slot before 12")
 	}
@@ -810,60 +842,33 @@ func (wd *world) recreateBehind(ctx context.Context, slot string, away, skip boo
 		// the consumer of a slot copied from it would not be owed everything.
 		return skipped("after a switchover there is no slot from before any write")
 	}
-	f := wd.feeds[wd.feedOf(slot)]
-	return wd.whileIdle(ctx, slot, away, func() error {
-		// Dropped already (FaultSlotDropped): copied again only.
-		if err := wd.dropSlot(ctx, slot); err != nil {
-			return err
-		}
-		copyBack := func(floor int, open map[int]bool) error {
-			// The consumer's plugin (FaultSlotBehindOtherPlugin changed it): the copy takes it.
-			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_copy_logical_replication_slot($1, $2, false, $3)", behind(slot), slot, f.c.Plugin); err != nil {
-				return err
-			}
-			f.c.RestartedAfter(floor, open)
-			return nil
-		}
-		if !skip {
-			at := wd.olderAdvanced[slot] // FaultOlderAdvanced: owed what commits after the advance
-			if err := copyBack(at.next, at.open); err != nil {
-				return err
-			}
-			return wd.setFailover(ctx, slot) // a copy does not inherit failover
-		}
-		// No commit between the advance and the floor: the writer waits.
-		err := wd.w.Held(func(next int, open map[int]bool) error {
-			if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
-				return err
-			}
-			return copyBack(next, open)
-		})
-		if err != nil {
-			return err
-		}
-		return wd.setFailover(ctx, slot) // a copy does not inherit failover
-	})
+	return nil
 }
 
-// advanceOlder advances slot's older slot to the primary's current position, the writer held so
-// that no commit falls between the advance and where the writer stood (FaultOlderAdvanced): the
-// slot copied back from it later is owed what commits after.
+// advanceOlder advances slot's older slot to the primary's current position
+// (FaultOlderAdvanced): the slot copied back from it later is owed what commits after.
 func (wd *world) advanceOlder(ctx context.Context, slot string) error {
-	if wd.pair.Major < 12 {
-		return skipped("no pg_copy_logical_replication_slot before 12")
+	if err := wd.behindSkipped(); err != nil {
+		return err
 	}
-	if wd.switched > 0 {
-		return skipped("after a switchover there is no slot from before any write")
-	}
+	return wd.advanceBehind(ctx, slot, func(writerAt) error { return nil })
+}
+
+// advanceBehind advances slot's older slot to the primary's current position, the writer held so
+// that no commit falls between the advance and where the writer stood, notes where it stood
+// (olderAdvanced: a slot copied back from the older one is owed what commits after), and calls
+// then with it, the writer still held.
+func (wd *world) advanceBehind(ctx context.Context, slot string, then func(writerAt) error) error {
 	return wd.w.Held(func(next int, open map[int]bool) error {
 		if err := wd.pair.Primary.ExecDB(ctx, drill.DB, "SELECT pg_replication_slot_advance($1, pg_current_wal_lsn())", behind(slot)); err != nil {
 			return err
 		}
+		at := writerAt{next: next, open: maps.Clone(open)}
 		if wd.olderAdvanced == nil {
 			wd.olderAdvanced = map[string]writerAt{}
 		}
-		wd.olderAdvanced[slot] = writerAt{next: next, open: maps.Clone(open)}
-		return nil
+		wd.olderAdvanced[slot] = at
+		return then(at)
 	})
 }
 

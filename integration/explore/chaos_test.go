@@ -1054,9 +1054,7 @@ func TestDrawnOlderAdvanced(t *testing.T) {
 		}
 		advanced++
 		a := got.Steps[i]
-		view := slices.IndexFunc(got.Steps, func(s Step) bool {
-			return s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute)
-		})
+		view := slices.IndexFunc(got.Steps, endsView)
 		remade := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultSlotBehind && s.Away && s.At > a.At })
 		switch {
 		case timed != timedViewEndsEarly:

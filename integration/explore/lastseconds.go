@@ -88,7 +88,7 @@ func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
 func endView(p *Plan, at time.Duration) {
 	moved := false
 	for i, s := range p.Steps {
-		if p.inLastSeconds(s) && s.For == lastFor && (s.Fault == FaultSidecarPause || s.Fault == FaultPrimaryRoute) {
+		if p.inLastSeconds(s) && endsView(s) {
 			p.Steps[i].At, moved = at, true
 		}
 	}

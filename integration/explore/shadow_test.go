@@ -110,7 +110,8 @@ func TestParseShadows(t *testing.T) {
 // (slotsync's route cut, a slot copied again behind its copy, its consumer away, the primary
 // stopped a little later) passes with the gate as built and catches the same check switched off
 // in a shadow gate asked beside it, in one of two runs at least, by the outcome: its READY
-// without the primary, then the changes lost; record-margin-doubled, whose window the plan stays within, is not caught.
+// without the primary, then the changes lost; record-margin-doubled, whose window the plan stays
+// within, is not caught.
 func TestShadowGateCaught(t *testing.T) {
 	pgtest.Slow(t)
 	pgtest.ForEachMajor(t, []int{17}, func(t *testing.T, major int) {
