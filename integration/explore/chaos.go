@@ -314,10 +314,12 @@ type world struct {
 	endLiveOnce stdsync.Once
 	// shadows: the gate mutants asked beside the gate (ChaosOptions.Shadows); shadowWith and
 	// shadowWithout: their answers with and without the primary (shadow.go); shadowErrors:
-	// shadow questions that could not be asked.
+	// shadow questions that could not be asked; shadowReadier: the shadows that said READY where
+	// the gate beside them did not.
 	shadows                   []string
 	shadowWith, shadowWithout map[string]GateAnswer
 	shadowErrors              []string
+	shadowReadier             map[string]bool
 }
 
 // endLive ends the live phase at once (world.liveEnds).

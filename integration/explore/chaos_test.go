@@ -1003,13 +1003,9 @@ func TestDrawnTimedLastSeconds(t *testing.T) {
 	kinds := map[string]int{}
 	for seed := int64(0); seed < 1000; seed++ {
 		before, _, _ := drawBeforeTiming(seed, true)
-		p, rng, last := drawBeforeTiming(seed, true)
-		timed := ""
-		if last {
-			timed = timeLastSeconds(rng, &p)
-		}
-		if got := withoutFault(DrawPlan(seed, true), FaultOlderAdvanced); got.String() != p.String() {
-			t.Fatalf("seed %d: DrawPlan drew (draw 13's older slots advanced left out)\n%s\nnot\n%s", seed, got, p)
+		p, timed := timedPlan(seed)
+		if got := withoutFault(withoutFault(DrawPlan(seed, true), FaultOlderAdvanced), FaultConsumersConfirmLate); got.String() != p.String() {
+			t.Fatalf("seed %d: DrawPlan drew (draw 13's older slots advanced and draw 14's late confirmations left out)\n%s\nnot\n%s", seed, got, p)
 		}
 		kinds[timed]++
 		if timed == "" {
@@ -1030,6 +1026,16 @@ func TestDrawnTimedLastSeconds(t *testing.T) {
 	}
 }
 
+// timedPlan is the plan draw 12 drew from seed (failpoints drawn), its last seconds timed, and
+// the timing they were given ("": none).
+func timedPlan(seed int64) (Plan, string) {
+	p, rng, last := drawBeforeTiming(seed, true)
+	if !last {
+		return p, ""
+	}
+	return p, timeLastSeconds(rng, &p)
+}
+
 // withoutFault is p without its steps of fault f.
 func withoutFault(p Plan, f Fault) Plan {
 	p.Steps = slices.DeleteFunc(slices.Clone(p.Steps), func(s Step) bool { return s.Fault == f })
@@ -1042,11 +1048,7 @@ func withoutFault(p Plan, f Fault) Plan {
 func TestDrawnOlderAdvanced(t *testing.T) {
 	advanced := 0
 	for seed := int64(0); seed < 1000; seed++ {
-		p, rng, last := drawBeforeTiming(seed, true)
-		timed := ""
-		if last {
-			timed = timeLastSeconds(rng, &p)
-		}
+		_, timed := timedPlan(seed)
 		got := DrawPlan(seed, true)
 		i := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultOlderAdvanced })
 		if i < 0 {
@@ -1069,6 +1071,41 @@ func TestDrawnOlderAdvanced(t *testing.T) {
 		t.Errorf("an older slot advanced in %d of 1000 plans", advanced)
 	}
 	t.Logf("an older slot advanced in %d of 1000 plans", advanced)
+}
+
+// TestDrawnConfirmLateAtCut: draw 14 has the consumers confirm every 2-5 s from up to 200 ms
+// before the standby's cut or stalled walsender in two of three plans whose writes stop just
+// after it and whose consumers confirm at each commit, and in no other plan.
+func TestDrawnConfirmLateAtCut(t *testing.T) {
+	late, eligible := 0, 0
+	for seed := int64(0); seed < 1000; seed++ {
+		p, timed := timedPlan(seed)
+		got := DrawPlan(seed, true)
+		if timed == timedWritesJustAfter && p.ConfirmEvery == 0 {
+			eligible++
+		}
+		i := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultConsumersConfirmLate })
+		if i < 0 {
+			continue
+		}
+		late++
+		s := got.Steps[i]
+		c := slices.IndexFunc(got.Steps, func(s Step) bool {
+			return s.For == lastFor && (s.Fault == FaultStandbyCutOff || s.Fault == FaultSenderStalled)
+		})
+		switch {
+		case timed != timedWritesJustAfter || got.ConfirmEvery > 0:
+			t.Fatalf("seed %d (%q, consumers confirming every %s): late confirmations drawn\n%s", seed, timed, got.ConfirmEvery, got)
+		case c < 0 || got.Steps[c].At-s.At > 200*time.Millisecond || s.At > got.Steps[c].At:
+			t.Fatalf("seed %d: the late confirmations do not start up to 200 ms before the cut\n%s", seed, got)
+		case s.For < 2*time.Second || s.For > 5*time.Second:
+			t.Fatalf("seed %d: the consumers confirm every %s, want 2-5 s\n%s", seed, s.For, got)
+		}
+	}
+	t.Logf("late confirmations at the cut in %d of 1000 plans, of %d that could have them", late, eligible)
+	if late < eligible/2 || late == eligible {
+		t.Errorf("late confirmations at the cut in %d of the %d plans that could have them, want about two in three", late, eligible)
+	}
 }
 
 // timedAsSaid says how plan p's last seconds break the timing timed ("": they keep it).

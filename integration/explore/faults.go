@@ -108,7 +108,7 @@ const (
 	FaultWritesPaused Fault = "writes_paused"
 	// the consumers confirm what they receive only every For from then on, as connectors that
 	// commit their offsets every few seconds do: each holds changes it was sent and has not
-	// confirmed (written plans)
+	// confirmed (written plans; drawn from draw 14 at a standby's cut: confirmLateAtCut)
 	FaultConsumersConfirmLate Fault = "consumers_confirm_late"
 	// the standby's serialized decoding snapshots (pg_logical/snapshots) removed by someone else,
 	// as a cleanup that takes them for disposable would: decoding from a copy's restart_lsn then
@@ -235,7 +235,11 @@ type Step struct {
 // early have the older slot advanced 100-400 ms before it ends (advanceOlderNear): the slot made
 // again in the gap stands behind its copy by only what was written in between, its restart_lsn
 // not gone back.
-const DrawVersion = 13
+// 14: as 13 (the same seed draws the same plan), and then two in three of the plans whose writes
+// stop just after the standby's cut or stalled walsender, their consumers confirming at each
+// commit, have the consumers confirm only every 2-5 s from just before the cut
+// (confirmLateAtCut): what they were sent past the standby is not yet confirmed at the question.
+const DrawVersion = 14
 
 // Plan is one iteration of the chaos drill, drawn from its seed (or written by hand): what
 // happens and when.
@@ -355,8 +359,14 @@ const HookBound = 15 * time.Second
 // step.
 func DrawPlan(seed int64, failpoints bool) Plan {
 	p, rng, last := drawBeforeTiming(seed, failpoints)
-	if last && timeLastSeconds(rng, &p) == timedViewEndsEarly { // draw 11's, after draw 10's
+	if !last {
+		return p
+	}
+	switch timeLastSeconds(rng, &p) { // draw 11's, after draw 10's
+	case timedViewEndsEarly:
 		advanceOlderNear(rng, &p) // draw 13's, after draw 12's
+	case timedWritesJustAfter:
+		confirmLateAtCut(rng, &p) // draw 14's, after draw 13's
 	}
 	return p
 }

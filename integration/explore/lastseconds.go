@@ -190,6 +190,21 @@ func advanceOlderNear(rng *rand.Rand, p *Plan) {
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 }
 
+// confirmLateAtCut (draw 14): in two of three plans whose writes stop just after the standby's
+// cut or its stalled walsender, the consumers confirming at each commit, the consumers confirm
+// only every 2-5 s from up to 200 ms before the cut, as connectors that commit their offsets
+// every few seconds: at the question they hold what they were sent past the standby and have not
+// confirmed it (rule 5 counts what the walsender sent, not only what was confirmed).
+func confirmLateAtCut(rng *rand.Rand, p *Plan) {
+	c := max(lastStep(p, FaultStandbyCutOff), lastStep(p, FaultSenderStalled))
+	if c < 0 || p.ConfirmEvery > 0 || rng.Intn(3) == 0 {
+		return
+	}
+	at := max(0, p.Steps[c].At-between(rng, 0, 200*time.Millisecond))
+	p.Steps = append(p.Steps, Step{At: at, Fault: FaultConsumersConfirmLate, For: between(rng, 2*time.Second, 5*time.Second)})
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+}
+
 // endsView says whether step s ends slotsync's view of the primary past the question (slotsync
 // paused, its route cut: endView).
 func endsView(s Step) bool {

@@ -78,6 +78,21 @@ type ShadowAnswer struct {
 	// WithBinding: the answer with the primary bound the promotion as the gate's did.
 	WithBinding bool       `json:"with_binding"`
 	Without     GateAnswer `json:"without"`
+	// Readier: at some question it was asked beside the gate, the mutant said READY for a slot
+	// the gate did not (readierThan): the check it switches off decided there, so a run in which
+	// a mutant is never readier did not reach it.
+	Readier bool `json:"ready_where_the_gate_was_not,omitempty"`
+}
+
+// readierThan says whether answer m, a mutant's, says READY for a drill slot that gate's answer,
+// asked beside it, does not, or exits 0 where the gate did not.
+func readierThan(m, gate GateAnswer) bool {
+	if m.Exit == 0 && gate.Exit != 0 {
+		return true
+	}
+	return slices.ContainsFunc(drill.Slots, func(s drill.SlotSpec) bool {
+		return m.For(s.Name) == AnswerReady && gate.For(s.Name) != AnswerReady
+	})
 }
 
 // ShadowVerdict is one gate mutant's answers in an iteration, judged as the gate's are: a READY
@@ -90,6 +105,8 @@ type ShadowVerdict struct {
 	Instant bool   `json:"instant,omitempty"`
 	Why     string `json:"why,omitempty"`
 	Problem string `json:"problem,omitempty"`
+	// Readier: the mutant said READY where the gate beside it did not (ShadowAnswer.Readier).
+	Readier bool `json:"ready_where_the_gate_was_not,omitempty"`
 }
 
 // Killed: the mutant was caught in the iteration.
@@ -102,7 +119,7 @@ func judgeShadows(h *History, fv drill.FailoverVerdict, truths []Truth) []Shadow
 	for _, s := range h.Shadows {
 		hs := *h
 		hs.With, hs.WithBinding, hs.Without, hs.Shadows = s.With, s.WithBinding, s.Without, nil
-		v := ShadowVerdict{Mutant: s.Mutant}
+		v := ShadowVerdict{Mutant: s.Mutant, Readier: s.Readier}
 		for _, j := range judge(&hs, fv, truths) {
 			if !j.Lie {
 				continue
@@ -160,6 +177,12 @@ func (wd *world) askBeside(ctx context.Context, shadows []string) (GateAnswer, m
 			continue
 		}
 		got[m] = answers[i+1]
+		if errs[0] == nil && readierThan(answers[i+1], a) {
+			if wd.shadowReadier == nil {
+				wd.shadowReadier = map[string]bool{}
+			}
+			wd.shadowReadier[m] = true
+		}
 	}
 	return a, got, errs[0]
 }
@@ -212,7 +235,8 @@ func (wd *world) shadowHistory(binding bool) []ShadowAnswer {
 	atBinding := !wd.hook || len(wd.hookAnswers) == 1
 	var out []ShadowAnswer
 	for _, m := range wd.shadows {
-		out = append(out, ShadowAnswer{Mutant: m, With: wd.shadowWith[m], WithBinding: binding && atBinding, Without: wd.shadowWithout[m]})
+		out = append(out, ShadowAnswer{Mutant: m, With: wd.shadowWith[m], WithBinding: binding && atBinding, Without: wd.shadowWithout[m],
+			Readier: wd.shadowReadier[m]})
 	}
 	return out
 }

@@ -32,9 +32,9 @@ func TestShadowsJudgedAsTheGate(t *testing.T) {
 	firstQuestion := lie
 	firstQuestion.WithoutPrimary, firstQuestion.Asked = false, observed.Add(-time.Minute)
 	h.Shadows = []ShadowAnswer{
-		{Mutant: "lies", With: h.With, Without: lie},
+		{Mutant: "lies", With: h.With, Without: lie, Readier: true},
 		{Mutant: "as-the-gate", With: h.With, Without: gate},
-		{Mutant: "disagrees", With: h.With, Without: disagrees},
+		{Mutant: "disagrees", With: h.With, Without: disagrees, Readier: true},
 		{Mutant: "hook-first", With: firstQuestion, WithBinding: false, Without: gate},
 	}
 	for _, j := range judge(h, fv, nil) {
@@ -73,6 +73,45 @@ func TestShadowsJudgedAsTheGate(t *testing.T) {
 	if len(tally.Shadows) != 4 || tally.Shadows[0].Mutant != "lies" || tally.Shadows[0].Killed != 2 || tally.Shadows[0].ByOutcome != 2 ||
 		tally.Shadows[1].Killed != 0 || tally.Shadows[2].ByProblem != 2 {
 		t.Errorf("tally: %+v", tally.Shadows)
+	}
+	if r := tally.Shadows; r[0].Readier != 2 || len(r[0].ReadierMissed) != 0 || r[1].Readier != 0 || r[2].Readier != 2 {
+		t.Errorf("tally of READY where the gate was not: %+v", tally.Shadows)
+	}
+	tally = TallyOf([]ChaosIteration{{Seed: 7, Major: 17, Shadows: []ShadowVerdict{{Mutant: "m", Readier: true}}}})
+	if r := tally.Shadows[0]; r.Readier != 1 || !slices.Equal(r.ReadierMissed, []int64{7}) || r.Killed != 0 {
+		t.Errorf("a mutant READY where the gate was not, not caught: %+v", r)
+	}
+}
+
+// TestReadierThan: a mutant is readier than the gate beside it where it says READY for a drill
+// slot the gate does not, or exits 0 where the gate does not; not where both say the same, or
+// where the mutant says less.
+func TestReadierThan(t *testing.T) {
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	answer := func(exit int, pg, td Answer) GateAnswer {
+		return GateAnswer{Asked: at, Exit: exit, Slots: map[string]Answer{"drill_pgoutput": pg, "drill_test_decoding": td}}
+	}
+	ready, notReady := answer(0, AnswerReady, AnswerReady), answer(1, AnswerNotReady, AnswerNotReady)
+	oneReady := answer(1, AnswerReady, AnswerNotReady)
+	cannotTell := GateAnswer{Asked: at, Exit: 2, CannotTell: true}
+	for _, c := range []struct {
+		name         string
+		mutant, gate GateAnswer
+		want         bool
+	}{
+		{"READY beside NOT READY", ready, notReady, true},
+		{"one slot READY beside NOT READY", oneReady, notReady, true},
+		{"READY beside CANNOT TELL", ready, cannotTell, true},
+		{"exit 0 beside exit 1, the slots alike", GateAnswer{Asked: at, Exit: 0, Slots: oneReady.Slots}, oneReady, true},
+		{"the same READY", ready, ready, false},
+		{"the same NOT READY", notReady, notReady, false},
+		{"NOT READY beside READY", notReady, ready, false},
+		{"CANNOT TELL beside NOT READY", cannotTell, notReady, false},
+		{"one slot READY beside the same", oneReady, oneReady, false},
+	} {
+		if got := readierThan(c.mutant, c.gate); got != c.want {
+			t.Errorf("%s: readier %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

@@ -43,10 +43,20 @@ type ShadowRow struct {
 	ByProblem  int            `json:"by_a_problem"`
 	ByFailover map[string]int `json:"by_failover"`
 	Seeds      []int64        `json:"first_seeds"`
+	// Readier: the iterations in which it said READY where the gate beside it did not (it was
+	// reached); ReadierMissed: the first seeds of those in which it was not caught.
+	Readier       int     `json:"ready_where_the_gate_was_not"`
+	ReadierMissed []int64 `json:"readier_not_caught_seeds,omitempty"`
 }
 
 func (r *ShadowRow) add(it ChaosIteration, v ShadowVerdict) {
 	r.Iterations++
+	if v.Readier {
+		r.Readier++
+		if !v.Killed() && len(r.ReadierMissed) < 5 {
+			r.ReadierMissed = append(r.ReadierMissed, it.Seed)
+		}
+	}
 	if !v.Killed() {
 		return
 	}
@@ -253,16 +263,17 @@ func (t Tally) shadowsMarkdown(w io.Writer) {
 	if len(t.Shadows) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\n| major | gate mutant | rule | iterations | caught in | by the rules at the instant | by the outcome | by a problem | "+
-		"at failovers | first seeds |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "\n| major | gate mutant | rule | iterations | READY where the gate was not | caught in | by the rules at the instant | "+
+		"by the outcome | by a problem | at failovers | first seeds | READY where the gate was not, not caught |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range t.Shadows {
 		var at []string
 		for _, k := range slices.Sorted(maps.Keys(r.ByFailover)) {
 			at = append(at, fmt.Sprintf("%s %d", k, r.ByFailover[k]))
 		}
-		fmt.Fprintf(w, "| %d | `%s` | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.Major, r.Mutant, r.Rule, r.Iterations, r.Killed, r.ByInstant, r.ByOutcome,
-			r.ByProblem, strings.Join(at, ", "), strings.Trim(fmt.Sprint(r.Seeds), "[]"))
+		fmt.Fprintf(w, "| %d | `%s` | %s | %d | %d | %d | %d | %d | %d | %s | %s | %s |\n", r.Major, r.Mutant, r.Rule, r.Iterations, r.Readier, r.Killed,
+			r.ByInstant, r.ByOutcome, r.ByProblem, strings.Join(at, ", "), strings.Trim(fmt.Sprint(r.Seeds), "[]"),
+			strings.Trim(fmt.Sprint(r.ReadierMissed), "[]"))
 	}
 }
 
