@@ -79,21 +79,33 @@ type ShadowAnswer struct {
 	WithBinding bool       `json:"with_binding"`
 	Without     GateAnswer `json:"without"`
 	// Readier: at some question it was asked beside the gate, the mutant said READY for a slot
-	// the gate did not (readierThan): the check it switches off decided there, so a run in which
-	// a mutant is never readier did not reach it.
+	// the gate did not, or sooner (readierThan): the check it switches off decided there, so a
+	// run in which a mutant is never readier did not reach it.
 	Readier bool `json:"ready_where_the_gate_was_not,omitempty"`
 }
 
-// readierThan says whether answer m, a mutant's, says READY for a drill slot that gate's answer,
-// asked beside it, does not, or exits 0 where the gate did not.
+// readierThan says whether answer m, a mutant's, is readier than gate's, asked beside it: READY
+// for a slot (any it named, the older slots too) that gate's is not READY for, or judged READY
+// for one sooner than gate's (by more than readierBy: a gate that watched the standby longer
+// before it judged, --primary-gone-after), or exit 0 where gate's is not.
 func readierThan(m, gate GateAnswer) bool {
 	if m.Exit == 0 && gate.Exit != 0 {
 		return true
 	}
-	return slices.ContainsFunc(drill.Slots, func(s drill.SlotSpec) bool {
-		return m.For(s.Name) == AnswerReady && gate.For(s.Name) != AnswerReady
-	})
+	for slot := range m.Slots {
+		if m.For(slot) != AnswerReady {
+			continue
+		}
+		if gate.For(slot) != AnswerReady || !m.Judged.IsZero() && gate.Judged.Sub(m.Judged) > readierBy {
+			return true
+		}
+	}
+	return false
 }
+
+// readierBy is how much sooner than the gate's a mutant's READY must be judged to count as
+// readier: more than the spread of checks started at the same moment.
+const readierBy = time.Second
 
 // ShadowVerdict is one gate mutant's answers in an iteration, judged as the gate's are: a READY
 // while loss (by the rules at the instant or by the outcome), or an answer that disagrees with

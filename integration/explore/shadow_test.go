@@ -83,17 +83,24 @@ func TestShadowsJudgedAsTheGate(t *testing.T) {
 	}
 }
 
-// TestReadierThan: a mutant is readier than the gate beside it where it says READY for a drill
-// slot the gate does not, or exits 0 where the gate does not; not where both say the same, or
-// where the mutant says less.
+// TestReadierThan: a mutant is readier than the gate beside it where it says READY for a slot
+// (an older slot too) the gate does not, judges READY more than a second sooner, or exits 0 where
+// the gate does not; not where both say the same at about the same moment, or where the mutant
+// says less.
 func TestReadierThan(t *testing.T) {
 	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	answer := func(exit int, pg, td Answer) GateAnswer {
-		return GateAnswer{Asked: at, Exit: exit, Slots: map[string]Answer{"drill_pgoutput": pg, "drill_test_decoding": td}}
+	answer := func(exit int, pg, td, older Answer) GateAnswer {
+		return GateAnswer{Asked: at, Judged: at, Exit: exit, Slots: map[string]Answer{"drill_pgoutput": pg, "drill_test_decoding": td,
+			"drill_pgoutput_behind": older}}
 	}
-	ready, notReady := answer(0, AnswerReady, AnswerReady), answer(1, AnswerNotReady, AnswerNotReady)
-	oneReady := answer(1, AnswerReady, AnswerNotReady)
+	ready, notReady := answer(0, AnswerReady, AnswerReady, AnswerReady), answer(1, AnswerNotReady, AnswerNotReady, AnswerNotReady)
+	oneReady := answer(1, AnswerReady, AnswerNotReady, AnswerNotReady)
+	olderReady, olderNotReady := answer(1, AnswerNotReady, AnswerNotReady, AnswerReady), answer(1, AnswerNotReady, AnswerNotReady, AnswerNotReady)
 	cannotTell := GateAnswer{Asked: at, Exit: 2, CannotTell: true}
+	later := func(a GateAnswer, d time.Duration) GateAnswer {
+		a.Judged = a.Judged.Add(d)
+		return a
+	}
 	for _, c := range []struct {
 		name         string
 		mutant, gate GateAnswer
@@ -101,8 +108,12 @@ func TestReadierThan(t *testing.T) {
 	}{
 		{"READY beside NOT READY", ready, notReady, true},
 		{"one slot READY beside NOT READY", oneReady, notReady, true},
+		{"an older slot READY beside NOT READY", olderReady, olderNotReady, true},
 		{"READY beside CANNOT TELL", ready, cannotTell, true},
 		{"exit 0 beside exit 1, the slots alike", GateAnswer{Asked: at, Exit: 0, Slots: oneReady.Slots}, oneReady, true},
+		{"READY judged 10 s before the gate's READY", ready, later(ready, 10*time.Second), true},
+		{"READY judged 500 ms before the gate's READY", ready, later(ready, 500*time.Millisecond), false},
+		{"READY judged after the gate's READY", later(ready, 10*time.Second), ready, false},
 		{"the same READY", ready, ready, false},
 		{"the same NOT READY", notReady, notReady, false},
 		{"NOT READY beside READY", notReady, ready, false},
