@@ -171,8 +171,10 @@ func sameSlot(a, b SlotAt) bool {
 // what is sure between the reads counts: positions move forward, so a copy whose
 // confirmed_flush before was past its primary slot's after stood ahead throughout (rule 4); a
 // consumer that held, before, more than the standby's WAL end after, with the same walsender
-// and the same WAL receiver at both reads, held more than the standby had throughout (rule 5,
-// which an answer judged without the primary does not promise: rule 8).
+// and the same WAL receiver at both reads (or none streaming at either, the WAL end not gone
+// back: nothing reached the standby between them), held more than the standby had throughout
+// (rule 5, which an answer judged without the primary does not promise: rule 8). A receiver
+// that starts reports from the start of a segment, so a change of receiver says nothing.
 func instantLie(before, after Instant, slot string, withPrimary bool) string {
 	if before.PrimaryInRecovery || after.PrimaryInRecovery {
 		return "" // a demoted primary's slots say nothing of where the consumers stand
@@ -188,7 +190,7 @@ func instantLie(before, after Instant, slot string, withPrimary bool) string {
 		return fmt.Sprintf("rule 4 at the instant: the copy's confirmed_flush was %s before the question, past the primary slot's %s after it",
 			c0.Confirmed, p1.Confirmed)
 	}
-	if !withPrimary || before.ReceiverPID == 0 || before.ReceiverPID != after.ReceiverPID || after.StandbyWALEnd == 0 {
+	if !withPrimary || before.ReceiverPID != after.ReceiverPID || after.StandbyWALEnd == 0 || after.StandbyWALEnd < before.StandbyWALEnd {
 		return ""
 	}
 	held := p0.Confirmed

@@ -42,7 +42,11 @@ func instantFixtures() []instantFixture {
 		{"consumer past the standby, without the primary", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 7), false, ""},
 		{"standby caught up by the second read", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 400, 7), true, ""},
 		{"WAL receiver restarted between the reads", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 8), true, ""},
-		{"no WAL receiver", at(moved(slot, 400), slot, 300, 0), at(moved(slot, 400), slot, 350, 0), true, ""},
+		{"no WAL receiver at either read", at(moved(slot, 400), slot, 300, 0), at(moved(slot, 400), slot, 300, 0), true, "rule 5"},
+		{"sent past a standby cut off", at(sent(slot, 400, 9), slot, 300, 0), at(sent(slot, 420, 9), slot, 300, 0), true, "rule 5"},
+		{"a WAL receiver started between the reads", at(moved(slot, 400), slot, 300, 0), at(moved(slot, 400), slot, 350, 8), true, ""},
+		{"a WAL receiver stopped between the reads", at(moved(slot, 400), slot, 300, 7), at(moved(slot, 400), slot, 350, 0), true, ""},
+		{"no WAL receiver, the WAL end gone back", at(moved(slot, 400), slot, 300, 0), at(moved(slot, 400), slot, 200, 0), true, ""},
 		{"sent past the standby by one walsender", at(sent(slot, 400, 9), slot, 300, 7), at(sent(slot, 420, 9), slot, 350, 7), true, "rule 5"},
 		{"sent past the standby, walsender changed", at(sent(slot, 400, 9), slot, 300, 7), at(sent(slot, 420, 10), slot, 350, 7), true, ""},
 	}

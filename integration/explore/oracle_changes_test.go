@@ -123,6 +123,12 @@ func instantChanges() []oracleChange {
 				b.Primary[k] = p
 			}
 		})},
+		{name: "rule 5 at the instant only while a WAL receiver streams", instant: func(b, a Instant, slot string, with bool) string {
+			if b.ReceiverPID == 0 {
+				return ""
+			}
+			return instantLie(b, a, slot, with)
+		}},
 		// The rules at the instant, unsound.
 		{name: "rule 5 across two walsenders", instant: instantWith(func(b, a *Instant, _ *bool) {
 			for k, p := range a.Primary {
@@ -131,6 +137,9 @@ func instantChanges() []oracleChange {
 			}
 		})},
 		{name: "rule 5 across two WAL receivers", instant: instantWith(func(b, a *Instant, _ *bool) { a.ReceiverPID = b.ReceiverPID })},
+		{name: "rule 5 without a WAL receiver across a WAL end gone back", instant: instantWith(func(b, a *Instant, _ *bool) {
+			a.StandbyWALEnd = max(a.StandbyWALEnd, b.StandbyWALEnd)
+		})},
 		{name: "rule 4 broken at both reads taken for throughout", instant: func(b, a Instant, slot string, with bool) string {
 			if got := instantLie(b, a, slot, with); got != "" {
 				return got
