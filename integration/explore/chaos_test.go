@@ -1004,8 +1004,8 @@ func TestDrawnTimedLastSeconds(t *testing.T) {
 	for seed := int64(0); seed < 1000; seed++ {
 		before, _, _ := drawBeforeTiming(seed, true)
 		p, timed := timedPlan(seed)
-		if got := withoutFault(withoutFault(DrawPlan(seed, true), FaultOlderAdvanced), FaultConsumersConfirmLate); got.String() != p.String() {
-			t.Fatalf("seed %d: DrawPlan drew (draw 13's older slots advanced and draw 14's late confirmations left out)\n%s\nnot\n%s", seed, got, p)
+		if got := withoutLaterDraws(DrawPlan(seed, true)); got.String() != p.String() {
+			t.Fatalf("seed %d: DrawPlan drew (what draws 13-15 add left out)\n%s\nnot\n%s", seed, got, p)
 		}
 		kinds[timed]++
 		if timed == "" {
@@ -1044,9 +1044,11 @@ func withoutFault(p Plan, f Fault) Plan {
 
 // TestDrawnOlderAdvanced: draw 13 adds to half the plans whose slotsync view ends early an
 // advance of the older slot of the slot made again in the gap, 100-400 ms before the view ends,
-// and to no other plan.
+// and to no other plan; draw 15 moves half of those advances to an interval and 300-600 ms
+// before the view ends, the writes paused from 10-60 ms after it until 100-300 ms past the
+// view's end.
 func TestDrawnOlderAdvanced(t *testing.T) {
-	advanced := 0
+	advanced, justBehind := 0, 0
 	for seed := int64(0); seed < 1000; seed++ {
 		_, timed := timedPlan(seed)
 		got := DrawPlan(seed, true)
@@ -1057,20 +1059,53 @@ func TestDrawnOlderAdvanced(t *testing.T) {
 		advanced++
 		a := got.Steps[i]
 		view := slices.IndexFunc(got.Steps, endsView)
-		remade := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultSlotBehind && s.Away && s.At > a.At })
-		switch {
-		case timed != timedViewEndsEarly:
+		remade := slices.IndexFunc(got.Steps, func(s Step) bool { return s.Fault == FaultSlotBehind && s.Away && s.At > a.At && s.Slot == a.Slot })
+		if timed != timedViewEndsEarly {
 			t.Fatalf("seed %d (%q): an older slot advanced\n%s", seed, timed, got)
-		case view < 0 || remade < 0 || got.Steps[remade].Slot != a.Slot:
+		}
+		if view < 0 || remade < 0 {
 			t.Fatalf("seed %d: no view's end, or no slot made again from the older slot advanced\n%s", seed, got)
-		case got.Steps[view].At-a.At < 100*time.Millisecond && a.At > 0 || got.Steps[view].At-a.At > 400*time.Millisecond:
-			t.Fatalf("seed %d: the older slot advanced %s before the view ends, want 100-400 ms\n%s", seed, got.Steps[view].At-a.At, got)
+		}
+		lo, hi := 100*time.Millisecond, 400*time.Millisecond
+		if w, ok := pausedJustAfter(got, a); ok {
+			justBehind++
+			iv, end := cmp.Or(got.Interval, explorerInterval), got.Steps[view].At
+			lo, hi = iv+300*time.Millisecond, iv+600*time.Millisecond
+			if w.At+w.For < end+100*time.Millisecond || w.At+w.For > end+300*time.Millisecond {
+				t.Fatalf("seed %d: the writes resume %s after the view ends, want 100-300 ms\n%s", seed, w.At+w.For-end, got)
+			}
+		}
+		if before := got.Steps[view].At - a.At; before < lo && a.At > 0 || before > hi {
+			t.Fatalf("seed %d: the older slot advanced %s before the view ends, want %s-%s\n%s", seed, before, lo, hi, got)
 		}
 	}
-	if advanced < 15 {
-		t.Errorf("an older slot advanced in %d of 1000 plans", advanced)
+	if advanced < 15 || justBehind < advanced/4 || justBehind > advanced*3/4 {
+		t.Errorf("an older slot advanced in %d of 1000 plans, %d of them just behind the copy", advanced, justBehind)
 	}
-	t.Logf("an older slot advanced in %d of 1000 plans", advanced)
+	t.Logf("an older slot advanced in %d of 1000 plans, %d of them just behind the copy", advanced, justBehind)
+}
+
+// pausedJustAfter is the writes' pause draw 15 puts 10-60 ms after the older slot's advance a,
+// lasting less than the last seconds' faults, if p has one.
+func pausedJustAfter(p Plan, a Step) (Step, bool) {
+	i := slices.IndexFunc(p.Steps, func(s Step) bool {
+		return s.Fault == FaultWritesPaused && s.For < lastFor && s.At >= a.At+10*time.Millisecond && s.At <= a.At+60*time.Millisecond
+	})
+	if i < 0 {
+		return Step{}, false
+	}
+	return p.Steps[i], true
+}
+
+// withoutLaterDraws is p without what draws 13 to 15 add to a timed plan: the older slot's
+// advance, the late confirmations at a cut, and the writes' pause just after the advance.
+func withoutLaterDraws(p Plan) Plan {
+	if i := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Fault == FaultOlderAdvanced }); i >= 0 {
+		if w, ok := pausedJustAfter(p, p.Steps[i]); ok {
+			p.Steps = slices.DeleteFunc(slices.Clone(p.Steps), func(s Step) bool { return s == w })
+		}
+	}
+	return withoutFault(withoutFault(p, FaultOlderAdvanced), FaultConsumersConfirmLate)
 }
 
 // TestDrawnConfirmLateAtCut: draw 14 has the consumers confirm every 2-5 s from up to 200 ms

@@ -190,6 +190,27 @@ func advanceOlderNear(rng *rand.Rand, p *Plan) {
 	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 }
 
+// advanceJustBehind (draw 15): in half the plans that advance an older slot (advanceOlderNear),
+// the advance comes an interval and 300-600 ms before slotsync's view ends, and the writes pause
+// from 10-60 ms after it until 100-300 ms past the view's end: a pass in the pause syncs the copy
+// to where the consumer stood when the writes paused, so the slot made again from the older one
+// stands behind its copy by the one to three transactions written in between, a few hundred
+// bytes to a few kB (rule 4's boundary, copy-ahead-allowance-4k).
+func advanceJustBehind(rng *rand.Rand, p *Plan) {
+	a := slices.IndexFunc(p.Steps, func(s Step) bool { return s.Fault == FaultOlderAdvanced })
+	view := slices.IndexFunc(p.Steps, endsView)
+	if a < 0 || view < 0 || rng.Intn(2) != 0 {
+		return
+	}
+	iv, end := cmp.Or(p.Interval, explorerInterval), p.Steps[view].At
+	at := max(0, end-iv-between(rng, 300*time.Millisecond, 600*time.Millisecond))
+	pause := at + between(rng, 10*time.Millisecond, 60*time.Millisecond)
+	until := end + between(rng, 100*time.Millisecond, 300*time.Millisecond)
+	p.Steps[a].At = at
+	p.Steps = append(p.Steps, Step{At: pause, Fault: FaultWritesPaused, For: until - pause})
+	slices.SortStableFunc(p.Steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
+}
+
 // confirmLateAtCut (draw 14): in two of three plans whose writes stop just after the standby's
 // cut or its stalled walsender, the consumers confirming at each commit, the consumers confirm
 // only every 2-5 s from up to 200 ms before the cut, as connectors that commit their offsets
