@@ -117,7 +117,8 @@ type ShadowVerdict struct {
 	Instant bool   `json:"instant,omitempty"`
 	Why     string `json:"why,omitempty"`
 	Problem string `json:"problem,omitempty"`
-	// Readier: the mutant said READY where the gate beside it did not (ShadowAnswer.Readier).
+	// Readier: the mutant said READY where the gate beside it did not, or sooner
+	// (ShadowAnswer.Readier).
 	Readier bool `json:"ready_where_the_gate_was_not,omitempty"`
 }
 

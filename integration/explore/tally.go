@@ -43,8 +43,8 @@ type ShadowRow struct {
 	ByProblem  int            `json:"by_a_problem"`
 	ByFailover map[string]int `json:"by_failover"`
 	Seeds      []int64        `json:"first_seeds"`
-	// Readier: the iterations in which it said READY where the gate beside it did not (it was
-	// reached); ReadierMissed: the first seeds of those in which it was not caught.
+	// Readier: the iterations in which it said READY where the gate beside it did not, or sooner
+	// (it was reached); ReadierMissed: the first seeds of those in which it was not caught.
 	Readier       int     `json:"ready_where_the_gate_was_not"`
 	ReadierMissed []int64 `json:"readier_not_caught_seeds,omitempty"`
 }
